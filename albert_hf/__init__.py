@@ -1,0 +1,63 @@
+"""albert_hf: ALBERT for the Hugging Face ecosystem.
+
+Importing the package registers `AlbertConfig` (model_type "albert_hf") and every model class with transformers'
+Auto classes, without touching transformers' own "albert" type.
+"""
+
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForMultipleChoice
+from transformers import AutoModelForPreTraining, AutoModelForQuestionAnswering
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
+from .modeling import (
+    ALBERT_AUTO_CLASSES,
+    AlbertForMaskedLM,
+    AlbertForMultipleChoice,
+    AlbertForPreTraining,
+    AlbertForPreTrainingOutput,
+    AlbertForQuestionAnswering,
+    AlbertForSequenceClassification,
+    AlbertForTokenClassification,
+    AlbertModel,
+    AlbertPreTrainedModel,
+)
+
+__version__ = "0.1.0"
+
+_AUTO_FACTORIES = {
+    "AutoModel": AutoModel,
+    "AutoModelForPreTraining": AutoModelForPreTraining,
+    "AutoModelForMaskedLM": AutoModelForMaskedLM,
+    "AutoModelForSequenceClassification": AutoModelForSequenceClassification,
+    "AutoModelForTokenClassification": AutoModelForTokenClassification,
+    "AutoModelForQuestionAnswering": AutoModelForQuestionAnswering,
+    "AutoModelForMultipleChoice": AutoModelForMultipleChoice,
+}
+
+
+def _register_auto_classes() -> None:
+    AutoConfig.register(AlbertConfig.model_type, AlbertConfig, exist_ok=True)
+    for auto_name, model_class in ALBERT_AUTO_CLASSES.items():
+        _AUTO_FACTORIES[auto_name].register(AlbertConfig, model_class, exist_ok=True)
+        # save_pretrained then copies modeling.py/configuration.py and writes `auto_map`, so the folder loads with
+        # trust_remote_code=True where albert_hf is not installed.
+        model_class.register_for_auto_class(auto_name)
+    AlbertConfig.register_for_auto_class()
+
+
+_register_auto_classes()
+
+__all__ = [
+    "AlbertConfig",
+    "PRESETS",
+    "SHARING_STRATEGIES",
+    "AlbertPreTrainedModel",
+    "AlbertModel",
+    "AlbertForPreTraining",
+    "AlbertForPreTrainingOutput",
+    "AlbertForMaskedLM",
+    "AlbertForSequenceClassification",
+    "AlbertForTokenClassification",
+    "AlbertForQuestionAnswering",
+    "AlbertForMultipleChoice",
+]

@@ -1,0 +1,189 @@
+"""ALBERT configuration: every field of transformers' AlbertConfig, plus the paper's cross-layer sharing ablation.
+
+An official Hub `config.json` (model_type "albert") loads into this class unchanged; configs of other model types are
+refused with an error that names the type.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from transformers import PretrainedConfig
+
+SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
+# Model types whose config.json describes the same architecture and weights layout as ours.
+COMPATIBLE_MODEL_TYPES = ("albert_hf", "albert")
+
+
+class AlbertConfig(PretrainedConfig):
+    r"""
+    Configuration of an ALBERT model ("A Lite BERT", Lan et al., ICLR 2020).
+
+    Field names and meanings are those of `transformers.AlbertConfig`, so official checkpoints load as they are. The
+    defaults describe ALBERT-xxlarge-v2, as in transformers; use [`AlbertConfig.preset`] for the released sizes.
+
+    Args:
+        vocab_size: number of SentencePiece pieces (30000 for the released models).
+        embedding_size: width E of the factorized vocabulary embeddings (128), projected to `hidden_size`.
+        hidden_size: width H of the transformer layers.
+        num_hidden_layers: number of layer applications L.
+        num_hidden_groups: number of distinct parameter groups; layer application i uses group
+            `i // (num_hidden_layers // num_hidden_groups)`.
+        num_attention_heads: attention heads per layer; must divide `hidden_size`.
+        intermediate_size: width of the feed-forward layer.
+        inner_group_num: number of (attention + FFN) layers inside each group, each applied in turn.
+        hidden_act: activation of the FFN and MLM head (`gelu_new` in the released models).
+        hidden_dropout_prob / attention_probs_dropout_prob / classifier_dropout_prob: dropout rates.
+        max_position_embeddings: longest sequence the model accepts.
+        type_vocab_size: number of segment (token type) ids.
+        initializer_range: std of the truncated-normal initialisation.
+        layer_norm_eps: LayerNorm epsilon.
+        sharing: cross-layer parameter sharing (paper, Table 4): `"all"` (ALBERT: attention and FFN shared within a
+            group), `"attention"` (attention shared, every layer application has its own FFN), `"ffn"` (FFN shared,
+            own attention), `"none"` (BERT-style: nothing shared; implies `num_hidden_groups == num_hidden_layers`,
+            which keeps the stock transformers key layout).
+    """
+
+    model_type = "albert_hf"
+
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_size: int = 4096
+    num_hidden_layers: int = 12
+    num_hidden_groups: int = 1
+    num_attention_heads: int = 64
+    intermediate_size: int = 16384
+    inner_group_num: int = 1
+    hidden_act: str = "gelu_new"
+    hidden_dropout_prob: int | float = 0.0
+    attention_probs_dropout_prob: int | float = 0.0
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    classifier_dropout_prob: int | float = 0.1
+    pad_token_id: int | None = 0
+    bos_token_id: int | None = 2
+    eos_token_id: int | list[int] | None = 3
+    tie_word_embeddings: bool = True
+    sharing: str = "all"
+
+    def __post_init__(self, **kwargs):
+        # BERT-style "no sharing" is exactly ALBERT with one group per layer application: say so in the config so the
+        # weights keep transformers' key layout (and export to a stock ALBERT checkpoint).
+        if self.sharing == "none" and self.num_hidden_groups == 1:
+            self.num_hidden_groups = self.num_hidden_layers
+        super().__post_init__(**kwargs)
+        self.validate_architecture()
+
+    def validate_architecture(self):
+        """Refuse settings that cannot build a model, naming the field."""
+        from transformers.activations import ACT2FN
+
+        for name in (
+            "vocab_size",
+            "embedding_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_hidden_groups",
+            "num_attention_heads",
+            "intermediate_size",
+            "inner_group_num",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}.")
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads})."
+            )
+        if self.num_hidden_groups > self.num_hidden_layers:
+            raise ValueError(
+                f"AlbertConfig.num_hidden_groups ({self.num_hidden_groups}) cannot exceed num_hidden_layers "
+                f"({self.num_hidden_layers}): every group must be used by at least one layer."
+            )
+        if self.num_hidden_layers % self.num_hidden_groups != 0:
+            raise ValueError(
+                f"AlbertConfig.num_hidden_layers ({self.num_hidden_layers}) must be a multiple of num_hidden_groups "
+                f"({self.num_hidden_groups}), so that every group is applied the same number of times."
+            )
+        if self.sharing not in SHARING_STRATEGIES:
+            raise ValueError(f"AlbertConfig.sharing must be one of {SHARING_STRATEGIES}, got {self.sharing!r}.")
+        if self.sharing == "none" and self.num_hidden_groups != self.num_hidden_layers:
+            raise ValueError(
+                f"AlbertConfig.sharing='none' means one group per layer: num_hidden_groups must be 1 (set for you) or "
+                f"num_hidden_layers ({self.num_hidden_layers}), got {self.num_hidden_groups}."
+            )
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(
+                f"AlbertConfig.hidden_act {self.hidden_act!r} is not a known activation; choose one of "
+                f"{sorted(ACT2FN.keys())}."
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}.")
+        if self.layer_norm_eps <= 0:
+            raise ValueError(f"AlbertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps!r}.")
+
+    @property
+    def layers_per_group(self) -> int:
+        """How many consecutive layer applications use the same group."""
+        return self.num_hidden_layers // self.num_hidden_groups
+
+    @classmethod
+    def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs) -> tuple[dict, dict]:
+        config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
+        model_type = config_dict.get("model_type")
+        if model_type is not None and model_type not in COMPATIBLE_MODEL_TYPES:
+            raise ValueError(
+                f"{pretrained_model_name_or_path} holds a config of model type {model_type!r}, not an ALBERT "
+                f"({' or '.join(repr(t) for t in COMPATIBLE_MODEL_TYPES)}): refusing to load it into AlbertConfig."
+            )
+        # Official checkpoints say "albert": the same fields mean the same thing here.
+        config_dict["model_type"] = cls.model_type
+        return config_dict, kwargs
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "AlbertConfig":
+        """The configuration of a released ALBERT, e.g. `AlbertConfig.preset("base-v2")` or `("xxlarge")` (v2)."""
+        key = name.removeprefix("albert-").removeprefix("albert/albert-")
+        if key in _SIZES:
+            key = f"{key}-v2"
+        if key not in PRESETS:
+            raise ValueError(f"Unknown ALBERT preset {name!r}; choose one of {sorted(PRESETS)}.")
+        return cls(**{**PRESETS[key], **overrides})
+
+
+# The released sizes, as in the official config.json files (albert/albert-{size}-v{1,2} on the Hub).
+_SIZES = {
+    "base": dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, num_hidden_layers=12),
+    "large": dict(hidden_size=1024, num_attention_heads=16, intermediate_size=4096, num_hidden_layers=24),
+    "xlarge": dict(hidden_size=2048, num_attention_heads=16, intermediate_size=8192, num_hidden_layers=24),
+    "xxlarge": dict(hidden_size=4096, num_attention_heads=64, intermediate_size=16384, num_hidden_layers=12),
+}
+_COMMON = dict(
+    vocab_size=30000,
+    embedding_size=128,
+    num_hidden_groups=1,
+    inner_group_num=1,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    initializer_range=0.02,
+    layer_norm_eps=1e-12,
+    classifier_dropout_prob=0.1,
+    hidden_act="gelu_new",
+)
+
+
+def _preset(size: str, version: int) -> dict:
+    # v1: dropout 0.1 (xxlarge: 0); v2: no dropout. All released models use gelu_new and E=128.
+    dropout = 0.1 if version == 1 and size != "xxlarge" else 0.0
+    return {**_COMMON, **_SIZES[size], "hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+
+
+PRESETS = {f"{size}-v{version}": _preset(size, version) for size in _SIZES for version in (1, 2)}

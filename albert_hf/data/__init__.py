@@ -1,0 +1,1 @@
+"""Data pipelines: sentence-order pretraining instances, the masking collator, and per-task preprocessing."""

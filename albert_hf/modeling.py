@@ -1,0 +1,929 @@
+"""PyTorch ALBERT ("A Lite BERT", Lan et al., ICLR 2020), written from the paper and transformers' conventions.
+
+One file, read top to bottom: embeddings -> attention -> layer -> encoder with cross-layer sharing -> heads.
+It imports only `.configuration` (relatively), so it travels to the Hub as remote code unchanged.
+
+What this adds over transformers' ALBERT, with identical weights and key names (for `sharing="all"`):
+  * the paper's sharing ablation (`config.sharing`: "all", "attention", "ffn", "none"),
+  * gradient checkpointing, one checkpoint per application of the shared layer,
+  * attention weights under every attention implementation (computed eagerly when asked for),
+  * losses that honour Trainer's `num_items_in_batch` (exact gradient accumulation and multi-process averaging),
+  * clear errors for bad inputs (ids out of the vocabulary, sequences too long, mismatched shapes).
+
+Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D = H / N head size, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.activations import ACT2FN
+from transformers.masking_utils import create_bidirectional_mask
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import ModelOutput
+
+from .configuration import AlbertConfig
+
+# --------------------------------------------------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def check_inputs(
+    config: AlbertConfig,
+    input_ids: torch.Tensor | None,
+    inputs_embeds: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    token_type_ids: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+) -> None:
+    """Raise a ValueError that names the problem for inputs the model cannot process correctly.
+
+    Shape checks are free; value checks (ids in range) read the tensors, so they are skipped while torch.compile
+    traces the model (they would break the graph) and otherwise cost one small reduction per input.
+    """
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("Pass exactly one of input_ids or inputs_embeds (got both or neither).")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch_size, seq_len), got {tuple(input_ids.shape)}.")
+        shape = tuple(input_ids.shape)
+    else:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.embedding_size:
+            raise ValueError(
+                f"inputs_embeds must have shape (batch_size, seq_len, embedding_size={config.embedding_size}), got "
+                f"{tuple(inputs_embeds.shape)}."
+            )
+        shape = tuple(inputs_embeds.shape[:2])
+    seq_len = shape[1]
+    if position_ids is None and seq_len > config.max_position_embeddings:
+        raise ValueError(
+            f"Sequence length {seq_len} exceeds max_position_embeddings ({config.max_position_embeddings}); "
+            "truncate the inputs (tokenizer(..., truncation=True, max_length=...))."
+        )
+    for name, tensor in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
+        if tensor is not None and tensor.dim() == 2 and tuple(tensor.shape) != shape:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but the input has shape {shape}.")
+    if position_ids is not None and (position_ids.dim() != 2 or position_ids.shape[-1] != seq_len):
+        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (batch_size or 1, {seq_len}).")
+
+    if torch.compiler.is_compiling():
+        return
+    ranges = (
+        ("input_ids", input_ids, config.vocab_size, "vocab_size"),
+        ("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size"),
+        ("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings"),
+    )
+    for name, tensor, limit, field in ranges:
+        if tensor is None or tensor.numel() == 0:
+            continue
+        low, high = int(tensor.min()), int(tensor.max())
+        if low < 0 or high >= limit:
+            raise ValueError(f"{name} must lie in [0, {limit}) ({field}), found values in [{low}, {high}].")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Embeddings
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class AlbertEmbeddings(nn.Module):
+    """Word + position + token-type embeddings of width E (factorized: projected to H by the encoder)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.embedding_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.embedding_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.embedding_size)
+        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        # Non-persistent: rebuilt on load, never stored in checkpoints.
+        self.register_buffer("position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)), persistent=False)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if inputs_embeds is None:
+            inputs_embeds = self.word_embeddings(input_ids)  # (B, T, E)
+        seq_len = inputs_embeds.shape[1]
+        if position_ids is None:
+            position_ids = self.position_ids[:, :seq_len]  # (1, T)
+        if token_type_ids is None:
+            token_type_embeddings = self.token_type_embeddings.weight[0]  # (E,): segment 0 everywhere
+        else:
+            token_type_embeddings = self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        embeddings = inputs_embeds + token_type_embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Attention
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,  # (B, N, T, D)
+    key: torch.Tensor,  # (B, N, T, D)
+    value: torch.Tensor,  # (B, N, T, D)
+    attention_mask: torch.Tensor | None,  # (B, 1, T, T) additive, or None
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain softmax(QK^T / sqrt(D) + mask) V; returns the output as (B, T, N, D) and the weights (B, N, T, T)."""
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = F.dropout(weights, p=dropout, training=module.training)
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return output, weights
+
+
+def additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """(B, T) 1/0 padding mask -> (B, 1, 1, T) additive mask for eager attention."""
+    if attention_mask is None:
+        return None
+    if attention_mask.dim() == 4:  # already prepared: additive floats, or booleans (True = attend)
+        if attention_mask.dtype.is_floating_point:
+            return attention_mask.to(dtype)
+        return (~attention_mask).to(dtype) * torch.finfo(dtype).min
+    keep = attention_mask[:, None, None, :].to(dtype)
+    return (1.0 - keep) * torch.finfo(dtype).min
+
+
+class AlbertAttention(nn.Module):
+    """Multi-head self-attention with its output projection, residual and post-LayerNorm (one ALBERT sub-block)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.hidden_size // config.num_attention_heads
+        self.scaling = self.attention_head_size**-0.5
+        self.is_causal = False  # ALBERT is bidirectional: SDPA/flash must never fall back to a causal mask.
+
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention_dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,  # (B, T, H)
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        eager_mask: torch.Tensor | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch_size, seq_len, _ = hidden_states.shape
+        head_shape = (batch_size, seq_len, self.num_attention_heads, self.attention_head_size)
+        query = self.query(hidden_states).view(head_shape).transpose(1, 2)  # (B, N, T, D)
+        key = self.key(hidden_states).view(head_shape).transpose(1, 2)
+        value = self.value(hidden_states).view(head_shape).transpose(1, 2)
+
+        implementation = self.config._attn_implementation or "eager"
+        if output_attentions or implementation == "eager":
+            # Fused kernels never materialise the weights; when they are asked for, compute them the plain way.
+            attention_interface: Callable = eager_attention_forward
+            attention_mask = eager_mask
+        else:
+            attention_interface = ALL_ATTENTION_FUNCTIONS[implementation]
+        context, weights = attention_interface(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=self.attention_dropout.p if self.training else 0.0,
+            scaling=self.scaling,
+            **kwargs,
+        )
+        context = context.reshape(batch_size, seq_len, -1)  # (B, T, H)
+        output = self.LayerNorm(hidden_states + self.output_dropout(self.dense(context)))
+        return output, (weights if output_attentions else None)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# One layer (attention + FFN), groups of layers, and the encoder with cross-layer sharing
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class AlbertLayer(nn.Module):
+    """Attention block then feed-forward block, each with residual and post-LayerNorm.
+
+    With partial sharing (`config.sharing` "attention" or "ffn") a layer holds only one of the two blocks; the encoder
+    pairs it with the other block. Attribute names are transformers' (`attention`, `ffn`, `ffn_output`,
+    `full_layer_layer_norm`), so checkpoint keys match.
+    """
+
+    def __init__(self, config: AlbertConfig, with_attention: bool = True, with_ffn: bool = True):
+        super().__init__()
+        if with_attention:
+            self.attention = AlbertAttention(config)
+        if with_ffn:
+            self.full_layer_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.ffn = nn.Linear(config.hidden_size, config.intermediate_size)
+            self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
+            self.activation = ACT2FN[config.hidden_act]
+            self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def feed_forward(self, attention_output: torch.Tensor) -> torch.Tensor:
+        ffn_output = self.ffn_output(self.activation(self.ffn(attention_output)))  # (B, T, H)
+        return self.full_layer_layer_norm(attention_output + self.dropout(ffn_output))
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, eager_mask=None, **kwargs):
+        attention_output, weights = self.attention(hidden_states, attention_mask, output_attentions, eager_mask, **kwargs)
+        return self.feed_forward(attention_output), weights
+
+
+class AlbertLayerGroup(nn.Module):
+    """`inner_group_num` layers applied in turn; one group is one unit of cross-layer sharing."""
+
+    def __init__(self, config: AlbertConfig, with_attention: bool = True, with_ffn: bool = True):
+        super().__init__()
+        self.albert_layers = nn.ModuleList(
+            [AlbertLayer(config, with_attention, with_ffn) for _ in range(config.inner_group_num)]
+        )
+
+
+class AlbertTransformer(nn.Module):
+    """Projects embeddings E -> H, then applies layers L times; which weights each application uses is the sharing.
+
+    Application i (0..L-1) uses group `i // (L / num_hidden_groups)` and runs that group's `inner_group_num` layers.
+      sharing="all":       attention and FFN come from the group (ALBERT; transformers' layout).
+      sharing="attention": attention from the group, FFN from `unshared_ffn[i * inner_group_num + j]`.
+      sharing="ffn":       FFN from the group, attention from `unshared_attention[i * inner_group_num + j]`.
+      sharing="none":      config sets num_hidden_groups = L, so each application owns its group (BERT).
+    """
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
+        share_attention = config.sharing in ("all", "attention", "none")
+        share_ffn = config.sharing in ("all", "ffn", "none")
+        self.albert_layer_groups = nn.ModuleList(
+            [AlbertLayerGroup(config, share_attention, share_ffn) for _ in range(config.num_hidden_groups)]
+        )
+        num_applications = config.num_hidden_layers * config.inner_group_num
+        if not share_attention:
+            self.unshared_attention = nn.ModuleList(
+                [AlbertLayer(config, with_ffn=False) for _ in range(num_applications)]
+            )
+        if not share_ffn:
+            self.unshared_ffn = nn.ModuleList([AlbertLayer(config, with_attention=False) for _ in range(num_applications)])
+        self.gradient_checkpointing = False  # set by PreTrainedModel.gradient_checkpointing_enable()
+
+    def layer_application(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        eager_mask: torch.Tensor | None,
+        layer_index: int,
+        inner_index: int,
+        output_attentions: bool,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One application of one (attention + FFN) layer: the unit of gradient checkpointing."""
+        group = self.albert_layer_groups[layer_index // self.config.layers_per_group]
+        shared = group.albert_layers[inner_index]
+        flat_index = layer_index * self.config.inner_group_num + inner_index
+        attention = shared.attention if hasattr(shared, "attention") else self.unshared_attention[flat_index].attention
+        ffn_owner = shared if hasattr(shared, "ffn") else self.unshared_ffn[flat_index]
+        attention_output, weights = attention(hidden_states, attention_mask, output_attentions, eager_mask, **kwargs)
+        return ffn_owner.feed_forward(attention_output), weights
+
+    def forward(
+        self,
+        embeddings: torch.Tensor,  # (B, T, E)
+        attention_mask: torch.Tensor | None = None,
+        eager_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        **kwargs,
+    ) -> BaseModelOutput:
+        hidden_states = self.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
+        all_hidden_states = [hidden_states] if output_hidden_states else None
+        all_attentions = [] if output_attentions else None
+        for layer_index in range(self.config.num_hidden_layers):
+            for inner_index in range(self.config.inner_group_num):
+                arguments = (hidden_states, attention_mask, eager_mask, layer_index, inner_index, output_attentions)
+                if self.gradient_checkpointing and self.training:
+                    hidden_states, weights = self._gradient_checkpointing_func(
+                        self.layer_application, *arguments, **kwargs
+                    )
+                else:
+                    hidden_states, weights = self.layer_application(*arguments, **kwargs)
+                if output_hidden_states:
+                    all_hidden_states.append(hidden_states)
+                if output_attentions:
+                    all_attentions.append(weights)
+        return BaseModelOutput(
+            last_hidden_state=hidden_states,
+            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=tuple(all_attentions) if output_attentions else None,
+        )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Pretrained model base, checkpoint checks, losses
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def check_weights_files(folder: str) -> None:
+    """Open every weights file of a checkpoint folder before loading, so damage is reported with the file's name.
+
+    safetensors files are read header-first (a truncated file fails here); legacy `.bin` files are only ever loaded by
+    transformers with `weights_only=True`, which never executes code from the checkpoint.
+    """
+    from safetensors import safe_open
+
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if name.endswith(".safetensors"):
+            try:
+                # Opening parses the header and checks that it covers the whole file: truncation fails here.
+                with safe_open(path, framework="pt"):
+                    pass
+            except Exception as error:  # noqa: BLE001 - any failure here means the file is unusable
+                raise OSError(f"Corrupt or truncated weights file {path}: {error}") from error
+        elif name.endswith(".bin") and os.path.getsize(path) == 0:
+            raise OSError(f"Empty weights file {path}.")
+
+
+class AlbertPreTrainedModel(PreTrainedModel):
+    config_class = AlbertConfig
+    base_model_prefix = "albert"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _supports_attention_backend = True
+    _no_split_modules = ["AlbertEmbeddings", "AlbertLayer"]
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' loading, with errors that name the file for a missing folder or a damaged weights file."""
+        path = os.fspath(pretrained_model_name_or_path)
+        if os.path.isdir(path):
+            check_weights_files(path)
+        elif os.path.isabs(path) or path.startswith((".", "~")) or path.count("/") > 1:
+            raise FileNotFoundError(f"No checkpoint folder at {path!r} (and it is not a Hub repository id).")
+        return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        # When albert_hf registered its classes (`import albert_hf`), the folder gets modeling.py/configuration.py and
+        # an `auto_map` naming every Auto class, so any head loads with trust_remote_code=True without albert_hf.
+        if type(self)._auto_class is not None:
+            auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
+            self.config.auto_map = {"AutoConfig": "configuration.AlbertConfig", **auto_map}
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        from transformers import initialization as init
+
+        super()._init_weights(module)
+        if isinstance(module, AlbertMLMHead):
+            init.zeros_(module.bias)
+        elif isinstance(module, AlbertEmbeddings):
+            init.copy_(module.position_ids, torch.arange(module.position_ids.shape[-1]).expand((1, -1)))
+
+
+def _normalize(loss_sum: torch.Tensor, count: torch.Tensor | int) -> torch.Tensor:
+    if torch.is_tensor(count):
+        count = count.to(loss_sum.device)
+    return loss_sum / count
+
+
+def cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: torch.Tensor | int | None = None
+) -> torch.Tensor:
+    """Cross-entropy in fp32 ignoring label -100; a sum over `num_items_in_batch` when given (Trainer's global count
+    of labels across gradient accumulation and processes), else the mean over this batch."""
+    logits = logits.reshape(-1, logits.shape[-1]).float()
+    labels = labels.reshape(-1).to(logits.device)
+    if num_items_in_batch is None:
+        return F.cross_entropy(logits, labels, ignore_index=-100)
+    return _normalize(F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum"), num_items_in_batch)
+
+
+def _model_kwargs(kwargs: dict) -> dict:
+    """Keyword arguments meant for the attention functions, without the loss-only ones."""
+    return {k: v for k, v in kwargs.items() if k not in ("num_items_in_batch", "num_sequences_in_batch")}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The base model
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class AlbertModel(AlbertPreTrainedModel):
+    """Embeddings + encoder (+ tanh pooler on [CLS])."""
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = AlbertEmbeddings(config)
+        self.encoder = AlbertTransformer(config)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
+        self.pooler_activation = nn.Tanh() if add_pooling_layer else None
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPooling | tuple:
+        output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        output_hidden_states = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+
+        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        # Mask in the layout the selected attention implementation wants (None when nothing is padded), and the
+        # additive form for the eager path (used when attention weights are requested).
+        eager = output_attentions or (self.config._attn_implementation or "eager") == "eager"
+        eager_mask = additive_mask(attention_mask, embeddings.dtype) if eager else None
+        mask = None
+        if (self.config._attn_implementation or "eager") != "eager":
+            mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+        encoder_outputs = self.encoder(
+            embeddings, mask, eager_mask, output_attentions, output_hidden_states, **_model_kwargs(kwargs)
+        )
+        sequence_output = encoder_outputs.last_hidden_state  # (B, T, H)
+        pooled_output = None
+        if self.pooler is not None:
+            pooled_output = self.pooler_activation(self.pooler(sequence_output[:, 0]))  # (B, H)
+
+        output = BaseModelOutputWithPooling(
+            last_hidden_state=sequence_output,
+            pooler_output=pooled_output,
+            hidden_states=encoder_outputs.hidden_states,
+            attentions=encoder_outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Heads
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class AlbertMLMHead(nn.Module):
+    """H -> E dense + activation + LayerNorm, then the decoder E -> V tied to the word embeddings."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
+        self.decoder = nn.Linear(config.embedding_size, config.vocab_size)
+        self.activation = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        hidden_states = self.LayerNorm(self.activation(self.dense(hidden_states)))  # (..., E)
+        return self.decoder(hidden_states)  # (..., V)
+
+
+class AlbertSOPHead(nn.Module):
+    """Sentence-order prediction from the pooled [CLS] output."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, pooled_output: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(pooled_output))
+
+
+_TIED_MLM_KEYS = {
+    "predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
+    "predictions.decoder.bias": "predictions.bias",
+}
+
+
+class _AlbertWithMLMHead(AlbertPreTrainedModel):
+    """Shared plumbing of the two models that carry the tied MLM head."""
+
+    _tied_weights_keys = _TIED_MLM_KEYS
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.albert.embeddings.word_embeddings
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.predictions.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.predictions.decoder = new_embeddings
+        self.predictions.bias = new_embeddings.bias
+
+
+@dataclass
+class AlbertForPreTrainingOutput(ModelOutput):
+    """Output of [`AlbertForPreTraining`].
+
+    loss: mlm_loss + sop_loss (those present). mlm_loss / sop_loss: the two terms, for logging.
+    prediction_logits: (B, T, V) MLM scores. sop_logits: (B, 2) sentence-order scores (0 = in order, 1 = swapped).
+    """
+
+    loss: torch.Tensor | None = None
+    prediction_logits: torch.Tensor | None = None
+    sop_logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_loss: torch.Tensor | None = None
+    sop_loss: torch.Tensor | None = None
+
+
+class AlbertForPreTraining(_AlbertWithMLMHead):
+    """ALBERT with the two pretraining heads: masked LM and sentence-order prediction."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.albert = AlbertModel(config)
+        self.predictions = AlbertMLMHead(config)
+        self.sop_classifier = AlbertSOPHead(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        sentence_order_label: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
+        num_sequences_in_batch: torch.Tensor | int | None = None,
+        **kwargs,
+    ) -> AlbertForPreTrainingOutput | tuple:
+        r"""
+        labels: (B, T) MLM targets, -100 where not masked.
+        sentence_order_label: (B,) 0 when segment A precedes B in the document, 1 when swapped.
+        num_items_in_batch: global count of MLM targets (Trainer); the MLM loss is then sum / count.
+        num_sequences_in_batch: global count of sequences; the SOP loss is then sum / count.
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = self.albert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        prediction_scores = self.predictions(outputs.last_hidden_state)  # (B, T, V)
+        sop_scores = self.sop_classifier(outputs.pooler_output)  # (B, 2)
+
+        mlm_loss = sop_loss = total_loss = None
+        if labels is not None:
+            mlm_loss = cross_entropy(prediction_scores, labels, num_items_in_batch)
+        if sentence_order_label is not None:
+            sop_loss = cross_entropy(sop_scores, sentence_order_label, num_sequences_in_batch)
+        if mlm_loss is not None or sop_loss is not None:
+            total_loss = sum(term for term in (mlm_loss, sop_loss) if term is not None)
+
+        output = AlbertForPreTrainingOutput(
+            loss=total_loss,
+            prediction_logits=prediction_scores,
+            sop_logits=sop_scores,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+            mlm_loss=mlm_loss,
+            sop_loss=sop_loss,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class AlbertForMaskedLM(_AlbertWithMLMHead):
+    """ALBERT with the masked-LM head (no pooler)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.predictions = AlbertMLMHead(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
+        **kwargs,
+    ) -> MaskedLMOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = self.albert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        prediction_scores = self.predictions(outputs.last_hidden_state)  # (B, T, V)
+        loss = cross_entropy(prediction_scores, labels, num_items_in_batch) if labels is not None else None
+        output = MaskedLMOutput(
+            loss=loss, logits=prediction_scores, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class AlbertForSequenceClassification(AlbertPreTrainedModel):
+    """Pooled [CLS] -> dropout -> linear. Regression (num_labels=1), single- or multi-label by `problem_type`."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config)
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = self.albert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
+        loss = self.sequence_classification_loss(logits, labels, num_items_in_batch) if labels is not None else None
+        output = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+    def sequence_classification_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
+        """MSE, cross-entropy or BCE as transformers chooses them; sums over `num_items_in_batch` when given."""
+        if self.config.problem_type is None:
+            if self.num_labels == 1:
+                self.config.problem_type = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                self.config.problem_type = "single_label_classification"
+            else:
+                self.config.problem_type = "multi_label_classification"
+        if self.config.problem_type == "single_label_classification":
+            return cross_entropy(logits, labels, num_items_in_batch)
+        if self.config.problem_type == "regression":
+            logits, labels = (logits.squeeze(), labels.squeeze()) if self.num_labels == 1 else (logits, labels)
+            elementwise = F.mse_loss(logits.float(), labels.float(), reduction="none")
+        else:
+            elementwise = F.binary_cross_entropy_with_logits(logits.float(), labels.float(), reduction="none")
+        if num_items_in_batch is None:
+            return elementwise.mean()
+        return _normalize(elementwise.sum(), num_items_in_batch)
+
+
+class AlbertForTokenClassification(AlbertPreTrainedModel):
+    """Per-token linear classifier (NER, POS)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        dropout = config.classifier_dropout_prob
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = self.albert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
+        loss = cross_entropy(logits, labels, num_items_in_batch) if labels is not None else None
+        output = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class AlbertForQuestionAnswering(AlbertPreTrainedModel):
+    """Span extraction: a start and an end logit per token."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        start_positions: torch.LongTensor | None = None,
+        end_positions: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> QuestionAnsweringModelOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        outputs = self.albert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
+        start_logits, end_logits = (part.squeeze(-1).contiguous() for part in logits.split(1, dim=-1))
+
+        total_loss = None
+        if start_positions is not None and end_positions is not None:
+            # Positions outside the window (answer cut off by the stride) are ignored, as in the original.
+            ignored_index = start_logits.shape[1]
+            start_positions = start_positions.reshape(-1).clamp(0, ignored_index)
+            end_positions = end_positions.reshape(-1).clamp(0, ignored_index)
+            start_loss = F.cross_entropy(start_logits.float(), start_positions, ignore_index=ignored_index)
+            end_loss = F.cross_entropy(end_logits.float(), end_positions, ignore_index=ignored_index)
+            total_loss = (start_loss + end_loss) / 2
+
+        output = QuestionAnsweringModelOutput(
+            loss=total_loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+class AlbertForMultipleChoice(AlbertPreTrainedModel):
+    """Scores each of C choices from its pooled [CLS]; inputs are (B, C, T)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.albert = AlbertModel(config)
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        num_items_in_batch: torch.Tensor | int | None = None,
+        **kwargs,
+    ) -> MultipleChoiceModelOutput | tuple:
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        reference = input_ids if input_ids is not None else inputs_embeds
+        if reference is None or reference.dim() < 3:
+            raise ValueError("AlbertForMultipleChoice takes inputs of shape (batch_size, num_choices, seq_len).")
+        num_choices = reference.shape[1]
+
+        def flatten(tensor: torch.Tensor | None, trailing: int = 1) -> torch.Tensor | None:
+            # (B, C, T[, E]) -> (B * C, T[, E])
+            return None if tensor is None else tensor.reshape(-1, *tensor.shape[-trailing:])
+
+        outputs = self.albert(
+            flatten(input_ids),
+            attention_mask=flatten(attention_mask),
+            token_type_ids=flatten(token_type_ids),
+            position_ids=flatten(position_ids),
+            inputs_embeds=flatten(inputs_embeds, trailing=2),
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **kwargs,
+        )
+        logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)  # (B, C)
+        loss = cross_entropy(logits, labels, num_items_in_batch) if labels is not None else None
+        output = MultipleChoiceModelOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return output if return_dict else output.to_tuple()
+
+
+ALBERT_AUTO_CLASSES = {
+    "AutoModel": AlbertModel,
+    "AutoModelForPreTraining": AlbertForPreTraining,
+    "AutoModelForMaskedLM": AlbertForMaskedLM,
+    "AutoModelForSequenceClassification": AlbertForSequenceClassification,
+    "AutoModelForTokenClassification": AlbertForTokenClassification,
+    "AutoModelForQuestionAnswering": AlbertForQuestionAnswering,
+    "AutoModelForMultipleChoice": AlbertForMultipleChoice,
+}
+
+__all__ = [
+    "AlbertPreTrainedModel",
+    "AlbertModel",
+    "AlbertForPreTraining",
+    "AlbertForPreTrainingOutput",
+    "AlbertForMaskedLM",
+    "AlbertForSequenceClassification",
+    "AlbertForTokenClassification",
+    "AlbertForQuestionAnswering",
+    "AlbertForMultipleChoice",
+    "ALBERT_AUTO_CLASSES",
+]

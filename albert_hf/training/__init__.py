@@ -1,0 +1,1 @@
+"""Optimization and Trainer integration: LAMB, learning-rate schedules, callbacks."""
