@@ -620,3 +620,54 @@ def test_torch_compile_full_graph():
     compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: any graph break raises
     actual = compiled(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
     assert max_abs_diff(expected, actual) <= 1e-6
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Performance paths keep the numbers
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("class_name", ["AlbertForPreTraining", "AlbertForMaskedLM"])
+def test_masked_positions_only_gives_same_loss_and_gradients(class_name):
+    torch.manual_seed(0)
+    model = getattr(albert_hf, class_name)(tiny_config()).eval()
+    input_ids, attention_mask, token_type_ids = padded_batch()
+    labels = torch.full_like(input_ids, -100)
+    labels[0, [1, 4]] = input_ids[0, [1, 4]]
+    labels[2, 2] = input_ids[2, 2]
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, labels=labels)
+    if class_name == "AlbertForPreTraining":
+        inputs["sentence_order_label"] = torch.tensor([1, 0, 1])
+
+    def run(masked_positions_only):
+        model.zero_grad()
+        output = model(**inputs, masked_positions_only=masked_positions_only)
+        output.loss.backward()
+        return output, [p.grad.clone() for p in model.parameters()]
+
+    full, full_grads = run(False)
+    sparse, sparse_grads = run(True)
+    logits_name = "prediction_logits" if class_name == "AlbertForPreTraining" else "logits"
+    assert sparse[logits_name].shape == (3, 99)
+    assert max_abs_diff(sparse[logits_name], full[logits_name][labels.ne(-100)]) <= 1e-6
+    assert abs(full.loss.item() - sparse.loss.item()) <= 1e-6
+    assert max_abs_diff(full_grads, sparse_grads) <= 1e-6
+
+
+def test_fused_gelu_equals_gelu_new():
+    from transformers.activations import ACT2FN
+
+    from albert_hf.modeling import activation_function
+
+    x = torch.linspace(-8, 8, 10001)
+    assert max_abs_diff(activation_function("gelu_new")(x), ACT2FN["gelu_new"](x)) <= 1e-6
+
+
+def test_layer_norm_runs_in_fp32_under_bf16_autocast():
+    model = albert_hf.AlbertModel(tiny_config()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    expected = model(input_ids, attention_mask=attention_mask).last_hidden_state
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output = model(input_ids, attention_mask=attention_mask).last_hidden_state
+    assert output.dtype == torch.float32  # post-LayerNorm residual stream stays fp32
+    assert max_abs_diff(expected, output) < 0.1  # bf16 matmuls: close, not equal
