@@ -1,0 +1,368 @@
+"""Side-by-side benchmark: albert_hf against transformers' ALBERT with identical weights, in the same process.
+
+    python benchmarks/run.py                       # every case, table on stdout, JSON in benchmarks/results.json
+    python benchmarks/run.py --cases model --sizes base --seq-lens 128 --repeats 3
+
+Each case builds both models from one set of weights, checks that their outputs agree (fp32: 1e-5), then times them
+interleaved (reference, ours, reference, ours, ...) after a warm-up and reports medians and the ratio
+reference_time / ours_time (> 1: albert_hf is faster). Model FLOPs utilisation (MFU) is measured against the fp32
+GEMM rate of this machine, measured in the same run. Peak memory is the resident-set high-water mark of a fresh
+subprocess per measurement (CPU has no allocator statistics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import transformers
+
+import albert_hf
+from albert_hf import AlbertConfig
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Measurement helpers
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def gemm_peak_gflops(dtype: torch.dtype = torch.float32, size: int = 2048, repeats: int = 10) -> float:
+    """The machine's sustained matmul rate: the physical limit MFU is measured against."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(times) / 1e9
+
+
+def interleaved_medians(reference_fn, ours_fn, repeats: int, warmup: int = 1) -> tuple[float, float]:
+    for _ in range(warmup):
+        reference_fn()
+        ours_fn()
+    reference_times, ours_times = [], []
+    for _ in range(repeats):
+        for fn, times in ((reference_fn, reference_times), (ours_fn, ours_times)):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return statistics.median(reference_times), statistics.median(ours_times)
+
+
+def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
+    """Forward FLOPs per token of the encoder (matmuls only): projection, then per layer application
+    4 H x H projections, the two FFN matmuls, and attention scores + weighted sum (2 x 2 T H)."""
+    H, F, E = config.hidden_size, config.intermediate_size, config.embedding_size
+    per_layer = 2 * (4 * H * H + 2 * H * F) + 4 * seq_len * H
+    return 2 * E * H + config.num_hidden_layers * config.inner_group_num * per_layer
+
+
+def mlm_head_flops(config: AlbertConfig) -> float:
+    return 2 * (config.hidden_size * config.embedding_size + config.embedding_size * config.vocab_size)
+
+
+def paired(class_name: str, config_kwargs: dict, seed: int = 0):
+    torch.manual_seed(seed)
+    reference = getattr(transformers, class_name)(transformers.AlbertConfig(**config_kwargs, attn_implementation="sdpa"))
+    ours = getattr(albert_hf, class_name)(AlbertConfig(**config_kwargs, attn_implementation="sdpa"))
+    ours.load_state_dict(reference.state_dict(), strict=True)
+    return reference, ours
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.float() - b.float()).abs().max().item()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Cases
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def case_model(size: str, seq_len: int, batch_size: int, backward: bool, repeats: int, peak: float, bf16: bool):
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertModel", _kwargs(config))
+    reference.train(backward), ours.train(backward)
+    input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
+    attention_mask = torch.ones_like(input_ids)
+
+    def step(model):
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16), torch.set_grad_enabled(backward):
+                output = model(input_ids, attention_mask=attention_mask).last_hidden_state
+            if backward:
+                output.float().pow(2).mean().backward()
+                model.zero_grad(set_to_none=True)
+            return output
+
+        return run
+
+    with torch.no_grad():
+        diff = max_diff(reference(input_ids).last_hidden_state, ours(input_ids).last_hidden_state)
+    t_ref, t_ours = interleaved_medians(step(reference), step(ours), repeats)
+    flops = batch_size * seq_len * encoder_flops_per_token(config, seq_len) * (3 if backward else 1)
+    name = f"{size} {'fwd+bwd' if backward else 'fwd'} {batch_size}x{seq_len}{' bf16' if bf16 else ''}"
+    return dict(case=name, reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
+                mfu_reference=flops / t_ref / 1e9 / peak)
+
+
+def _kwargs(config: AlbertConfig) -> dict:
+    fields = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+              "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_act", "hidden_dropout_prob",
+              "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size", "layer_norm_eps")
+    return {name: getattr(config, name) for name in fields}
+
+
+def masked_batch(config: AlbertConfig, batch_size: int, seq_len: int, seed: int = 0) -> dict:
+    """A pretraining batch: [CLS] A [SEP] B [SEP] segments, 15% of tokens masked (80/10/10), SOP labels."""
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=generator)
+    input_ids[:, 0], input_ids[:, seq_len // 2], input_ids[:, -1] = 2, 3, 3
+    token_type_ids = torch.zeros_like(input_ids)
+    token_type_ids[:, seq_len // 2 + 1 :] = 1
+    maskable = input_ids > 4
+    masked = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    labels = torch.where(masked, input_ids, -100)
+    input_ids = torch.where(masked, 4, input_ids)
+    return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
+                labels=labels, sentence_order_label=torch.randint(0, 2, (batch_size,), generator=generator))
+
+
+def case_pretraining_step(size: str, batch_size: int, seq_len: int, repeats: int, peak: float, bf16: bool):
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertForPreTraining", _kwargs(config))
+    batch = masked_batch(config, batch_size, seq_len)
+    optimizers = {id(m): torch.optim.AdamW(m.parameters(), lr=1e-5) for m in (reference, ours)}
+
+    def step(model, **extra):
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(**batch, **extra).loss
+            loss.backward()
+            optimizers[id(model)].step()
+            optimizers[id(model)].zero_grad(set_to_none=True)
+
+        return run
+
+    with torch.no_grad():
+        diff = abs(reference(**batch).loss.item() - ours(**batch, masked_positions_only=True).loss.item())
+    t_ref, t_ours = interleaved_medians(step(reference), step(ours, masked_positions_only=True), repeats)
+    tokens = batch_size * seq_len
+    masked = int(batch["labels"].ne(-100).sum())
+    flops_ours = 3 * (tokens * encoder_flops_per_token(config, seq_len) + masked * mlm_head_flops(config))
+    flops_ref = 3 * (tokens * encoder_flops_per_token(config, seq_len) + tokens * mlm_head_flops(config))
+    return dict(case=f"pretraining step {size} {batch_size}x{seq_len}{' bf16' if bf16 else ''} (AdamW)",
+                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops_ours / t_ours / 1e9 / peak,
+                mfu_reference=flops_ref / t_ref / 1e9 / peak)
+
+
+def glue_sentences(data_dir: Path, task: str, split: str, columns: tuple[int, ...], limit: int | None = None):
+    rows = (data_dir / "glue" / task / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    pairs = [tuple(row.split("\t")[c] for c in columns) for row in rows if row.strip()]
+    return pairs[:limit] if limit else pairs
+
+
+def real_batches(data_dir: Path, task: str, split: str, columns, batch_size: int, num_batches: int):
+    """Consecutive batches of real GLUE text, tokenized with the real ALBERT vocabulary, dynamically padded."""
+    tokenizer = transformers.AlbertTokenizer(vocab_file=str(data_dir / "spiece" / "albert-30k-clean.model"))
+    texts = glue_sentences(data_dir, task, split, columns, batch_size * num_batches)
+    batches = []
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start : start + batch_size]
+        encoded = tokenizer(*zip(*chunk), padding=True, truncation=True, max_length=128, return_tensors="pt",
+                            return_token_type_ids=True)
+        batches.append(dict(encoded))
+    return batches
+
+
+def case_finetuning(data_dir: Path, size: str, repeats: int, peak: float, bf16: bool):
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    batches = real_batches(data_dir, "MRPC", "train", (3, 4), batch_size=8, num_batches=4)
+    labels = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])
+
+    def epoch(model):
+        def run():
+            for batch in batches:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                    loss = model(**batch, labels=labels[: batch["input_ids"].shape[0]]).loss
+                loss.backward()
+                model.zero_grad(set_to_none=True)
+
+        return run
+
+    with torch.no_grad():
+        diff = max_diff(reference.eval()(**batches[0]).logits, ours.eval()(**batches[0]).logits)
+    reference.train(), ours.train()
+    t_ref, t_ours = interleaved_medians(epoch(reference), epoch(ours), repeats)
+    flops = sum(3 * b["input_ids"].numel() * encoder_flops_per_token(config, b["input_ids"].shape[1]) for b in batches)
+    lengths = [b["input_ids"].shape[1] for b in batches]
+    return dict(case=f"fine-tune {size} MRPC 4x8 real batches (len {min(lengths)}-{max(lengths)})",
+                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
+                mfu_reference=flops / t_ref / 1e9 / peak)
+
+
+def case_inference(data_dir: Path, size: str, repeats: int, peak: float):
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    reference.eval(), ours.eval()
+    batches = real_batches(data_dir, "SST-2", "dev", (0,), batch_size=32, num_batches=4)
+
+    def run_all(model):
+        def run():
+            with torch.inference_mode():
+                for batch in batches:
+                    model(**batch)
+
+        return run
+
+    with torch.inference_mode():
+        diff = max(max_diff(reference(**b).logits, ours(**b).logits) for b in batches)
+    t_ref, t_ours = interleaved_medians(run_all(reference), run_all(ours), repeats)
+    sentences = sum(b["input_ids"].shape[0] for b in batches)
+    flops = sum(b["input_ids"].numel() * encoder_flops_per_token(config, b["input_ids"].shape[1]) for b in batches)
+    return dict(case=f"inference {size} SST-2 dev, {sentences} sentences ({sentences / t_ours:.0f}/s ours)",
+                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
+                mfu_reference=flops / t_ref / 1e9 / peak)
+
+
+def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: float, workdir: Path):
+    """Inference latency: transformers' ALBERT in PyTorch against albert_hf exported to ONNX under onnxruntime."""
+    import onnxruntime
+
+    from albert_hf.export import export_onnx
+
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    reference.eval(), ours.eval()
+    path = workdir / f"albert-{size}.onnx"
+    export_onnx(ours, path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
+    feed = dict(input_ids=input_ids.numpy(), attention_mask=torch.ones_like(input_ids).numpy(),
+                token_type_ids=torch.zeros_like(input_ids).numpy())
+
+    def run_reference():
+        with torch.inference_mode():
+            return reference(input_ids).logits
+
+    diff = float(abs(session.run(None, feed)[0] - run_reference().numpy()).max())
+    t_ref, t_ours = interleaved_medians(run_reference, lambda: session.run(None, feed), repeats)
+    flops = batch_size * seq_len * encoder_flops_per_token(config, seq_len)
+    megabytes = path.stat().st_size / 2**20
+    return dict(case=f"onnxruntime {size} {batch_size}x{seq_len} ({megabytes:.0f} MiB file)", reference_s=t_ref,
+                ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak, mfu_reference=flops / t_ref / 1e9 / peak)
+
+
+MEMORY_PROBE = """
+import resource, sys, torch, transformers, albert_hf
+impl, checkpointing, size, seq_len, batch = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+torch.manual_seed(0)
+config = albert_hf.AlbertConfig.preset(size)
+fields = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+if impl == "transformers":
+    model = transformers.AlbertModel(transformers.AlbertConfig(**{f: getattr(config, f) for f in fields}))
+else:
+    model = albert_hf.AlbertModel(config)
+model.train()
+if checkpointing:
+    model.gradient_checkpointing_enable()
+input_ids = torch.randint(5, 30000, (batch, seq_len))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model(input_ids).last_hidden_state.pow(2).mean().backward()
+grad = next(model.encoder.parameters()).grad
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before, float(grad.double().norm()))
+"""
+
+
+def case_memory(size: str, seq_len: int, batch_size: int) -> list[dict]:
+    """Activation memory of one training step at long sequence length, with and without checkpointing."""
+    results = []
+    for impl, checkpointing in (("transformers", False), ("albert_hf", False), ("albert_hf", True)):
+        output = subprocess.run(
+            [sys.executable, "-c", MEMORY_PROBE, impl, str(int(checkpointing)), size, str(seq_len), str(batch_size)],
+            capture_output=True, text=True, check=True, env=os.environ | {"PYTHONPATH": str(REPO)},
+        ).stdout.split()
+        results.append(dict(impl=impl, checkpointing=checkpointing, peak_mib=int(output[0]) / 1024,
+                            grad_norm=float(output[1])))
+    return results
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def print_table(rows: list[dict], peak: float) -> None:
+    print(f"\nfp32 GEMM peak measured in this run: {peak:.1f} GFLOP/s (2048^3 matmul, {torch.get_num_threads()} threads)")
+    header = f"{'case':<58} {'transformers s':>14} {'albert_hf s':>12} {'speed-up':>9} {'MFU ours':>9} {'MFU ref':>8} {'max diff':>9}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(f"{row['case']:<58} {row['reference_s']:>14.4f} {row['ours_s']:>12.4f} "
+              f"{row['reference_s'] / row['ours_s']:>8.2f}x {row['mfu_ours']:>8.0%} {row['mfu_reference']:>8.0%} "
+              f"{row['max_diff']:>9.1e}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="model,pretrain,finetune,inference,onnx,memory",
+                        help="comma list of: model, pretrain, finetune, inference, onnx, memory, bf16")
+    parser.add_argument("--sizes", default="base,large")
+    parser.add_argument("--seq-lens", default="128,512")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results.json")
+    args = parser.parse_args(argv)
+    cases = set(args.cases.split(","))
+    sizes, seq_lens = args.sizes.split(","), [int(s) for s in args.seq_lens.split(",")]
+
+    peak = gemm_peak_gflops()
+    rows: list[dict] = []
+    if "model" in cases:
+        for size in sizes:
+            for seq_len in seq_lens:
+                batch = max(1, 1024 // seq_len)  # 8 x 128, 2 x 512: same token count
+                for backward in (False, True):
+                    rows.append(case_model(size, seq_len, batch, backward, args.repeats, peak, bf16=False))
+    if "pretrain" in cases:
+        rows.append(case_pretraining_step("base", 8, 128, args.repeats, peak, bf16=False))
+    if "bf16" in cases:
+        rows.append(case_pretraining_step("base", 8, 128, args.repeats, peak, bf16=True))
+        rows.append(case_model("base", 128, 8, True, args.repeats, peak, bf16=True))
+    if "finetune" in cases and args.data_dir.is_dir():
+        rows.append(case_finetuning(args.data_dir, "base", args.repeats, peak, bf16=False))
+    if "inference" in cases and args.data_dir.is_dir():
+        rows.append(case_inference(args.data_dir, "base", args.repeats, peak))
+    if "onnx" in cases:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as workdir:
+            rows.append(case_onnx("base", 8, 128, args.repeats, peak, Path(workdir)))
+    print_table(rows, peak)
+
+    memory = []
+    if "memory" in cases:
+        memory = case_memory("base", 512, 4)
+        print("\ntraining step memory, base 4x512 (peak RSS growth of a fresh process during forward+backward):")
+        for row in memory:
+            print(f"  {row['impl']:<13} checkpointing={str(row['checkpointing']):<5} {row['peak_mib']:>8.0f} MiB   "
+                  f"grad norm {row['grad_norm']:.10f}")
+    args.json.write_text(json.dumps(dict(gemm_peak_gflops=peak, cases=rows, memory=memory), indent=2))
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
