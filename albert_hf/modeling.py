@@ -402,7 +402,9 @@ class AlbertPreTrainedModel(PreTrainedModel):
     _supports_flash_attn = True
     _supports_flex_attn = True
     _supports_attention_backend = True
-    _no_split_modules = ["AlbertEmbeddings", "AlbertLayer"]
+    # The unit that device maps and FSDP auto-wrap must keep whole: the encoder applies its (shared) layers itself, and
+    # the word embeddings are tied to the MLM decoder, so they must live in the same group as the head (the root).
+    _no_split_modules = ["AlbertTransformer"]
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):

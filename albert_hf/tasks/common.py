@@ -68,7 +68,8 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     """Load the checkpoint into `model_class`, or build it from `config` with fresh weights."""
     if model_args.model_name_or_path:
         return model_class.from_pretrained(model_args.model_name_or_path, config=config)
-    return model_class(config)
+    # _from_config (not the constructor) so that under DeepSpeed ZeRO-3 the model is built already partitioned.
+    return model_class._from_config(config)
 
 
 def load_tokenizer(model_args: ModelArguments):
@@ -84,8 +85,21 @@ def load_tokenizer(model_args: ModelArguments):
 
 
 def parse_args(dataclass_types: tuple, argv: list[str] | None = None):
-    """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments."""
+    """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments.
+
+    Then joins the launcher's process group (see `albert_hf.distributed.init_distributed`): it refuses a launch where
+    every process would silently train alone on all the data, and starts DeepSpeed on gloo under --use_cpu.
+    """
+    from transformers import TrainingArguments
+
+    from ..distributed import init_distributed
+
     parser = HfArgumentParser(dataclass_types)
     if argv is not None and len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    return parser.parse_args_into_dataclasses(args=argv)
+        parsed = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+    else:
+        parsed = parser.parse_args_into_dataclasses(args=argv)
+    for arguments in parsed:
+        if isinstance(arguments, TrainingArguments):
+            init_distributed(arguments)
+    return parsed

@@ -1,0 +1,196 @@
+"""Multi-process training helpers: start-up checks for the launchers, and the memory a training run needs per GPU.
+
+Every job calls `init_distributed(training_args)` right after parsing its arguments and before building the model:
+
+  * It refuses the silent "independent jobs" trap: a launcher started N processes (WORLD_SIZE=N) but Trainer sees a
+    world of 1 (on a machine without GPUs, `--use_cpu` / ACCELERATE_USE_CPU=true was not given), so every process
+    would train alone on the full data and exit 0.
+  * Under DeepSpeed with `--use_cpu` it starts DeepSpeed's communication on gloo; otherwise `zero.Init` (used by
+    `from_pretrained` under ZeRO-3) initialises its own group and takes a world size of 1.
+
+`estimate_memory_per_gpu` computes the memory of parameters, gradients, optimizer states and activations for an
+`AlbertConfig` under DDP and the ZeRO stages; docs/distributed.md tabulates it for the released sizes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+GIB = 1024**3
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Start-up checks
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def launched_world_size() -> int:
+    """How many processes the launcher (torchrun, accelerate launch, deepspeed) started: $WORLD_SIZE, else 1."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"WORLD_SIZE={value!r} is not an integer.") from None
+
+
+def uses_deepspeed(training_args) -> bool:
+    """Whether Trainer will run under DeepSpeed: `--deepspeed <json>` or `accelerate launch --use_deepspeed`."""
+    return bool(training_args.deepspeed) or getattr(training_args, "deepspeed_plugin", None) is not None
+
+
+def check_world_size(training_args) -> None:
+    """Raise when the launcher's world size and Trainer's disagree (each process would train on its own)."""
+    launched = launched_world_size()
+    if launched != training_args.world_size:
+        raise RuntimeError(
+            f"The launcher started {launched} processes (WORLD_SIZE={launched}) but Trainer runs with a world size of "
+            f"{training_args.world_size}: every process would train alone on the whole data set. On a machine without "
+            "GPUs pass --use_cpu (or set ACCELERATE_USE_CPU=true) so that the processes join one gloo group; with GPUs "
+            "check that each process sees one (CUDA_VISIBLE_DEVICES)."
+        )
+
+
+def init_distributed(training_args) -> None:
+    """Join the launcher's process group (through Trainer's own set-up), start DeepSpeed's communication on gloo when
+    training on CPU, and check that every launched process takes part. Call it before building the model."""
+    # Reading `world_size` runs TrainingArguments' device set-up, which creates accelerate's PartialState and, under a
+    # launcher, the torch.distributed process group (gloo with --use_cpu, nccl on GPUs).
+    world_size = training_args.world_size
+    if uses_deepspeed(training_args) and world_size > 1 and training_args.device.type == "cpu":
+        import deepspeed
+
+        # DeepSpeed keeps its own communication handle; without this, zero.Init (in from_pretrained under ZeRO-3)
+        # initialises it with the default backend and a world size of 1, and a batch-size assertion fails.
+        deepspeed.init_distributed(dist_backend="gloo")
+    check_world_size(training_args)
+    if world_size > 1:
+        logger.info(
+            "Distributed training: process %d of %d (%s, DeepSpeed: %s).",
+            training_args.process_index, world_size, training_args.device, uses_deepspeed(training_args),
+        )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Memory per GPU
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per GPU for one training set-up; `total` is their sum (framework overhead, ~1 GiB, not included)."""
+
+    parameters: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer_states + self.activations
+
+
+def count_parameters(config) -> int:
+    """Number of distinct trainable parameters of `AlbertForPreTraining(config)` (tied decoder counted once).
+
+    E embedding size, H hidden, I intermediate, V vocabulary, P positions, S segment types.
+    """
+    E, H, I, V = config.embedding_size, config.hidden_size, config.intermediate_size, config.vocab_size
+    embeddings = (V + config.max_position_embeddings + config.type_vocab_size) * E + 2 * E  # + LayerNorm
+    projection = E * H + H
+    attention = 4 * (H * H + H) + 2 * H  # Q, K, V, output dense + LayerNorm
+    ffn = (H * I + I) + (I * H + H) + 2 * H  # two linears + LayerNorm
+    applications = config.num_hidden_layers * config.inner_group_num
+    layers_per_group = config.inner_group_num
+    num_attention = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "attention", "none") \
+        else applications
+    num_ffn = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "ffn", "none") else applications
+    pooler = H * H + H
+    mlm_head = (H * E + E) + 2 * E + V  # dense, LayerNorm, output bias (the decoder weight is the embedding)
+    sop_head = H * config.num_labels + config.num_labels
+    return embeddings + projection + num_attention * attention + num_ffn * ffn + pooler + mlm_head + sop_head
+
+
+def activation_bytes_per_sequence(
+    config,
+    seq_len: int,
+    mixed_precision: bool = True,
+    gradient_checkpointing: bool = False,
+    mlm_positions: int | None = None,
+) -> int:
+    """Bytes kept for the backward pass per sequence of `seq_len` tokens, with a fused attention kernel (SDPA /
+    flash: the (T, T) score matrix is never stored) and no dropout (ALBERT v2). Counted from what autograd saves.
+
+    Per layer application: its input, Q, K, V, the attention output and its (B, T, H) copy, the two LayerNorm inputs
+    and the first one's output (9 x T*H), and the FFN activation's input and output (2 x T*I, fused kernel). With
+    gradient checkpointing only each application's input is kept, plus the one application being recomputed. Around
+    the encoder: the embeddings (2 x T*E), the last hidden state (T*H), and the MLM head on `mlm_positions` rows (all
+    T by default; the number of masked tokens with `masked_positions_only=True`): its transform (3 x E per row) and
+    the fp32 log-probabilities over the vocabulary (V per row, 4 bytes), the largest single tensor.
+    """
+    T, E, H, I, V = seq_len, config.embedding_size, config.hidden_size, config.intermediate_size, config.vocab_size
+    rows = T if mlm_positions is None else mlm_positions
+    per_application = T * (9 * H + 2 * I)
+    applications = config.num_hidden_layers * config.inner_group_num
+    if gradient_checkpointing:
+        encoder = applications * T * H + per_application
+    else:
+        encoder = applications * per_application
+    around_encoder = 2 * T * E + T * H + 3 * rows * E + (0 if mlm_positions is None else rows * H)
+    compute_bytes = 2 if mixed_precision else 4
+    return (around_encoder + encoder) * compute_bytes + rows * V * 4
+
+
+def estimate_memory_per_gpu(
+    config,
+    num_gpus: int,
+    zero_stage: int,
+    micro_batch_size: int,
+    seq_len: int = 512,
+    mixed_precision: bool = True,
+    offload_optimizer: bool = False,
+    offload_parameters: bool = False,
+    gradient_checkpointing: bool = False,
+    mlm_positions: int | None = None,
+) -> MemoryEstimate:
+    """Memory per GPU to pretrain `AlbertForPreTraining(config)` with Adam or LAMB (two fp32 moments per parameter).
+
+    zero_stage 0 is plain DDP; 1 partitions the optimizer states over the GPUs, 2 also the gradients, 3 also the
+    parameters (the ZeRO paper's accounting, Rajbhandari et al. 2020). With mixed precision each parameter costs
+    2 bytes (16-bit weights) + 2 (16-bit gradients) + 12 (fp32 master weights and two moments); in fp32, 4 + 4 + 8.
+    Offloading moves the partitioned optimizer states (and gradients) or parameters to CPU RAM. Activations are
+    per GPU and not partitioned: `micro_batch_size` sequences of `seq_len`, 16-bit with mixed precision;
+    `mlm_positions` is the MLM head's rows per sequence (see `activation_bytes_per_sequence`).
+    """
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0 (DDP), 1, 2 or 3, got {zero_stage}.")
+    if num_gpus < 1 or micro_batch_size < 1:
+        raise ValueError(f"num_gpus and micro_batch_size must be positive, got {num_gpus} and {micro_batch_size}.")
+    if offload_parameters and zero_stage != 3:
+        raise ValueError("Offloading parameters needs ZeRO stage 3.")
+    num_parameters = count_parameters(config)
+    weight_bytes, gradient_bytes, optimizer_bytes = (2, 2, 12) if mixed_precision else (4, 4, 8)
+
+    def share(stage_partitions: bool) -> float:
+        return 1 / num_gpus if stage_partitions else 1.0
+
+    parameters = num_parameters * weight_bytes * share(zero_stage >= 3)
+    gradients = num_parameters * gradient_bytes * share(zero_stage >= 2)
+    optimizer_states = num_parameters * optimizer_bytes * share(zero_stage >= 1)
+    if offload_optimizer:
+        optimizer_states = 0.0
+        gradients = 0.0 if zero_stage >= 2 else gradients  # ZeRO-Offload keeps the partitioned gradients on CPU
+    if offload_parameters:
+        parameters = 0.0
+    activations = micro_batch_size * activation_bytes_per_sequence(
+        config, seq_len, mixed_precision, gradient_checkpointing, mlm_positions
+    )
+    return MemoryEstimate(
+        parameters=int(parameters),
+        gradients=int(gradients),
+        optimizer_states=int(optimizer_states),
+        activations=int(activations),
+    )

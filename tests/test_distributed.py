@@ -1,0 +1,362 @@
+"""Distributed training: 2-process runs on CPU (gloo) under DDP, DeepSpeed ZeRO-2/3 and FSDP2, checked against one
+process; the launch guards; the memory estimate; the shipped accelerate/DeepSpeed configs.
+
+The launched scripts live in tests/distributed/. Every parity run uses SGD without clipping, a constant learning
+rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over the global batch) changes the final
+weights by about the step itself, far above the 1e-5 tolerance. Each multi-process test starts one `torchrun` with
+two processes (about 30-60 s each, mostly imports; the first DeepSpeed start compiles a small C++ op, cached in
+$TORCH_EXTENSIONS_DIR).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from albert_hf.configuration import AlbertConfig
+from albert_hf.distributed import (
+    activation_bytes_per_sequence,
+    check_world_size,
+    count_parameters,
+    estimate_memory_per_gpu,
+    init_distributed,
+)
+from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WORKERS = REPO_ROOT / "tests" / "distributed"
+CONFIGS = REPO_ROOT / "examples" / "accelerate_configs"
+TOLERANCE = 1e-5
+GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
+
+
+def tiny_config(**overrides) -> AlbertConfig:
+    # One shared layer group applied three times: cross-layer sharing is exercised by every test.
+    fields = dict(vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                  intermediate_size=37, max_position_embeddings=64, classifier_dropout_prob=0.0)
+    return AlbertConfig(**{**fields, **overrides})
+
+
+def torchrun(script: Path, *args: str, timeout: int = 420) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
+    result = subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+
+def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max((a[name].float() - b[name].float()).abs().max().item() for name in a)
+
+
+def assert_ranks_split_the_global_batches(records: list[dict], reference_steps: list[list[list[int]]]) -> None:
+    """Both ranks ran with world size 2, trained on different rows, and together on exactly the reference's rows."""
+    assert sorted(record["process_index"] for record in records) == [0, 1]
+    for record in records:
+        assert record["world_size"] == record["torch_world_size"] == 2
+        assert len(record["rows_per_step"]) == len(reference_steps)
+    for step, reference_rows in enumerate(reference_steps):
+        rank0, rank1 = (Counter(map(tuple, record["rows_per_step"][step])) for record in records)
+        assert not rank0 & rank1, f"step {step}: both ranks trained on the same rows"
+        assert rank0 + rank1 == Counter(map(tuple, reference_rows)), f"step {step}: not the reference's global batch"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Fixtures: a tiny checkpoint and a few batches, shared by the module
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("distributed")
+
+
+@pytest.fixture(scope="module")
+def pretraining_checkpoint(workdir) -> Path:
+    torch.manual_seed(0)
+    path = workdir / "pretraining_checkpoint"
+    AlbertForPreTraining(tiny_config()).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mlm_batches(workdir) -> Path:
+    """GLOBAL_BATCH x STEPS distinct rows with padding and a varying number of masked tokens per row."""
+    generator = torch.Generator().manual_seed(1)
+    rows = GLOBAL_BATCH * STEPS
+    input_ids = torch.randint(5, 100, (rows, SEQ_LEN), generator=generator)
+    lengths = torch.randint(6, SEQ_LEN + 1, (rows,), generator=generator)
+    attention_mask = (torch.arange(SEQ_LEN)[None] < lengths[:, None]).long()
+    input_ids = input_ids * attention_mask
+    labels = torch.full_like(input_ids, -100)
+    masked = (torch.rand(input_ids.shape, generator=generator) < 0.3) & attention_mask.bool()
+    labels[masked] = input_ids[masked]
+    path = workdir / "mlm_batches.pt"
+    torch.save({"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": torch.zeros_like(input_ids),
+                "labels": labels, "sentence_order_label": torch.randint(0, 2, (rows,), generator=generator)}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def trainer_reference(workdir, pretraining_checkpoint, mlm_batches) -> dict:
+    """One process, batch GLOBAL_BATCH: the run every engine must reproduce."""
+    sys.path.insert(0, str(WORKERS))
+    from trainer_parity import run_training
+
+    output_dir = workdir / "trainer_single"
+    record = run_training("single", str(pretraining_checkpoint), str(mlm_batches), str(output_dir), GLOBAL_BATCH)
+    weights = AlbertForPreTraining.from_pretrained(output_dir).state_dict()
+    initial = AlbertForPreTraining.from_pretrained(pretraining_checkpoint).state_dict()
+    # The check is only meaningful if training moved the weights far more than the tolerance.
+    assert max_difference(weights, initial) > 1000 * TOLERANCE
+    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Trainer under DDP and DeepSpeed ZeRO-2/3 equals one process
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
+def test_trainer_two_processes_match_one(engine, workdir, pretraining_checkpoint, mlm_batches, trainer_reference):
+    output_dir = workdir / f"trainer_{engine}"
+    torchrun(WORKERS / "trainer_parity.py", "--engine", engine, "--checkpoint", str(pretraining_checkpoint),
+             "--data", str(mlm_batches), "--output_dir", str(output_dir), "--per_device_batch_size", "4")
+
+    records = [json.loads((output_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert_ranks_split_the_global_batches(records, trainer_reference["rows_per_step"])
+    if engine == "zero3":
+        # from_pretrained ran inside zero.Init: every tensor was partitioned (persistence threshold 0).
+        assert all(record["partitioned_after_from_pretrained"] for record in records)
+    # ZeRO-3 saved the gathered weights as one safetensors file, which from_pretrained loads completely.
+    model, loading = AlbertForPreTraining.from_pretrained(output_dir, output_loading_info=True)
+    assert not loading["missing_keys"] and not loading["unexpected_keys"] and not loading["mismatched_keys"]
+    assert max_difference(model.state_dict(), trainer_reference["weights"]) < TOLERANCE
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Cross-layer sharing: gradients of the shared layer under FSDP2 and ZeRO-3
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.distributed
+def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_checkpoint, mlm_batches):
+    output_dir = workdir / "shared_layer_grads"
+    output_dir.mkdir()
+    batch = {key: value[:GLOBAL_BATCH] for key, value in torch.load(mlm_batches).items()}
+    batch_path = output_dir / "batch.pt"
+    torch.save(batch, batch_path)
+    torchrun(WORKERS / "shared_layer_grads.py", "--checkpoint", str(pretraining_checkpoint), "--batch",
+             str(batch_path), "--output_dir", str(output_dir), "--engines", "fsdp2,zero3")
+
+    model = AlbertForPreTraining.from_pretrained(pretraining_checkpoint)
+    model(**batch, num_items_in_batch=(batch["labels"] != -100).sum(), num_sequences_in_batch=GLOBAL_BATCH).loss.backward()
+    reference = {name: parameter.grad for name, parameter in model.named_parameters()}
+    shared = [name for name in reference if ".albert_layer_groups.0." in name]
+    assert model.config.num_hidden_layers == 3 and model.config.num_hidden_groups == 1 and shared
+    for engine in ("fsdp2", "zero3"):
+        gradients = torch.load(output_dir / f"{engine}_grads.pt")
+        assert max_difference(gradients, reference) < TOLERANCE, engine
+        # The shared layer's gradient is the sum over its three applications, not the last one's.
+        assert max(gradients[name].abs().max().item() for name in shared) > 1000 * TOLERANCE
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The real fine-tuning script (GLUE MRPC) under DDP and ZeRO-3
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def glue_checkpoint(workdir) -> Path:
+    torch.manual_seed(0)
+    path = workdir / "glue_checkpoint"
+    AlbertForSequenceClassification(tiny_config(vocab_size=30000, num_labels=2)).save_pretrained(path)
+    return path
+
+
+def glue_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
+    return ["--task_name", "mrpc", "--data_dir", str(shared_data / "glue" / "MRPC"),
+            "--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(spiece_model),
+            "--max_seq_length", "32", "--max_train_samples", str(GLOBAL_BATCH * STEPS), "--do_train",
+            "--max_steps", str(STEPS), "--per_device_train_batch_size", str(batch), "--optim", "sgd",
+            "--learning_rate", "0.5", "--lr_scheduler_type", "constant", "--max_grad_norm", "0", "--weight_decay", "0",
+            "--use_cpu", "--seed", "0", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
+            "--output_dir", str(output_dir)]
+
+
+@pytest.fixture(scope="module")
+def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
+    from albert_hf.tasks import glue
+
+    sys.path.insert(0, str(WORKERS))
+    from run_task import record_training_steps
+
+    record = {"rows_per_step": []}
+    original_step = glue.Trainer.training_step
+    record_training_steps(record)
+    try:
+        output_dir = workdir / "glue_single"
+        glue.main(glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH))
+    finally:
+        glue.Trainer.training_step = original_step
+    weights = AlbertForSequenceClassification.from_pretrained(output_dir).state_dict()
+    initial = AlbertForSequenceClassification.from_pretrained(glue_checkpoint).state_dict()
+    assert max_difference(weights, initial) > 100 * TOLERANCE
+    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("engine", ["ddp", "zero3"])
+def test_glue_script_two_processes_match_one(engine, workdir, shared_data, spiece_model, glue_checkpoint,
+                                             glue_reference):
+    output_dir = workdir / f"glue_{engine}"
+    arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH // 2)
+    if engine == "zero3":
+        config = json.loads((CONFIGS / "ds_zero3.json").read_text())
+        config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+        config_path = workdir / "glue_zero3.json"
+        config_path.write_text(json.dumps(config))
+        arguments += ["--deepspeed", str(config_path)]
+    record = workdir / f"glue_{engine}_record"
+    torchrun(WORKERS / "run_task.py", "albert_hf.tasks.glue", str(record), "--", *arguments)
+
+    records = [json.loads(Path(f"{record}.rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert_ranks_split_the_global_batches(records, glue_reference["rows_per_step"])
+    model = AlbertForSequenceClassification.from_pretrained(output_dir)
+    assert max_difference(model.state_dict(), glue_reference["weights"]) < TOLERANCE
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Launch guards (single process)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class _Arguments:
+    """The two TrainingArguments attributes the guard reads."""
+
+    def __init__(self, world_size: int):
+        self.world_size = world_size
+        self.deepspeed = None
+
+
+def test_check_world_size_refuses_independent_jobs(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="--use_cpu"):
+        check_world_size(_Arguments(world_size=1))
+    check_world_size(_Arguments(world_size=2))
+
+
+def test_check_world_size_names_a_bad_world_size(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    with pytest.raises(ValueError, match="WORLD_SIZE='two'"):
+        check_world_size(_Arguments(world_size=1))
+
+
+def test_init_distributed_single_process(monkeypatch, tmp_path):
+    from transformers import TrainingArguments
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
+    init_distributed(args)  # no launcher: nothing to join, nothing to refuse
+    assert args.world_size == 1 and not torch.distributed.is_initialized()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Memory estimate
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_count_parameters_matches_the_model(sharing):
+    config = tiny_config(sharing=sharing, num_hidden_layers=2, inner_group_num=1)
+    model = AlbertForPreTraining(config)
+    assert count_parameters(config) == sum(parameter.numel() for parameter in model.parameters())
+
+
+def test_count_parameters_of_released_sizes():
+    # The paper's Table 1 gives 12M, 18M, 60M and 235M; the released xxlarge checkpoint holds 223M (with both heads).
+    expected_millions = {"base": 12, "large": 18, "xlarge": 60, "xxlarge": 223}
+    for size, millions in expected_millions.items():
+        assert count_parameters(AlbertConfig.preset(size)) / 1e6 == pytest.approx(millions, abs=1.0), size
+
+
+@pytest.mark.parametrize("sharing,seq_len", [("all", 64), ("none", 32), ("attention", 48)])
+def test_activation_estimate_matches_saved_tensors(sharing, seq_len):
+    """Bytes autograd keeps for backward (counted with saved-tensor hooks, fp32, SDPA) within 5% of the formula."""
+    config = tiny_config(vocab_size=300, intermediate_size=80, max_position_embeddings=128, sharing=sharing,
+                         num_hidden_layers=2 if sharing != "all" else 3, attn_implementation="sdpa")
+    model = AlbertForPreTraining(config)
+    parameters = {parameter.untyped_storage().data_ptr() for parameter in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    batch_size = 2
+    input_ids = torch.randint(5, 300, (batch_size, seq_len))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(input_ids=input_ids, labels=input_ids, sentence_order_label=torch.zeros(batch_size, dtype=torch.long))
+    estimate = batch_size * activation_bytes_per_sequence(config, seq_len, mixed_precision=False)
+    assert estimate == pytest.approx(sum(saved.values()), rel=0.05)
+
+
+def test_zero_stages_partition_what_they_should():
+    config = AlbertConfig.preset("large")
+    psi = count_parameters(config)
+    ddp = estimate_memory_per_gpu(config, num_gpus=8, zero_stage=0, micro_batch_size=1)
+    assert (ddp.parameters, ddp.gradients, ddp.optimizer_states) == (2 * psi, 2 * psi, 12 * psi)
+    stages = [estimate_memory_per_gpu(config, num_gpus=8, zero_stage=stage, micro_batch_size=1) for stage in (1, 2, 3)]
+    assert stages[0].optimizer_states == int(12 * psi / 8) and stages[0].gradients == 2 * psi
+    assert stages[1].gradients == int(2 * psi / 8) and stages[1].parameters == 2 * psi
+    assert stages[2].parameters == int(2 * psi / 8)
+    assert ddp.total > stages[0].total > stages[1].total > stages[2].total
+    assert all(stage.activations == ddp.activations for stage in stages)  # activations are never partitioned
+    offload = estimate_memory_per_gpu(config, 8, 3, 1, offload_optimizer=True, offload_parameters=True)
+    assert offload.parameters == offload.gradients == offload.optimizer_states == 0
+    checkpointed = estimate_memory_per_gpu(config, 8, 3, 1, gradient_checkpointing=True)
+    assert checkpointed.activations < stages[2].activations
+    with pytest.raises(ValueError, match="stage 3"):
+        estimate_memory_per_gpu(config, 8, 2, 1, offload_parameters=True)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Shipped configs
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_accelerate_configs_are_complete_and_consistent():
+    expected = {"single_gpu.yaml": "NO", "multi_gpu_ddp.yaml": "MULTI_GPU", "deepspeed_zero2.yaml": "DEEPSPEED",
+                "deepspeed_zero3.yaml": "DEEPSPEED", "deepspeed_zero3_offload.yaml": "DEEPSPEED", "fsdp2.yaml": "FSDP"}
+    for name, distributed_type in expected.items():
+        config = yaml.safe_load((CONFIGS / name).read_text())
+        assert config["distributed_type"] == distributed_type, name
+        if distributed_type == "DEEPSPEED":
+            ds_file = REPO_ROOT / config["deepspeed_config"]["deepspeed_config_file"]
+            ds_config = json.loads(ds_file.read_text())
+            stage = ds_config["zero_optimization"]["stage"]
+            assert stage == (2 if "zero2" in name else 3), name
+            assert config["deepspeed_config"]["zero3_init_flag"] == (stage == 3), name
+            if stage == 3:  # Trainer.save_model must write a consolidated, loadable checkpoint
+                assert ds_config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+            offloaded = "offload_optimizer" in ds_config["zero_optimization"]
+            assert offloaded == ("offload" in name), name
+    fsdp = yaml.safe_load((CONFIGS / "fsdp2.yaml").read_text())["fsdp_config"]
+    assert fsdp["fsdp_version"] == 2
+    import albert_hf.modeling as modeling
+
+    assert hasattr(modeling, fsdp["fsdp_transformer_layer_cls_to_wrap"])
