@@ -1,0 +1,181 @@
+"""Multiple-choice data (SWAG and RACE layouts) for `AlbertForMultipleChoice`.
+
+Both layouts become a `datasets.Dataset` with one row per question:
+
+    context: str        first segment, shared by every choice (SWAG: sent1; RACE: the article)
+    choices: list[str]  second segment of each choice (SWAG: sent2 + ending_i; RACE: the question with option i)
+    label:   int        index of the right choice
+
+and each choice is encoded as the pair `[CLS] context [SEP] choice [SEP]`; the model scores the N pairs and a softmax
+over them picks the answer.
+
+Accepted records (json lines, or one json list / RACE article object per file):
+    SWAG:           {"sent1", "sent2", "ending0", ..., "endingK", "label"}
+    RACE, flat:     {"article", "question", "options": [...], "answer": "A" | 0}     (the Hub's ehovy/race layout)
+    RACE, original: {"article", "questions": [...], "options": [[...], ...], "answers": [...]}   (one file per article)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from collections.abc import Iterator
+
+from datasets import Dataset
+
+from .glue import find_truncated
+
+_ENDING_KEY = re.compile(r"^ending(\d+)$")
+
+
+def swag_example(record: dict, where: str) -> dict:
+    """SWAG: context sent1; each choice is sent2 (the start of the next sentence) followed by one ending."""
+    endings = sorted((int(m.group(1)), value) for key, value in record.items() if (m := _ENDING_KEY.match(key)))
+    if [index for index, _ in endings] != list(range(len(endings))) or len(endings) < 2:
+        raise ValueError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
+    _require(record, ("sent1", "sent2", "label"), where)
+    return {
+        "context": record["sent1"],
+        "choices": [f"{record['sent2']} {ending}" for _, ending in endings],
+        "label": _choice_index(record["label"], len(endings), where),
+    }
+
+
+def race_choice(question: str, option: str) -> str:
+    """RACE's question with an option: cloze questions ("... _ ...") get the option in the blank, as in ALBERT's
+    RACE code; other questions are followed by the option."""
+    if "_" in question:
+        return question.replace("_", option)
+    return f"{question} {option}"
+
+
+def race_example(article: str, question: str, options: list[str], answer: str | int, where: str) -> dict:
+    if not isinstance(options, list) or len(options) < 2:
+        raise ValueError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
+    return {
+        "context": article,
+        "choices": [race_choice(question, option) for option in options],
+        "label": _choice_index(answer, len(options), where),
+    }
+
+
+def _choice_index(answer: str | int, num_choices: int, where: str) -> int:
+    """The answer as an index: an int, a digit string, or a letter A, B, C, ..."""
+    if isinstance(answer, str) and len(answer) == 1 and answer.isalpha():
+        index = ord(answer.upper()) - ord("A")
+    else:
+        try:
+            index = int(answer)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: answer {answer!r} is neither a choice index nor a letter.") from None
+    if not 0 <= index < num_choices:
+        raise ValueError(f"{where}: answer {answer!r} is not one of the {num_choices} choices.")
+    return index
+
+
+def _require(record: dict, keys: tuple[str, ...], where: str) -> None:
+    missing = [key for key in keys if key not in record]
+    if missing:
+        raise ValueError(f"{where}: missing fields {missing} (has {sorted(record)}).")
+
+
+def examples_from_record(record: dict, where: str) -> Iterator[dict]:
+    """One SWAG or RACE record -> its examples (an original RACE article holds several questions)."""
+    if "sent1" in record:
+        yield swag_example(record, where)
+    elif "questions" in record:
+        _require(record, ("article", "questions", "options", "answers"), where)
+        if not len(record["questions"]) == len(record["options"]) == len(record["answers"]):
+            raise ValueError(f"{where}: 'questions', 'options' and 'answers' differ in length.")
+        for number, fields in enumerate(zip(record["questions"], record["options"], record["answers"])):
+            yield race_example(record["article"], *fields, where=f"{where} question {number}")
+    elif "article" in record:
+        _require(record, ("question", "options", "answer"), where)
+        yield race_example(record["article"], record["question"], record["options"], record["answer"], where)
+    else:
+        raise ValueError(f"{where}: neither SWAG (sent1, sent2, ending*) nor RACE (article, question(s), options).")
+
+
+def _records(path: str) -> Iterator[tuple[dict, str]]:
+    """Each json object of a file with where it comes from: a list, a single object, or json lines."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        for number, record in enumerate(json.loads(text)):
+            yield record, f"{path} item {number}"
+        return
+    try:
+        yield json.loads(text), path  # a single object: one RACE article file
+        return
+    except json.JSONDecodeError:
+        pass
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield json.loads(line), f"{path}:{line_number}"
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
+
+
+def read_multiple_choice(path: str) -> list[dict]:
+    """Every example of a SWAG/RACE json file; a folder is read file by file (RACE ships one file per article)."""
+    paths = [os.path.join(path, name) for name in sorted(os.listdir(path))] if os.path.isdir(path) else [path]
+    examples = [
+        example for file in paths for record, where in _records(file) for example in examples_from_record(record, where)
+    ]
+    if not examples:
+        raise ValueError(f"{path}: no multiple-choice examples found.")
+    counts = {len(example["choices"]) for example in examples}
+    if len(counts) > 1:
+        raise ValueError(f"{path}: examples have different numbers of choices {sorted(counts)}; batches need one.")
+    return examples
+
+
+def load_multiple_choice(path: str) -> Dataset:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Multiple-choice data {path} does not exist.")
+    return Dataset.from_list(read_multiple_choice(path))
+
+
+def from_hub_layout(dataset: Dataset, source: str) -> Dataset:
+    """A Hub SWAG or RACE split (same fields as the files) -> our columns."""
+    examples = [
+        example for i, record in enumerate(dataset) for example in examples_from_record(record, f"{source} row {i}")
+    ]
+    return Dataset.from_list(examples)
+
+
+def tokenize_multiple_choice(
+    dataset: Dataset, tokenizer, max_seq_length: int, pad_to_max_length: bool = False
+) -> tuple[Dataset, int]:
+    """Encode each choice as `[CLS] context [SEP] choice [SEP]`: input_ids etc. become [num_choices][seq_len] lists.
+
+    Long pairs are cut from the longer segment first (in RACE, the article). Returns the dataset and how many
+    questions had at least one choice truncated.
+    """
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        num_choices = [len(choices) for choices in batch["choices"]]
+        contexts = [context for context, n in zip(batch["context"], num_choices) for _ in range(n)]
+        choices = [choice for row in batch["choices"] for choice in row]
+        encoded = tokenizer(
+            contexts,
+            choices,
+            truncation=True,
+            max_length=max_seq_length,
+            padding="max_length" if pad_to_max_length else False,
+            return_token_type_ids=True,
+        )
+        pair_truncated = find_truncated(tokenizer, [contexts, choices], encoded["attention_mask"], max_seq_length)
+        # Regroup the flat list of pairs into one list of choices per question.
+        starts = list(itertools.accumulate([0] + num_choices[:-1]))
+        grouped = {key: [values[s : s + n] for s, n in zip(starts, num_choices)] for key, values in encoded.items()}
+        grouped["truncated"] = [any(pair_truncated[s : s + n]) for s, n in zip(starts, num_choices)]
+        return grouped
+
+    encoded = dataset.map(encode, batched=True, remove_columns=["context", "choices"])
+    num_truncated = sum(encoded["truncated"]) if len(encoded) else 0
+    return encoded.remove_columns("truncated"), num_truncated

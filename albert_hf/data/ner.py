@@ -1,0 +1,264 @@
+"""CoNLL-2003 NER data: reading the original column files or the Hub layout, and word <-> sub-token label alignment.
+
+Every source becomes a `datasets.Dataset` of sentences with two columns:
+
+    tokens:   list[str]  the words of the sentence
+    ner_tags: list[str]  one IOB2 tag per word ("O", "B-PER", "I-PER", ...)
+
+IOB1 input (where I-X may open an entity) is converted to IOB2 on reading; the two describe the same entities, and
+converting IOB2 leaves it unchanged, so every file goes through the same conversion.
+
+ALBERT's SentencePiece splits a word into one or more sub-tokens. The word's label goes on its first sub-token and
+the others get -100 (ignored by the loss and the metric), or with `label_all_tokens` the others get the word's label
+too (with B-X turned into I-X). Predictions are read back from each word's first sub-token.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+
+from datasets import Dataset
+
+logger = logging.getLogger(__name__)
+
+# The Hub's class order for conll2003 ner_tags, so integer tags from the Hub keep their meaning.
+CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+IGNORE_INDEX = -100  # label of sub-tokens that neither the loss nor the metric sees
+_TAG_PATTERN = re.compile(r"^(O|[BI]-\S+)$")
+_DOCSTART = "-DOCSTART-"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# reading
+
+
+def iob1_to_iob2(tags: Sequence[str]) -> list[str]:
+    """IOB1 -> IOB2: an I-X that does not continue an X entity opens one, so it becomes B-X. IOB2 is unchanged."""
+    converted = []
+    for position, tag in enumerate(tags):
+        previous = converted[position - 1] if position else "O"
+        if tag.startswith("I-") and previous[2:] != tag[2:]:
+            tag = "B-" + tag[2:]
+        converted.append(tag)
+    return converted
+
+
+def read_conll(path: str, tag_column: int = -1) -> list[dict[str, list[str]]]:
+    """Sentences of a CoNLL column file (`word POS chunk NER`; blank lines between sentences, `-DOCSTART-` lines
+    between documents). The tag is read from `tag_column` (default: the last column)."""
+    sentences, tokens, tags = [], [], []
+
+    def end_sentence():
+        if tokens:
+            sentences.append({"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)})
+        tokens.clear()
+        tags.clear()
+
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            columns = line.split()
+            if not columns:
+                end_sentence()
+                continue
+            if columns[0] == _DOCSTART:
+                end_sentence()
+                continue
+            if len(columns) < 2:
+                raise ValueError(f"{path}:{line_number}: expected a word and a tag separated by spaces, got {line!r}.")
+            try:
+                tag = columns[tag_column]
+            except IndexError:
+                raise ValueError(f"{path}:{line_number}: no column {tag_column} in {line.rstrip()!r}.") from None
+            if not _TAG_PATTERN.match(tag):
+                raise ValueError(f"{path}:{line_number}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
+            tokens.append(columns[0])
+            tags.append(tag)
+    end_sentence()
+    return sentences
+
+
+def read_ner_json(path: str, label_names: Sequence[str] = CONLL2003_LABELS) -> list[dict[str, list[str]]]:
+    """Sentences of a json-lines file in the Hub layout: `tokens` (or `words`) and `ner_tags` (or `ner`), the tags
+    as strings or as integer ids into `label_names` (the Hub's conll2003 order by default)."""
+    sentences = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
+            sentences.append(_sentence_from_record(record, label_names, f"{path}:{line_number}"))
+    return sentences
+
+
+def _sentence_from_record(record: dict, label_names: Sequence[str], where: str) -> dict[str, list[str]]:
+    tokens = record.get("tokens", record.get("words"))
+    tags = record.get("ner_tags", record.get("ner"))
+    if tokens is None or tags is None:
+        raise ValueError(f"{where}: expected 'tokens' (or 'words') and 'ner_tags' (or 'ner'), got {sorted(record)}.")
+    if len(tokens) != len(tags):
+        raise ValueError(f"{where}: {len(tokens)} tokens but {len(tags)} tags.")
+    tags = [_tag_name(tag, label_names, where) for tag in tags]
+    return {"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)}
+
+
+def _tag_name(tag: int | str, label_names: Sequence[str], where: str) -> str:
+    if isinstance(tag, int):
+        if not 0 <= tag < len(label_names):
+            raise ValueError(f"{where}: tag id {tag} is outside the label list {list(label_names)}.")
+        return label_names[tag]
+    if not _TAG_PATTERN.match(tag):
+        raise ValueError(f"{where}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
+    return tag
+
+
+def load_ner_file(path: str, tag_column: int = -1) -> Dataset:
+    """A CoNLL column file, or a .json/.jsonl file in the Hub layout, as a Dataset of sentences."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"NER data file {path} does not exist.")
+    if path.endswith((".json", ".jsonl")):
+        sentences = read_ner_json(path)
+    else:
+        sentences = read_conll(path, tag_column)
+    if not sentences:
+        raise ValueError(f"{path}: no sentences found.")
+    return Dataset.from_list(sentences)
+
+
+def from_hub_layout(dataset: Dataset, source: str) -> Dataset:
+    """A Hub NER dataset (tokens + ClassLabel ner_tags) -> our columns, with string tags."""
+    feature = dataset.features.get("ner_tags")
+    label_names = getattr(getattr(feature, "feature", None), "names", CONLL2003_LABELS)
+    sentences = [_sentence_from_record(row, label_names, f"{source} row {i}") for i, row in enumerate(dataset)]
+    return Dataset.from_list(sentences)
+
+
+def build_label_list(*datasets: Dataset) -> list[str]:
+    """The labels of the data: CoNLL-2003's nine in the Hub's order when they cover it, else "O" then sorted."""
+    seen = {tag for dataset in datasets for tags in dataset["ner_tags"] for tag in tags}
+    if seen <= set(CONLL2003_LABELS):
+        return list(CONLL2003_LABELS)
+    return ["O"] + sorted(seen - {"O"}, key=lambda tag: (tag[2:], tag[0]))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# alignment between words and sub-tokens
+
+
+def align_labels(
+    word_ids: Sequence[int | None],
+    word_label_ids: Sequence[int],
+    label_all_tokens: bool = False,
+    continuation_ids: Sequence[int] | None = None,
+) -> list[int]:
+    """Per-sub-token labels from per-word labels.
+
+    word_ids: the word of each sub-token (None for [CLS], [SEP], padding), as `BatchEncoding.word_ids()` gives it.
+    continuation_ids: label id -> the id to use on later sub-tokens with `label_all_tokens` (B-X -> I-X).
+    """
+    labels, previous_word = [], None
+    for word in word_ids:
+        if word is None:
+            labels.append(IGNORE_INDEX)
+        elif word != previous_word:
+            labels.append(word_label_ids[word])
+        elif label_all_tokens:
+            label = word_label_ids[word]
+            labels.append(continuation_ids[label] if continuation_ids is not None else label)
+        else:
+            labels.append(IGNORE_INDEX)
+        previous_word = word
+    return labels
+
+
+def continuation_label_ids(label_list: Sequence[str]) -> list[int]:
+    """For each label id, the id of the label that continues it (B-X -> I-X when I-X exists; others unchanged)."""
+    index = {label: i for i, label in enumerate(label_list)}
+    return [index.get("I-" + label[2:], i) if label.startswith("B-") else i for i, label in enumerate(label_list)]
+
+
+def first_token_positions(word_ids: Sequence[int | None], num_words: int) -> list[int | None]:
+    """For each word, the position of its first sub-token; None where the word has none (cut by truncation)."""
+    positions: list[int | None] = [None] * num_words
+    for position, word in enumerate(word_ids):
+        if word is not None and positions[word] is None:
+            positions[word] = position
+    return positions
+
+
+def word_predictions(
+    token_label_ids: Sequence[int], word_ids: Sequence[int | None], num_words: int, label_list: Sequence[str]
+) -> tuple[list[str], int]:
+    """Word tags read from each word's first sub-token; words without a sub-token (truncated) get "O".
+
+    Returns the tags and how many words had no sub-token, so callers can report them.
+    """
+    tags, missing = [], 0
+    for position in first_token_positions(word_ids, num_words):
+        if position is None:
+            tags.append("O")
+            missing += 1
+        else:
+            tags.append(label_list[token_label_ids[position]])
+    return tags, missing
+
+
+def tokenize_and_align(
+    dataset: Dataset,
+    tokenizer,
+    label_list: Sequence[str],
+    max_seq_length: int,
+    label_all_tokens: bool = False,
+    pad_to_max_length: bool = False,
+) -> tuple[Dataset, int]:
+    """Tokenize pre-split words and align labels; keeps `word_ids` for reading predictions back.
+
+    Returns the dataset (input_ids, token_type_ids, attention_mask, labels, word_ids) and the number of sentences
+    that max_seq_length truncated.
+    """
+    label_to_id = {label: i for i, label in enumerate(label_list)}
+    continuation = continuation_label_ids(label_list)
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(
+            batch["tokens"],
+            is_split_into_words=True,
+            truncation=True,
+            max_length=max_seq_length,
+            padding="max_length" if pad_to_max_length else False,
+            return_token_type_ids=True,
+        )
+        encoded["labels"], encoded["word_ids"], encoded["truncated"] = [], [], []
+        for i, (tokens, tags) in enumerate(zip(batch["tokens"], batch["ner_tags"])):
+            unknown = [tag for tag in tags if tag not in label_to_id]
+            if unknown:
+                raise ValueError(f"tags {sorted(set(unknown))} are not in the label list {list(label_list)}.")
+            word_ids = encoded.word_ids(i)
+            word_label_ids = [label_to_id[tag] for tag in tags]
+            encoded["labels"].append(align_labels(word_ids, word_label_ids, label_all_tokens, continuation))
+            encoded["word_ids"].append(word_ids)
+            encoded["truncated"].append(None in first_token_positions(word_ids, len(tokens)))
+        return encoded
+
+    encoded = dataset.map(encode, batched=True)
+    num_truncated = sum(encoded["truncated"]) if len(encoded) else 0
+    return encoded.remove_columns("truncated"), num_truncated
+
+
+def write_conll_predictions(
+    path: str, tokens: Sequence[Sequence[str]], gold: Sequence[Sequence[str]] | None, predicted: Sequence[Sequence[str]]
+) -> None:
+    """Word-level predictions in CoNLL format, as conlleval reads them: `word gold predicted` (or `word predicted`
+    without gold tags) per line, a blank line after each sentence."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for i, (words, tags) in enumerate(zip(tokens, predicted)):
+            for j, (word, tag) in enumerate(zip(words, tags)):
+                columns = [word, gold[i][j], tag] if gold is not None else [word, tag]
+                handle.write(" ".join(columns) + "\n")
+            handle.write("\n")

@@ -1,0 +1,223 @@
+"""What every fine-tuning job shares: data arguments, the paper's Table 14 hyperparameters, and the Trainer steps.
+
+Each task script (GLUE, NER, multiple choice, SQuAD) parses `(ModelArguments, FineTuningArguments, <task arguments>,
+TrainingArguments)`, applies `--preset` with `apply_paper_preset`, and runs `train_and_evaluate` with a
+`FineTuningTrainer` (a Trainer that predicts in dataset order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch.utils.data import SequentialSampler
+from transformers import Trainer, TrainingArguments
+
+from .common import ModelArguments, parse_config_overrides
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class FineTuningArguments:
+    """Data files, sequence length and sample limits shared by all fine-tuning tasks."""
+
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Folder with the task's files in their original layout (e.g. glue_data/MRPC)."}
+    )
+    train_file: str | None = field(default=None, metadata={"help": "Training file (task-specific layout)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Evaluation file (task-specific layout)."})
+    test_file: str | None = field(default=None, metadata={"help": "Test file to predict (task-specific layout)."})
+    max_seq_length: int = field(
+        default=128,
+        metadata={"help": "Longest tokenized input; longer inputs are truncated and the count is logged."},
+    )
+    pad_to_max_length: bool = field(
+        default=False,
+        metadata={"help": "Pad every input to max_seq_length. Default: pad each batch to its longest input."},
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training examples."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation examples."})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "Keep only the first N test examples."})
+    preset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Apply a row of the ALBERT paper's Table 14 (lr, batch size, steps, warmup, dropout, max length): "
+            "cola, stsb, sst2, mnli, qnli, qqp, rte, mrpc, wnli, race. Flags given explicitly keep their value."
+        },
+    )
+
+    def __post_init__(self):
+        for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"--{name} must be positive, got {value}.")
+        if self.max_seq_length < 8:
+            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
+
+
+@dataclass(frozen=True)
+class PaperHyperparameters:
+    """One row of the ALBERT paper's Table 14 (fine-tuning hyperparameters)."""
+
+    learning_rate: float
+    batch_size: int  # global batch: summed over devices and gradient accumulation
+    albert_dropout: float  # hidden and attention dropout inside the encoder
+    classifier_dropout: float
+    train_steps: int
+    warmup_steps: int
+    max_seq_length: int
+
+
+# Lan et al. (2020), Table 14. SQuAD rows are kept with the SQuAD task.
+PAPER_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
+    "cola": PaperHyperparameters(1e-5, 16, 0.0, 0.1, 5336, 320, 512),
+    "stsb": PaperHyperparameters(2e-5, 16, 0.0, 0.1, 3598, 214, 512),
+    "sst2": PaperHyperparameters(1e-5, 32, 0.0, 0.1, 20935, 1256, 512),
+    "mnli": PaperHyperparameters(3e-5, 128, 0.0, 0.1, 10000, 1000, 512),
+    "qnli": PaperHyperparameters(1e-5, 32, 0.0, 0.1, 33112, 1986, 512),
+    "qqp": PaperHyperparameters(5e-5, 128, 0.1, 0.1, 14000, 1000, 512),
+    "rte": PaperHyperparameters(3e-5, 32, 0.1, 0.1, 800, 200, 512),
+    "mrpc": PaperHyperparameters(2e-5, 32, 0.0, 0.1, 800, 200, 512),
+    "wnli": PaperHyperparameters(2e-5, 16, 0.1, 0.1, 2000, 250, 512),
+    "race": PaperHyperparameters(1e-5, 32, 0.1, 0.1, 12000, 1000, 512),
+}
+
+
+def _is_default(training_args: TrainingArguments, name: str) -> bool:
+    """Whether a TrainingArguments field still holds its declared default (i.e. was not given on the command line)."""
+    declared = {f.name: f.default for f in dataclasses.fields(TrainingArguments)}
+    return getattr(training_args, name) == declared[name]
+
+
+def apply_paper_preset(
+    model_args: ModelArguments, data_args: FineTuningArguments, training_args: TrainingArguments
+) -> dict[str, float]:
+    """Apply `data_args.preset` (a Table 14 row) to the arguments, in place; return the config's dropout fields.
+
+    Only values left at their defaults are replaced, so `--preset rte --max_steps 10` trains for 10 steps. The global
+    batch size of the paper is split over devices and gradient accumulation steps; it must divide evenly.
+    """
+    if data_args.preset is None:
+        return {}
+    name = data_args.preset.lower().replace("-", "")
+    if name not in PAPER_HYPERPARAMETERS:
+        raise ValueError(
+            f"--preset {data_args.preset!r} is not a row of Table 14; choose one of {sorted(PAPER_HYPERPARAMETERS)}."
+        )
+    row = PAPER_HYPERPARAMETERS[name]
+    if _is_default(training_args, "learning_rate"):
+        training_args.learning_rate = row.learning_rate
+    if _is_default(training_args, "per_device_train_batch_size"):
+        training_args.per_device_train_batch_size = _per_device_batch_size(row.batch_size, training_args)
+    if _is_default(training_args, "max_steps"):
+        training_args.max_steps = row.train_steps
+    if _is_default(training_args, "warmup_steps"):
+        training_args.warmup_steps = row.warmup_steps
+    if data_args.max_seq_length == FineTuningArguments.max_seq_length:
+        data_args.max_seq_length = row.max_seq_length
+
+    # Dropout lives in the model config; an explicit --config_overrides value wins over the preset.
+    explicit = parse_config_overrides(model_args.config_overrides)
+    dropout = {
+        "hidden_dropout_prob": row.albert_dropout,
+        "attention_probs_dropout_prob": row.albert_dropout,
+        "classifier_dropout_prob": row.classifier_dropout,
+    }
+    return {key: value for key, value in dropout.items() if key not in explicit}
+
+
+def _per_device_batch_size(global_batch_size: int, training_args: TrainingArguments) -> int:
+    shards = training_args.world_size * training_args.gradient_accumulation_steps
+    if global_batch_size % shards != 0:
+        raise ValueError(
+            f"The paper's batch size {global_batch_size} does not split over {training_args.world_size} processes x "
+            f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
+        )
+    return global_batch_size // shards
+
+
+class FineTuningTrainer(Trainer):
+    """Trainer whose evaluation and prediction follow the dataset's order.
+
+    transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
+    order. Metrics do not mind (labels move with predictions), but per-example outputs do: leaderboard files, word-level
+    NER predictions and SQuAD post-processing must line predictions up with their examples.
+    """
+
+    def _get_eval_sampler(self, eval_dataset):
+        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
+            return None
+        # One process: in order. Several: accelerate shards sequentially and the gather restores the order.
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
+
+
+def take_first(dataset, max_samples: int | None):
+    """The first `max_samples` rows of a `datasets.Dataset` (all of them when None)."""
+    if max_samples is None or max_samples >= len(dataset):
+        return dataset
+    return dataset.select(range(max_samples))
+
+
+def log_truncation(split: str, num_truncated: int, num_examples: int, max_seq_length: int) -> None:
+    """Say how many inputs lost tokens to `max_seq_length` (never silent)."""
+    if num_truncated:
+        logger.warning(
+            "%s: %d of %d examples were longer than max_seq_length=%d and were truncated.",
+            split,
+            num_truncated,
+            num_examples,
+            max_seq_length,
+        )
+
+
+def train_and_evaluate(
+    trainer: Trainer,
+    training_args: TrainingArguments,
+    eval_datasets: dict[str, Any],
+) -> dict[str, dict[str, float]]:
+    """Train (if --do_train), save the model, then evaluate on each named eval set (if --do_eval).
+
+    Returns the metrics by split name ("train", "eval", or "eval_<name>" for extra sets such as MNLI mismatched); each
+    is also logged and saved as `<split>_results.json` in the output folder.
+    """
+    results: dict[str, dict[str, float]] = {}
+    if training_args.do_train:
+        train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.save_model()
+        metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
+        _report(trainer, "train", metrics)
+        trainer.save_state()
+        results["train"] = metrics
+    if training_args.do_eval:
+        for name, dataset in eval_datasets.items():
+            split = "eval" if name == "eval" else f"eval_{name}"
+            metrics = trainer.evaluate(eval_dataset=dataset, metric_key_prefix=split)
+            metrics[f"{split}_samples"] = len(dataset)
+            _report(trainer, split, metrics)
+            results[split] = metrics
+    return results
+
+
+def _report(trainer: Trainer, split: str, metrics: dict[str, float]) -> None:
+    trainer.log_metrics(split, metrics)
+    trainer.save_metrics(split, metrics)
+
+
+def output_path(training_args: TrainingArguments, filename: str) -> str:
+    """`filename` inside the output folder, created if needed."""
+    os.makedirs(training_args.output_dir, exist_ok=True)
+    return os.path.join(training_args.output_dir, filename)
+
+
+def setup_logging(training_args: TrainingArguments) -> None:
+    """INFO logs from albert_hf and transformers on the main process, warnings only on the others."""
+    import transformers
+
+    level = logging.INFO if training_args.should_log else logging.WARNING
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
+    logging.getLogger("albert_hf").setLevel(level)
+    transformers.utils.logging.set_verbosity(level)

@@ -1,0 +1,8 @@
+"""Fine-tune ALBERT on a GLUE task; see `albert_hf.tasks.glue` (same as `albert-hf glue`)."""
+
+import sys
+
+from albert_hf.tasks.glue import main
+
+if __name__ == "__main__":
+    sys.exit(main())

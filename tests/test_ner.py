@@ -1,0 +1,279 @@
+"""CoNLL-2003 NER: readers, IOB1 -> IOB2, label alignment, the gold round trip on CoNLL valid, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from datasets import ClassLabel, Dataset, Features, Sequence, Value
+
+from albert_hf.data.ner import (
+    CONLL2003_LABELS,
+    IGNORE_INDEX,
+    align_labels,
+    build_label_list,
+    continuation_label_ids,
+    from_hub_layout,
+    iob1_to_iob2,
+    load_ner_file,
+    read_conll,
+    read_ner_json,
+    tokenize_and_align,
+    word_predictions,
+    write_conll_predictions,
+)
+from albert_hf.metrics.ner import ner_metrics
+
+TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(spiece_model):
+    from albert_hf.tokenization import AlbertTokenizer
+
+    return AlbertTokenizer(vocab_file=str(spiece_model))
+
+
+@pytest.fixture(scope="module")
+def conll_valid(shared_data):
+    return load_ner_file(str(shared_data / "conll2003" / "valid.txt"))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# reading
+
+
+def test_real_conll_files_have_the_documented_sizes(shared_data, conll_valid):
+    train = read_conll(str(shared_data / "conll2003" / "train.txt"))
+    assert (len(train), sum(len(s["tokens"]) for s in train)) == (14041, 203621)
+    assert (len(conll_valid), sum(len(tokens) for tokens in conll_valid["tokens"])) == (3250, 51362)
+    assert train[0] == {
+        "tokens": ["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."],
+        "ner_tags": ["B-ORG", "O", "B-MISC", "O", "O", "O", "B-MISC", "O", "O"],
+    }
+    assert build_label_list(conll_valid) == list(CONLL2003_LABELS)
+
+
+def test_iob1_is_converted_to_iob2_and_iob2_is_unchanged():
+    assert iob1_to_iob2(["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"]) == [
+        "B-PER",
+        "I-PER",
+        "O",
+        "B-LOC",
+        "B-LOC",
+        "B-ORG",
+    ]
+    iob2 = ["B-PER", "I-PER", "B-PER", "O", "B-MISC", "I-MISC"]
+    assert iob1_to_iob2(iob2) == iob2
+
+
+def test_read_conll_iob1_file_with_docstart(tmp_path):
+    path = tmp_path / "eng.train"
+    path.write_text(
+        "-DOCSTART- -X- O O\n\nJohn NNP I-NP I-PER\nSmith NNP I-NP I-PER\nsaw VBD I-VP O\n"
+        "Paris NNP I-NP I-LOC\n\n-DOCSTART- -X- O O\n\nHi UH O O\n"
+    )
+    assert read_conll(str(path)) == [
+        {"tokens": ["John", "Smith", "saw", "Paris"], "ner_tags": ["B-PER", "I-PER", "O", "B-LOC"]},
+        {"tokens": ["Hi"], "ner_tags": ["O"]},
+    ]
+
+
+def test_read_conll_errors_name_file_and_line(tmp_path):
+    bad_tag = tmp_path / "bad_tag.txt"
+    bad_tag.write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP X-ORG\n")
+    with pytest.raises(ValueError, match=r"bad_tag\.txt:2: 'X-ORG' is not an IOB tag"):
+        read_conll(str(bad_tag))
+    one_column = tmp_path / "one_column.txt"
+    one_column.write_text("EU B-ORG\n\nlonely\n")
+    with pytest.raises(ValueError, match=r"one_column\.txt:3: expected a word and a tag"):
+        read_conll(str(one_column))
+    with pytest.raises(ValueError, match=r"one_column\.txt:1: no column 3"):
+        read_conll(str(one_column), tag_column=3)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_ner_file(str(tmp_path / "missing.txt"))
+
+
+def test_hub_layout_json_with_strings_or_ids(shared_data, tmp_path):
+    sample = read_ner_json(str(shared_data / "hf-samples" / "conll" / "sample.json"))
+    assert len(sample) == 10
+    assert sample[1] == {"tokens": ["CHICAGO", "AT", "ATLANTA"], "ner_tags": ["B-ORG", "O", "B-LOC"]}
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text(
+        json.dumps({"tokens": ["Bill", "Clinton"], "ner_tags": [1, 2]})
+        + "\n"
+        + json.dumps({"tokens": ["x"], "ner_tags": [9]})
+        + "\n"
+    )
+    with pytest.raises(ValueError, match=r"ids\.jsonl:2: tag id 9 is outside the label list"):
+        read_ner_json(str(ids))
+    mismatch = tmp_path / "mismatch.json"
+    mismatch.write_text(json.dumps({"words": ["a", "b"], "ner": ["O"]}) + "\n")
+    with pytest.raises(ValueError, match=r"mismatch\.json:1: 2 tokens but 1 tags"):
+        read_ner_json(str(mismatch))
+
+
+def test_hub_dataset_class_labels_become_tags():
+    features = Features(
+        {"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=["O", "B-X", "I-X"]))}
+    )
+    hub = Dataset.from_dict({"tokens": [["a", "b", "c"]], "ner_tags": [[1, 2, 0]]}, features=features)
+    assert from_hub_layout(hub, "some/ner")[0] == {"tokens": ["a", "b", "c"], "ner_tags": ["B-X", "I-X", "O"]}
+
+
+def test_label_list_for_other_tag_sets():
+    data = Dataset.from_list(
+        [{"tokens": ["a", "b"], "ner_tags": ["B-GENE", "I-GENE"]}, {"tokens": ["c"], "ner_tags": ["B-ANIMAL"]}]
+    )
+    assert build_label_list(data) == ["O", "B-ANIMAL", "B-GENE", "I-GENE"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# alignment
+
+
+def test_align_labels_first_sub_token_or_all():
+    word_ids = [None, 0, 0, 1, 2, 2, 2, None]
+    word_labels = [1, 0, 3]  # B-PER, O, B-ORG
+    assert align_labels(word_ids, word_labels) == [
+        IGNORE_INDEX,
+        1,
+        IGNORE_INDEX,
+        0,
+        3,
+        IGNORE_INDEX,
+        IGNORE_INDEX,
+        IGNORE_INDEX,
+    ]
+    continuation = continuation_label_ids(CONLL2003_LABELS)
+    assert [CONLL2003_LABELS[i] for i in continuation] == [
+        "O",
+        "I-PER",
+        "I-PER",
+        "I-ORG",
+        "I-ORG",
+        "I-LOC",
+        "I-LOC",
+        "I-MISC",
+        "I-MISC",
+    ]
+    assert align_labels(word_ids, word_labels, label_all_tokens=True, continuation_ids=continuation) == [
+        IGNORE_INDEX,
+        1,
+        2,
+        0,
+        3,
+        4,
+        4,
+        IGNORE_INDEX,
+    ]
+
+
+def test_word_predictions_read_first_sub_tokens_and_count_cut_words():
+    label_list = ["O", "B-PER", "I-PER"]
+    # Word 2 lost its sub-tokens to truncation: it is predicted "O" and counted.
+    tags, missing = word_predictions([0, 1, 0, 2, 0], [None, 0, 0, 1, None], 3, label_list)
+    assert (tags, missing) == (["B-PER", "I-PER", "O"], 1)
+
+
+def test_gold_tags_round_trip_through_alignment_on_conll_valid(tokenizer, conll_valid):
+    """Gold word tags -> sub-token labels -> back to words through the first sub-token: entity F1 = 100, both for
+    first-sub-token labels and for labels on every sub-token."""
+    label_list = build_label_list(conll_valid)
+    encoded, num_truncated = tokenize_and_align(conll_valid, tokenizer, label_list, 512)
+    assert num_truncated == 0
+    gold = list(conll_valid["ner_tags"])
+    continuation = continuation_label_ids(label_list)
+    for label_all_tokens in (False, True):
+        recovered = []
+        for labels, word_ids, tags in zip(encoded["labels"], encoded["word_ids"], gold):
+            if label_all_tokens:
+                labels = align_labels(word_ids, [label_list.index(tag) for tag in tags], True, continuation)
+            words, missing = word_predictions(labels, word_ids, len(tags), label_list)
+            assert missing == 0
+            recovered.append(words)
+        assert recovered == gold
+        metrics = ner_metrics(gold, recovered)
+        assert metrics["f1"] == 1.0 and metrics["precision"] == 1.0 and metrics["recall"] == 1.0
+    assert sum(metrics[f"{kind}_number"] for kind in ("PER", "ORG", "LOC", "MISC")) == 5942  # CoNLL dev entities
+
+
+def test_tokenize_and_align_counts_truncated_sentences(tokenizer):
+    data = Dataset.from_list(
+        [
+            {"tokens": ["Peter", "Blackburn"], "ner_tags": ["B-PER", "I-PER"]},
+            {"tokens": ["word"] * 30, "ner_tags": ["O"] * 30},
+        ]
+    )
+    encoded, num_truncated = tokenize_and_align(data, tokenizer, list(CONLL2003_LABELS), 12)
+    assert num_truncated == 1
+    first = encoded[0]
+    assert len(first["labels"]) == len(first["input_ids"]) and first["labels"][0] == IGNORE_INDEX
+    assert [label for label in first["labels"] if label != IGNORE_INDEX] == [1, 2]
+    with pytest.raises(ValueError, match=r"tags \['B-GENE'\] are not in the label list"):
+        tokenize_and_align(Dataset.from_list([{"tokens": ["x"], "ner_tags": ["B-GENE"]}]), tokenizer, ["O"], 12)
+
+
+def test_conll_prediction_file_reads_back(tmp_path):
+    path = tmp_path / "predictions.txt"
+    tokens, gold, predicted = [["EU", "rejects"], ["Peter"]], [["B-ORG", "O"], ["B-PER"]], [["B-ORG", "O"], ["O"]]
+    write_conll_predictions(str(path), tokens, gold, predicted)
+    assert path.read_text() == "EU B-ORG B-ORG\nrejects O O\n\nPeter B-PER O\n\n"
+    assert [s["ner_tags"] for s in read_conll(str(path))] == predicted
+    assert [s["ner_tags"] for s in read_conll(str(path), tag_column=1)] == gold
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# end to end
+
+
+def test_run_ner_end_to_end_through_the_cli(shared_data, spiece_model, tmp_path):
+    from albert_hf.cli import main as cli_main
+
+    conll = shared_data / "conll2003"
+    output_dir = tmp_path / "ner"
+    argv = [
+        "ner",
+        "--data_dir",
+        str(conll),
+        "--test_file",
+        str(conll / "valid.txt"),
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--label_all_tokens",
+        "--max_train_samples",
+        "48",
+        "--max_eval_samples",
+        "24",
+        "--max_predict_samples",
+        "12",
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--config_overrides",
+        TINY_MODEL,
+        "--output_dir",
+        str(output_dir),
+        "--report_to",
+        "none",
+        "--max_steps",
+        "4",
+        "--per_device_train_batch_size",
+        "8",
+        "--max_seq_length",
+        "128",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+    ]
+    assert cli_main(argv) == 0
+    eval_results = json.loads((output_dir / "eval_results.json").read_text())
+    assert eval_results["eval_samples"] == 24 and {"eval_f1", "eval_precision", "eval_recall"} <= set(eval_results)
+    written = read_conll(str(output_dir / "predictions_test.txt"), tag_column=1)  # word gold predicted
+    expected = read_conll(str(conll / "valid.txt"))[:12]
+    assert [s["tokens"] for s in written] == [s["tokens"] for s in expected]
+    assert [s["ner_tags"] for s in written] == [s["ner_tags"] for s in expected]
+    predict_results = json.loads((output_dir / "predict_results.json").read_text())
+    assert predict_results["predict_samples"] == 12 and predict_results["predict_words_beyond_max_seq_length"] == 0
+    assert json.loads((output_dir / "config.json").read_text())["id2label"]["1"] == "B-PER"
