@@ -16,6 +16,7 @@ from typing import Any
 from torch.utils.data import SequentialSampler
 from transformers import Trainer, TrainingArguments
 
+from ..hub import AlbertModelCardMixin, CardInfo, register_tokenizer_for_remote_code
 from .common import ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
@@ -140,13 +141,18 @@ def _per_device_batch_size(global_batch_size: int, training_args: TrainingArgume
     return global_batch_size // shards
 
 
-class FineTuningTrainer(Trainer):
-    """Trainer whose evaluation and prediction follow the dataset's order.
+class FineTuningTrainer(AlbertModelCardMixin, Trainer):
+    """Trainer whose evaluation and prediction follow the dataset's order, and whose model card is albert_hf's.
 
     transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
     order. Metrics do not mind (labels move with predictions), but per-example outputs do: leaderboard files, word-level
     NER predictions and SQuAD post-processing must line predictions up with their examples.
     """
+
+    def __init__(self, *args, card_info: CardInfo | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.card_info = card_info  # dataset and base model for the card that --push_to_hub uploads
+        register_tokenizer_for_remote_code()  # checkpoints and pushes carry tokenization.py, like modeling.py
 
     def _get_eval_sampler(self, eval_dataset):
         if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
@@ -199,6 +205,10 @@ def train_and_evaluate(
             metrics[f"{split}_samples"] = len(dataset)
             _report(trainer, split, metrics)
             results[split] = metrics
+    if training_args.push_to_hub:
+        trainer.push_to_hub()  # final commit: model, tokenizer, code, and the card with the evaluation results
+    elif training_args.should_save:
+        trainer.create_model_card()  # README.md in output_dir
     return results
 
 

@@ -28,6 +28,7 @@ from ..data.glue import (
     tokenize_glue,
     write_glue_predictions,
 )
+from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
     trainer = FineTuningTrainer(
         model=model,
+        card_info=CardInfo(base_model=model_args.model_name_or_path, dataset_id="nyu-mll/glue", dataset_config=task.name, dataset_name=f"GLUE {task.name.upper()}"),
         args=training_args,
         train_dataset=encoded.get("train"),
         eval_dataset=eval_sets.get("eval"),

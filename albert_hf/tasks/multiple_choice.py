@@ -20,6 +20,7 @@ from sklearn.metrics import accuracy_score
 from transformers import DataCollatorForMultipleChoice, EvalPrediction, TrainingArguments, set_seed
 
 from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
     trainer = FineTuningTrainer(
         model=model,
+        card_info=CardInfo(base_model=model_args.model_name_or_path),
         args=training_args,
         train_dataset=encoded.get("train"),
         eval_dataset=encoded.get("validation"),

@@ -33,6 +33,7 @@ from ..data.squad import (
     truncate_questions,
     write_prediction_files,
 )
+from ..hub import CardInfo
 from ..metrics.squad import squad_v1_scores, squad_v2_scores
 from ..modeling import AlbertForQuestionAnswering
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, parse_config_overrides
@@ -316,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         data_collator=default_data_collator,  # windows are padded to max_seq_length already
         eval_examples=eval_examples,
         squad_args=squad_args,
+        card_info=CardInfo(
+            base_model=model_args.model_name_or_path,
+            dataset_id="rajpurkar/squad_v2" if squad_args.version_2_with_negative else "rajpurkar/squad",
+            dataset_name="SQuAD v2.0" if squad_args.version_2_with_negative else "SQuAD v1.1",
+        ),
     )
     train_and_evaluate(trainer, training_args, {"eval": eval_features} if eval_features is not None else {})
     return 0

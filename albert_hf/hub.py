@@ -1,0 +1,609 @@
+"""Sharing albert_hf models on the Hugging Face Hub.
+
+What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hub`):
+
+    config.json             AlbertConfig (model_type "albert_hf") with an `auto_map` naming every Auto class
+    model.safetensors       the weights, in transformers' ALBERT key layout
+    modeling.py             the model code, loaded by `trust_remote_code=True` where albert_hf is not installed
+    configuration.py        the config code, idem
+    spiece.model            the tokenizer's SentencePiece model
+    tokenizer_config.json   its settings, with an `auto_map` to tokenization.py
+    tokenization.py         the tokenizer code, loaded by `trust_remote_code=True` too
+    README.md               the model card rendered from `model_cards/template.md`
+
+Besides pushing, this module renders model cards (also for runs pushed by Trainer: `AlbertTrainer`), exports a
+checkpoint to stock transformers ALBERT (model_type "albert", no custom code) where the sharing strategy allows it,
+and imports official ALBERT checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from huggingface_hub import CommitInfo, CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData
+from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
+
+from .configuration import AlbertConfig
+from .modeling import ALBERT_AUTO_CLASSES, AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
+
+logger = logging.getLogger(__name__)
+
+MODEL_CARDS_DIR = Path(__file__).resolve().parent.parent / "model_cards"
+DEFAULT_TEMPLATE = MODEL_CARDS_DIR / "template.md"
+
+# Files every albert_hf checkpoint folder must hold to load with trust_remote_code=True where albert_hf is absent.
+REMOTE_CODE_FILES = ("config.json", "modeling.py", "configuration.py")
+
+# Hub pipeline tag of each head (what the Hub widget and `pipeline(model=repo_id)` use).
+PIPELINE_TAGS = {
+    "AlbertModel": "feature-extraction",
+    "AlbertForPreTraining": "fill-mask",
+    "AlbertForMaskedLM": "fill-mask",
+    "AlbertForSequenceClassification": "text-classification",
+    "AlbertForTokenClassification": "token-classification",
+    "AlbertForQuestionAnswering": "question-answering",
+    "AlbertForMultipleChoice": "multiple-choice",
+}
+AUTO_CLASS_OF = {model_class.__name__: auto_name for auto_name, model_class in ALBERT_AUTO_CLASSES.items()}
+
+# Trainer metrics that describe speed or bookkeeping, not model quality: never reported as eval results.
+_NON_QUALITY_METRICS = ("runtime", "samples_per_second", "steps_per_second", "samples", "epoch", "step")
+
+SHARING_DESCRIPTIONS = {
+    "all": "all parameters shared across layers (ALBERT): attention and feed-forward weights of a group are reused "
+    "by every layer application of that group",
+    "attention": "attention shared across layers, a separate feed-forward block per layer application",
+    "ffn": "feed-forward shared across layers, a separate attention block per layer application",
+    "none": "nothing shared (BERT-style): one group per layer",
+}
+
+CITATION = """@inproceedings{lan2020albert,
+  title     = {{ALBERT}: A Lite {BERT} for Self-supervised Learning of Language Representations},
+  author    = {Lan, Zhenzhong and Chen, Mingda and Goodman, Sebastian and Gimpel, Kevin and Sharma, Piyush and
+               Soricut, Radu},
+  booktitle = {International Conference on Learning Representations},
+  year      = {2020},
+  url       = {https://openreview.net/forum?id=H1eA7AEFvH}
+}"""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Model cards
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CardInfo:
+    """What a model card says beyond what the model and the run know.
+
+    Args:
+        base_model: checkpoint this one was fine-tuned from (Hub id or name), if any.
+        dataset_id: Hub id of the training/evaluation dataset, e.g. "nyu-mll/glue".
+        dataset_config: its configuration, e.g. "mrpc".
+        dataset_name: human-readable name, e.g. "GLUE MRPC"; defaults to id + config.
+        eval_split: split the reported metrics were measured on.
+        task_name: human-readable task name for the results table, e.g. "Paraphrase detection".
+        license: SPDX-style Hub license id.
+        language: language codes of the training text.
+        tags: extra Hub tags.
+        description: a paragraph on what this model is; a generic one is written when empty.
+    """
+
+    base_model: str | None = None
+    dataset_id: str | None = None
+    dataset_config: str | None = None
+    dataset_name: str | None = None
+    eval_split: str = "validation"
+    task_name: str | None = None
+    license: str = "apache-2.0"
+    language: list[str] = field(default_factory=lambda: ["en"])
+    tags: list[str] = field(default_factory=list)
+    description: str | None = None
+
+    @property
+    def dataset_display_name(self) -> str | None:
+        if self.dataset_name:
+            return self.dataset_name
+        if self.dataset_id:
+            return " ".join(part for part in (self.dataset_id, self.dataset_config) if part)
+        return None
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """Distinct parameters (tied weights counted once, as `model.parameters()` yields them)."""
+    return sum(parameter.numel() for parameter in model.parameters())
+
+
+def quality_metrics(metrics: Mapping[str, Any], prefix: str = "eval_") -> dict[str, float]:
+    """`{"eval_accuracy": 0.8, "eval_runtime": 3.1, ...}` -> `{"accuracy": 0.8}`: numeric quality metrics only."""
+    result = {}
+    for key, value in metrics.items():
+        name = key.removeprefix(prefix) if key.startswith(prefix) else None
+        if name is None or name.endswith(_NON_QUALITY_METRICS) or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            result[name] = float(value)
+    return result
+
+
+def latest_eval_metrics(log_history: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The most recent value of every `eval_*` quality metric in Trainer's `state.log_history`."""
+    metrics: dict[str, float] = {}
+    for entry in log_history:
+        metrics.update(quality_metrics(entry))
+    return metrics
+
+
+def training_recipe(training_args: TrainingArguments) -> dict[str, Any]:
+    """The hyperparameters a reader needs to reproduce a Trainer run, in the order a paper would list them."""
+    args = training_args
+    global_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
+    recipe: dict[str, Any] = {
+        "learning_rate": args.learning_rate,
+        "global_train_batch_size": global_batch,
+        "per_device_train_batch_size": args.per_device_train_batch_size,
+        "gradient_accumulation_steps": args.gradient_accumulation_steps,
+        "num_processes": args.world_size,
+    }
+    if args.max_steps and args.max_steps > 0:
+        recipe["max_steps"] = args.max_steps
+    else:
+        recipe["num_train_epochs"] = args.num_train_epochs
+    recipe["warmup_steps"] = args.warmup_steps
+    recipe["lr_scheduler_type"] = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
+    recipe["optimizer"] = str(getattr(args.optim, "value", args.optim))
+    recipe["weight_decay"] = args.weight_decay
+    recipe["adam_betas"] = f"({args.adam_beta1}, {args.adam_beta2})"
+    recipe["adam_epsilon"] = args.adam_epsilon
+    recipe["max_grad_norm"] = args.max_grad_norm
+    recipe["precision"] = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
+    recipe["seed"] = args.seed
+    return recipe
+
+
+def eval_results_for_card(metrics: Mapping[str, float], info: CardInfo, pipeline_tag: str) -> list[EvalResult]:
+    """One `EvalResult` per metric (they become the card's `model-index`); none without a dataset to name."""
+    if not metrics:
+        return []
+    if not info.dataset_id:
+        raise ValueError(
+            f"Evaluation results {sorted(metrics)} need a dataset to be reported against: set CardInfo.dataset_id "
+            "(e.g. 'nyu-mll/glue')."
+        )
+    return [
+        EvalResult(
+            task_type=pipeline_tag,
+            task_name=info.task_name,
+            dataset_type=info.dataset_id,
+            dataset_name=info.dataset_display_name,
+            dataset_config=info.dataset_config,
+            dataset_split=info.eval_split,
+            metric_type=name,
+            metric_name=name,
+            metric_value=round(value, 4),
+        )
+        for name, value in sorted(metrics.items())
+    ]
+
+
+def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
+    config: AlbertConfig = model.config
+    backbone = getattr(model, model.base_model_prefix, model)
+    return [
+        ("Head", f"`{type(model).__name__}`"),
+        ("Parameters (whole model)", f"{count_parameters(model):,}"),
+        ("Parameters (AlbertModel backbone)", f"{count_parameters(backbone):,}"),
+        ("Layers x inner layers", f"{config.num_hidden_layers} x {config.inner_group_num}"),
+        ("Hidden size / embedding size", f"{config.hidden_size} / {config.embedding_size}"),
+        ("Attention heads", str(config.num_attention_heads)),
+        ("Feed-forward size", str(config.intermediate_size)),
+        ("Parameter groups", str(config.num_hidden_groups)),
+        ("Cross-layer sharing", f"`{config.sharing}`: {SHARING_DESCRIPTIONS[config.sharing]}"),
+        ("Vocabulary", f"{config.vocab_size:,} SentencePiece pieces"),
+        ("Max sequence length", str(config.max_position_embeddings)),
+    ]
+
+
+def render_model_card(
+    model: AlbertPreTrainedModel,
+    *,
+    model_name: str,
+    info: CardInfo | None = None,
+    eval_metrics: Mapping[str, float] | None = None,
+    training_args: TrainingArguments | None = None,
+    files: Iterable[str] = (),
+    template: str | os.PathLike | None = None,
+) -> ModelCard:
+    """Fill `model_cards/template.md` for `model`: YAML metadata (with `model-index` when there are eval results),
+    architecture, how to load it, the training recipe, the results, the files of the repository, the citation.
+
+    Args:
+        model: the albert_hf model being shared.
+        model_name: repository id or name shown as the title and in `model-index`.
+        info: dataset, base model, license, language, tags, description.
+        eval_metrics: quality metrics by name (`{"accuracy": 0.87}`); see `quality_metrics`.
+        training_args: the run's TrainingArguments, for the training recipe section.
+        files: the files the repository holds, listed in the card.
+        template: another Jinja2 template with the same variables.
+    """
+    info = info or CardInfo()
+    class_name = type(model).__name__
+    if class_name not in PIPELINE_TAGS:
+        raise TypeError(f"render_model_card takes an albert_hf model, got {class_name}.")
+    pipeline_tag = PIPELINE_TAGS[class_name]
+    eval_results = eval_results_for_card(eval_metrics or {}, info, pipeline_tag)
+    card_data = ModelCardData(
+        model_name=model_name,
+        base_model=info.base_model,
+        datasets=[info.dataset_id] if info.dataset_id else None,
+        language=info.language or None,
+        library_name="transformers",
+        license=info.license,
+        pipeline_tag=pipeline_tag,
+        tags=["albert", "albert_hf", "custom_code", *info.tags],
+        metrics=sorted(eval_metrics) if eval_metrics else None,
+        eval_results=eval_results or None,
+    )
+    template_path = Path(template) if template is not None else DEFAULT_TEMPLATE
+    if not template_path.is_file():
+        raise FileNotFoundError(
+            f"Model card template {template_path} not found: pass template=<path to a card template> (the default "
+            f"lives in model_cards/template.md of the albert_hf source tree)."
+        )
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(template_path),
+        model_name=model_name,
+        description=info.description,
+        class_name=class_name,
+        auto_class=AUTO_CLASS_OF[class_name],
+        architecture=_architecture_rows(model),
+        sharing=model.config.sharing,
+        max_position_embeddings=model.config.max_position_embeddings,
+        base_model=info.base_model,
+        dataset=info.dataset_display_name,
+        eval_split=info.eval_split,
+        eval_metrics=sorted((eval_metrics or {}).items()),
+        recipe=list(training_recipe(training_args).items()) if training_args is not None else [],
+        files=sorted(files),
+        citation=CITATION,
+    )
+
+
+def write_model_card(output_dir: str | os.PathLike, model: AlbertPreTrainedModel, **card_kwargs: Any) -> Path:
+    """Render the model card (see `render_model_card`) into `output_dir/README.md`; lists the folder's files.
+
+    `model_name` defaults to the folder's name.
+    """
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    card_kwargs.setdefault("model_name", output_dir.resolve().name)
+    card_kwargs.setdefault("files", _relative_files(output_dir) | {"README.md"})
+    path = output_dir / "README.md"
+    render_model_card(model, **card_kwargs).save(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Saving and pushing
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _relative_files(folder: Path) -> set[str]:
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+def check_tokenizer_fits(model: AlbertPreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Refuse a tokenizer whose ids the model cannot embed (a different vocabulary), naming both sizes."""
+    if len(tokenizer) > model.config.vocab_size:
+        raise ValueError(
+            f"The tokenizer has {len(tokenizer)} tokens but the model embeds only vocab_size="
+            f"{model.config.vocab_size}: they do not belong together (resize the embeddings or pick the right "
+            "tokenizer)."
+        )
+
+
+def save_for_hub(
+    model: AlbertPreTrainedModel,
+    folder: str | os.PathLike,
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    model_name: str | None = None,
+    **card_kwargs: Any,
+) -> list[str]:
+    """Write everything a Hub repository of `model` holds into `folder`; return the files, relative and sorted.
+
+    Model (config with `auto_map`, safetensors, remote code), tokenizer files, and the model card (last, so it lists
+    every file). Raises if the remote code did not travel (albert_hf's Auto registration missing).
+    """
+    folder = Path(folder)
+    if tokenizer is not None:
+        check_tokenizer_fits(model, tokenizer)
+    model.save_pretrained(folder)
+    missing = [name for name in REMOTE_CODE_FILES if not (folder / name).is_file()]
+    config = json.loads((folder / "config.json").read_text())
+    if missing or "auto_map" not in config:
+        raise RuntimeError(
+            f"{folder} lacks {missing or 'an auto_map in config.json'}: the model would not load without albert_hf. "
+            "Its class must be registered for the Auto classes (`import albert_hf` does it)."
+        )
+    if tokenizer is not None:
+        register_tokenizer_for_remote_code()
+        tokenizer.save_pretrained(folder)
+    write_model_card(folder, model, model_name=model_name or folder.resolve().name, **card_kwargs)
+    return sorted(_relative_files(folder))
+
+
+def register_tokenizer_for_remote_code() -> None:
+    """Make albert_hf's `AlbertTokenizer` travel as remote code, like the model: `save_pretrained` then writes
+    tokenization.py and an `auto_map` in tokenizer_config.json, so `AutoTokenizer.from_pretrained(repo,
+    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and `AlbertTrainer` call it."""
+    from .tokenization import AlbertTokenizer
+
+    if AlbertTokenizer._auto_class is None:
+        AlbertTokenizer.register_for_auto_class("AutoTokenizer")
+
+
+def push_to_hub(
+    model: AlbertPreTrainedModel,
+    repo_id: str,
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    commit_message: str = "Upload albert_hf model",
+    private: bool | None = None,
+    token: str | bool | None = None,
+    revision: str | None = None,
+    create_pr: bool = False,
+    **card_kwargs: Any,
+) -> CommitInfo:
+    """Upload model, tokenizer, remote code and a generated model card to `repo_id` in one commit.
+
+    Unlike `model.push_to_hub` (transformers' generic card, a separate commit for the tokenizer), the repository is
+    complete and consistent after a single commit. `card_kwargs` go to `render_model_card` (`info`, `eval_metrics`,
+    `training_args`).
+    """
+    api = HfApi()
+    repo_id = api.create_repo(repo_id, private=private, token=token, exist_ok=True).repo_id
+    if revision is not None and not revision.startswith("refs/pr"):
+        api.create_branch(repo_id=repo_id, branch=revision, token=token, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        files = save_for_hub(model, folder, tokenizer=tokenizer, model_name=repo_id, **card_kwargs)
+        operations = [
+            CommitOperationAdd(path_in_repo=name, path_or_fileobj=os.path.join(folder, name)) for name in files
+        ]
+        logger.info("Uploading %d files to %s: %s", len(files), repo_id, ", ".join(files))
+        return api.create_commit(
+            repo_id=repo_id,
+            operations=operations,
+            commit_message=commit_message,
+            token=token,
+            revision=revision,
+            create_pr=create_pr,
+        )
+
+
+class AlbertModelCardMixin:
+    """Mix into a `Trainer` so that the README.md it writes (`create_model_card`, and so `push_to_hub` and
+    `--push_to_hub`) is albert_hf's card: architecture, recipe from `self.args`, results from the eval logs.
+
+    Trainer's own keyword arguments keep their meaning: `dataset_tags` -> dataset id, `dataset_args` -> dataset
+    config, `dataset` -> display name, `finetuned_from` -> base model, `license`, `language`, `tags`. Defaults for all
+    of them come from `card_info` (e.g. set once by a task script).
+    """
+
+    card_info: CardInfo | None = None
+
+    def create_model_card(
+        self,
+        language: str | None = None,
+        license: str | None = None,
+        tags: str | list[str] | None = None,
+        model_name: str | None = None,
+        finetuned_from: str | None = None,
+        tasks: str | list[str] | None = None,
+        dataset_tags: str | list[str] | None = None,
+        dataset: str | list[str] | None = None,
+        dataset_args: str | list[str] | None = None,
+    ) -> None:
+        if not self.is_world_process_zero():
+            return
+        # `tasks` is not needed: the pipeline tag follows from the model's head.
+        info = _merge_card_info(
+            self.card_info or CardInfo(),
+            language=language,
+            license=license,
+            tags=tags,
+            finetuned_from=finetuned_from,
+            dataset_tags=dataset_tags,
+            dataset=dataset,
+            dataset_args=dataset_args,
+        )
+        model = self.accelerator.unwrap_model(self.model)
+        write_model_card(
+            self.args.output_dir,
+            model,
+            # The full repository id, when pushing, so the card's loading snippet works as written.
+            model_name=self.hub_model_id or model_name or Path(self.args.output_dir).resolve().name,
+            info=info,
+            eval_metrics=latest_eval_metrics(self.state.log_history),
+            training_args=self.args,
+        )
+
+
+class AlbertTrainer(AlbertModelCardMixin, Trainer):
+    """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
+
+    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.card_info = card_info
+        # Checkpoints and pushes then carry tokenization.py, like modeling.py.
+        register_tokenizer_for_remote_code()
+
+
+def _first(value: str | list[str] | None) -> str | None:
+    return value[0] if isinstance(value, list) else value
+
+
+def _merge_card_info(info: CardInfo, **trainer_kwargs: Any) -> CardInfo:
+    """Trainer's `create_model_card` arguments layered over `info` (given arguments win)."""
+    updates: dict[str, Any] = {}
+    mapping = {
+        "finetuned_from": "base_model",
+        "dataset_tags": "dataset_id",
+        "dataset_args": "dataset_config",
+        "dataset": "dataset_name",
+        "license": "license",
+    }
+    for trainer_name, field_name in mapping.items():
+        value = _first(trainer_kwargs.get(trainer_name))
+        if value is not None:
+            updates[field_name] = value
+    if trainer_kwargs.get("language") is not None:
+        language = trainer_kwargs["language"]
+        updates["language"] = [language] if isinstance(language, str) else list(language)
+    if trainer_kwargs.get("tags") is not None:
+        tags = trainer_kwargs["tags"]
+        updates["tags"] = [*info.tags, *([tags] if isinstance(tags, str) else tags)]
+    return CardInfo(**{**info.__dict__, **updates})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Stock transformers ALBERT: export and import
+# --------------------------------------------------------------------------------------------------------------------
+
+# Fields of our config that stock transformers' AlbertConfig does not have (or must not inherit).
+_ALBERT_HF_ONLY_FIELDS = ("sharing", "auto_map", "model_type", "architectures", "transformers_version", "_name_or_path")
+
+
+def check_exportable(config: AlbertConfig) -> None:
+    """Raise unless stock ALBERT can hold these weights: sharing "all" (any number of groups) or "none"."""
+    if config.sharing in ("all", "none"):
+        return
+    # sharing="attention" keeps a feed-forward block per layer application, "ffn" an attention block.
+    block, modules = {"attention": ("feed-forward", "unshared_ffn"), "ffn": ("attention", "unshared_attention")}[
+        config.sharing
+    ]
+    raise ValueError(
+        f"Cannot export sharing={config.sharing!r} to a stock transformers ALBERT checkpoint: it keeps one {block} "
+        f"block per layer application (encoder.{modules}.*), which transformers' AlbertModel has no place for. Only "
+        "sharing='all' (any num_hidden_groups) and sharing='none' export; share this model as an albert_hf "
+        "checkpoint (trust_remote_code=True) instead."
+    )
+
+
+def to_transformers_config(config: AlbertConfig) -> transformers.AlbertConfig:
+    """The stock `transformers.AlbertConfig` (model_type "albert") describing the same architecture."""
+    check_exportable(config)
+    fields = {key: value for key, value in config.to_dict().items() if key not in _ALBERT_HF_ONLY_FIELDS}
+    return transformers.AlbertConfig(**fields)
+
+
+def export_to_transformers(
+    model: AlbertPreTrainedModel,
+    output_dir: str | os.PathLike,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> Path:
+    """Save `model` as a stock transformers ALBERT checkpoint (model_type "albert", no custom code), loadable with
+    `transformers.Albert*` / Auto classes by people who never install albert_hf.
+
+    The weights are loaded into transformers' class of the same name with `strict=True`, so a layout difference
+    fails here rather than in the user's hands. A tokenizer is saved as transformers' own `AlbertTokenizer` on the
+    same `spiece.model`, set to return token_type_ids (transformers 5 omits them by default, which would give
+    sentence pairs all-zero segments).
+    """
+    output_dir = Path(output_dir)
+    stock_config = to_transformers_config(model.config)
+    stock_class = getattr(transformers, type(model).__name__)
+    stock_model = stock_class(stock_config)
+    stock_model.load_state_dict(model.state_dict(), strict=True)
+    stock_model.eval().save_pretrained(output_dir)
+    if tokenizer is not None:
+        check_tokenizer_fits(model, tokenizer)
+        _save_stock_tokenizer(tokenizer, output_dir)
+    return output_dir
+
+
+def _save_stock_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: Path) -> None:
+    vocab_file = getattr(tokenizer, "vocab_file", None)
+    if not vocab_file or not os.path.isfile(vocab_file):
+        raise ValueError(
+            f"Cannot export {type(tokenizer).__name__}: it has no SentencePiece model file (vocab_file="
+            f"{vocab_file!r}). Stock ALBERT tokenizers are built on spiece.model."
+        )
+    with tempfile.TemporaryDirectory() as folder:
+        # transformers' AlbertTokenizer builds its fast backend from a folder holding spiece.model.
+        Path(folder, "spiece.model").write_bytes(Path(vocab_file).read_bytes())
+        stock = transformers.AlbertTokenizer.from_pretrained(
+            folder,
+            do_lower_case=getattr(tokenizer, "do_lower_case", True),
+            keep_accents=getattr(tokenizer, "keep_accents", False),
+            model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        )
+        stock.save_pretrained(output_dir)
+
+
+def import_official_checkpoint(
+    source: str | os.PathLike,
+    output_dir: str | os.PathLike | None = None,
+    model_class: type[AlbertPreTrainedModel] = AlbertForPreTraining,
+    **from_pretrained_kwargs: Any,
+) -> AlbertPreTrainedModel:
+    """Load an official ALBERT checkpoint (e.g. "albert/albert-base-v2", or a folder with model_type "albert") into
+    an albert_hf class; with `output_dir`, also save it as a complete albert_hf checkpoint (remote code, tokenizer
+    when `source` has one, model card).
+
+    Every backbone weight must be in the checkpoint: a missing `albert.*` key raises (a head the checkpoint lacks,
+    e.g. a new classifier, is initialised fresh and logged).
+    """
+    model, loading_info = model_class.from_pretrained(source, output_loading_info=True, **from_pretrained_kwargs)
+    missing = loading_info["missing_keys"]
+    # AlbertModel's own keys have no "albert." prefix: all of them are backbone keys.
+    prefix = "" if model_class is AlbertModel else f"{model.base_model_prefix}."
+    missing_backbone = [key for key in missing if key.startswith(prefix)]
+    if missing_backbone:
+        raise ValueError(f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
+                         "all): it is not a complete ALBERT checkpoint.")
+    if missing:
+        logger.info("Newly initialised (not in %s): %s", source, ", ".join(missing))
+    if output_dir is not None:
+        tokenizer = _official_tokenizer(source)
+        save_for_hub(model, output_dir, tokenizer=tokenizer, info=CardInfo(base_model=str(source)))
+    return model
+
+
+def _official_tokenizer(source: str | os.PathLike) -> PreTrainedTokenizerBase | None:
+    """albert_hf's tokenizer on the checkpoint's spiece.model, or None when the folder has none."""
+    from .tokenization import AlbertTokenizer
+
+    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "spiece.model")):
+        logger.warning("%s has no spiece.model: the imported checkpoint has no tokenizer.", source)
+        return None
+    return AlbertTokenizer.from_pretrained(source)
+
+
+__all__ = [
+    "AlbertModelCardMixin",
+    "AlbertTrainer",
+    "CardInfo",
+    "check_exportable",
+    "export_to_transformers",
+    "import_official_checkpoint",
+    "latest_eval_metrics",
+    "push_to_hub",
+    "quality_metrics",
+    "register_tokenizer_for_remote_code",
+    "render_model_card",
+    "save_for_hub",
+    "to_transformers_config",
+    "training_recipe",
+    "write_model_card",
+]

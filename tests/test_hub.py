@@ -1,0 +1,433 @@
+"""Sharing on the Hub without a network: every uploaded file checked, then loaded where albert_hf is absent.
+
+The Hub API is intercepted at the calls transformers and albert_hf make (`HfApi.create_repo`, `create_branch`,
+`create_commit` for `albert_hf.hub.push_to_hub`; `upload_folder` for `Trainer.push_to_hub`): a fake "remote" folder
+receives the files, and a subprocess that cannot import albert_hf loads them with `trust_remote_code=True`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from datasets import Dataset
+from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
+from huggingface_hub.errors import EntryNotFoundError
+from huggingface_hub.utils import filter_repo_objects
+from safetensors.torch import load_file, save_file
+from transformers import TrainingArguments
+
+import albert_hf
+from albert_hf import AlbertConfig
+from albert_hf.hub import (
+    AlbertTrainer,
+    CardInfo,
+    check_exportable,
+    export_to_transformers,
+    import_official_checkpoint,
+    latest_eval_metrics,
+    push_to_hub,
+    quality_metrics,
+    register_tokenizer_for_remote_code,
+    render_model_card,
+)
+from albert_hf.modeling import ALBERT_AUTO_CLASSES
+from albert_hf.tokenization import AlbertTokenizer
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(
+    vocab_size=30000,  # the real ALBERT vocabulary, so the real tokenizer's ids fit
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
+TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
+
+
+def tiny_config(**overrides) -> AlbertConfig:
+    return AlbertConfig(**{**TINY, **overrides})
+
+
+@pytest.fixture(scope="module")
+def tokenizer(spiece_model) -> AlbertTokenizer:
+    return AlbertTokenizer(vocab_file=str(spiece_model))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A fake Hub
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class FakeHub:
+    """Records Hub calls; committed files land in `remote/<repo_id>/` exactly as they would be uploaded."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.calls: list[tuple[str, dict]] = []
+
+    def folder(self, repo_id: str) -> Path:
+        return self.root / repo_id
+
+    def create_repo(self, api, repo_id, **kwargs):
+        self.calls.append(("create_repo", dict(repo_id=repo_id, **kwargs)))
+        return RepoUrl(f"https://huggingface.co/{repo_id}")
+
+    def create_branch(self, api, repo_id, branch, **kwargs):
+        self.calls.append(("create_branch", dict(repo_id=repo_id, branch=branch)))
+
+    def create_commit(self, api, repo_id, operations, commit_message, **kwargs):
+        self.calls.append(("create_commit", dict(repo_id=repo_id, commit_message=commit_message, **kwargs)))
+        for operation in operations:
+            target = self.folder(repo_id) / operation.path_in_repo
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(operation.path_or_fileobj, target)
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/{repo_id}/commit/0", commit_message=commit_message,
+            commit_description="", oid="0" * 40,
+        )
+
+    def upload_folder(self, api, repo_id, folder_path, ignore_patterns=None, commit_message=None, **kwargs):
+        """What `HfApi.upload_folder` would send: the folder's files minus `ignore_patterns`."""
+        self.calls.append(("upload_folder", dict(repo_id=repo_id, commit_message=commit_message)))
+        folder_path = Path(folder_path)
+        relative = [path.relative_to(folder_path).as_posix() for path in folder_path.rglob("*") if path.is_file()]
+        for name in filter_repo_objects(relative, ignore_patterns=ignore_patterns):
+            target = self.folder(repo_id) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder_path / name, target)
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/{repo_id}/commit/0", commit_message=commit_message or "",
+            commit_description="", oid="0" * 40,
+        )
+
+
+@pytest.fixture
+def fake_hub(tmp_path, monkeypatch) -> FakeHub:
+    hub = FakeHub(tmp_path / "remote")
+    for name in ("create_repo", "create_branch", "create_commit", "upload_folder"):
+        method = getattr(hub, name)
+        monkeypatch.setattr(HfApi, name, lambda api, *args, _method=method, **kwargs: _method(api, *args, **kwargs))
+    return hub
+
+
+def files_in(folder: Path) -> set[str]:
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Loading where albert_hf cannot be imported
+# --------------------------------------------------------------------------------------------------------------------
+
+REMOTE_LOADER = """
+import json, sys, torch
+sys.path = [p for p in sys.path if p not in ("", {repo_root!r})]
+try:
+    import albert_hf
+    raise SystemExit("albert_hf must not be importable here")
+except ImportError:
+    pass
+import transformers
+from transformers import AutoTokenizer
+
+folder, auto_name, out = {folder!r}, {auto_name!r}, {out!r}
+model = getattr(transformers, auto_name).from_pretrained(folder, trust_remote_code=True).eval()
+assert type(model).__module__.startswith("transformers_modules"), type(model).__module__
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+texts = json.loads({texts!r})
+inputs = tokenizer([a for a, _ in texts], [b for _, b in texts], padding=True, return_tensors="pt")
+with torch.no_grad():
+    logits = model(**inputs).logits
+torch.save({{"inputs": dict(inputs), "logits": logits, "tokenizer_class": type(tokenizer).__module__}}, out)
+"""
+
+
+def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict:
+    out = tmp_path / "remote_outputs.pt"
+    script = REMOTE_LOADER.format(
+        repo_root=str(REPO_ROOT), folder=str(folder), auto_name=auto_name, out=str(out), texts=json.dumps(TEXTS)
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return torch.load(out)
+
+
+def encode(tokenizer, texts=TEXTS) -> dict:
+    return dict(tokenizer([a for a, _ in texts], [b for _, b in texts], padding=True, return_tensors="pt"))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# push_to_hub
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(fake_hub, tokenizer, tmp_path):
+    torch.manual_seed(0)
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3)).eval()
+    info = CardInfo(dataset_id="nyu-mll/glue", dataset_config="mnli", dataset_name="GLUE MNLI",
+                    base_model="albert/albert-base-v2", task_name="Natural language inference")
+    push_to_hub(model, "someone/tiny-albert-mnli", tokenizer=tokenizer, info=info,
+                eval_metrics={"accuracy": 0.8125}, revision="v1")
+
+    kinds = [kind for kind, _ in fake_hub.calls]
+    assert kinds == ["create_repo", "create_branch", "create_commit"]  # one commit holds everything
+    assert fake_hub.calls[2][1]["revision"] == "v1"
+    remote = fake_hub.folder("someone/tiny-albert-mnli")
+    assert files_in(remote) == {
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "modeling.py",
+        "configuration.py",
+        "spiece.model",
+        "tokenizer_config.json",
+        "tokenization.py",
+    }
+    # config: our model type, an auto_map for every Auto class, the labels
+    config = json.loads((remote / "config.json").read_text())
+    assert config["model_type"] == "albert_hf"
+    expected_auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
+    assert config["auto_map"] == {"AutoConfig": "configuration.AlbertConfig", **expected_auto_map}
+    # weights: exactly the model's tensors
+    weights = load_file(remote / "model.safetensors")
+    state = model.state_dict()
+    assert set(weights) == set(state) and all(torch.equal(weights[k], state[k]) for k in weights)
+    # code: the package's own files, unchanged
+    for name in ("modeling.py", "configuration.py", "tokenization.py"):
+        assert (remote / name).read_text() == (REPO_ROOT / "albert_hf" / name).read_text()
+    tokenizer_config = json.loads((remote / "tokenizer_config.json").read_text())
+    assert tokenizer_config["auto_map"]["AutoTokenizer"][0] == "tokenization.AlbertTokenizer"
+    assert (remote / "spiece.model").read_bytes() == Path(tokenizer.vocab_file).read_bytes()
+    # model card: ours, valid metadata, the run's result in model-index
+    card = ModelCard.load(remote / "README.md")
+    assert card.data.library_name == "transformers" and card.data.license == "apache-2.0"
+    assert {"albert_hf", "custom_code"} <= set(card.data.tags)
+    assert card.data.pipeline_tag == "text-classification" and card.data.base_model == "albert/albert-base-v2"
+    [result] = card.data.eval_results
+    assert (result.dataset_type, result.dataset_config, result.metric_type, result.metric_value) == (
+        "nyu-mll/glue", "mnli", "accuracy", 0.8125)
+    assert "trust_remote_code=True" in card.text and "`tokenization.py`" in card.text
+
+    # Someone without albert_hf loads model and tokenizer from those files and gets the same outputs.
+    remote_outputs = load_without_albert_hf(remote, "AutoModelForSequenceClassification", tmp_path)
+    inputs = encode(tokenizer)
+    assert remote_outputs["tokenizer_class"].startswith("transformers_modules")
+    for key, value in inputs.items():
+        assert torch.equal(remote_outputs["inputs"][key], value), key
+    assert inputs["token_type_ids"].max() == 1  # pairs keep their segments
+    with torch.no_grad():
+        expected = model(**inputs).logits
+    assert torch.allclose(remote_outputs["logits"], expected, atol=1e-6)
+
+
+def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokenizer, monkeypatch):
+    """`model.push_to_hub` / `tokenizer.push_to_hub` (transformers' own, two commits, transformers' generic card)
+    also upload everything needed to load without albert_hf."""
+
+    def no_card_on_the_hub(*args, **kwargs):
+        raise EntryNotFoundError("README.md")  # a new repository: transformers then writes its default card
+
+    monkeypatch.setattr(ModelCard, "load", no_card_on_the_hub)
+    register_tokenizer_for_remote_code()  # what `import albert_hf` should do (see the report to the lead)
+    model = albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5))
+    model.push_to_hub("someone/tiny-ner")
+    tokenizer.push_to_hub("someone/tiny-ner")
+    assert [kind for kind, _ in fake_hub.calls].count("create_commit") == 2
+    remote = fake_hub.folder("someone/tiny-ner")
+    assert {"config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
+            "tokenizer_config.json", "tokenization.py", "README.md"} <= files_in(remote)
+    assert "auto_map" in json.loads((remote / "config.json").read_text())
+    assert "auto_map" in json.loads((remote / "tokenizer_config.json").read_text())
+
+
+def test_push_refuses_a_tokenizer_that_does_not_fit_the_model(fake_hub, tokenizer):
+    model = albert_hf.AlbertForMaskedLM(tiny_config(vocab_size=1000))
+    with pytest.raises(ValueError, match="30000 tokens but the model embeds only vocab_size=1000"):
+        push_to_hub(model, "someone/mismatch", tokenizer=tokenizer)
+    assert [kind for kind, _ in fake_hub.calls] == ["create_repo"]  # nothing was committed
+
+
+def test_trainer_push_to_hub_sends_the_albert_hf_model_card(fake_hub, tokenizer, tmp_path):
+    """--push_to_hub / --hub_model_id go through Trainer.push_to_hub: the card it uploads must be ours."""
+    torch.manual_seed(0)
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=2))
+    encoded = tokenizer(["a good film", "a bad film", "great fun", "dull"] * 2, padding="max_length", max_length=8)
+    dataset = Dataset.from_dict({**encoded, "labels": [1, 0, 1, 0] * 2})
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "run"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        warmup_steps=1,
+        seed=7,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        push_to_hub=True,
+        hub_model_id="someone/tiny-sst2",
+    )
+
+    def accuracy(prediction) -> dict:
+        return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
+
+    trainer = AlbertTrainer(
+        model=model, args=args, train_dataset=dataset, eval_dataset=dataset, processing_class=tokenizer,
+        compute_metrics=accuracy, card_info=CardInfo(dataset_id="nyu-mll/glue", dataset_config="sst2"),
+    )
+    trainer.train()
+    metrics = trainer.evaluate()
+    trainer.push_to_hub(dataset="GLUE SST-2")
+
+    assert ("create_repo", {"repo_id": "someone/tiny-sst2", "token": None, "private": None, "exist_ok": True}) in [
+        (kind, call) for kind, call in fake_hub.calls]
+    remote = fake_hub.folder("someone/tiny-sst2")
+    assert {"README.md", "config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
+            "tokenizer_config.json", "tokenization.py", "training_args.bin"} <= files_in(remote)
+    card = ModelCard.load(remote / "README.md")
+    assert "albert_hf" in card.data.tags and card.data.model_name == "someone/tiny-sst2"
+    reported = {result.metric_type: result.metric_value for result in card.data.eval_results}
+    assert reported == {"accuracy": round(metrics["eval_accuracy"], 4), "loss": round(metrics["eval_loss"], 4)}
+    assert card.data.eval_results[0].dataset_name == "GLUE SST-2"
+    assert "| learning_rate | 0.001 |" in card.text and "| max_steps | 2 |" in card.text
+    assert "| seed | 7 |" in card.text
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Model cards
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_metrics_filtering_and_latest_eval_values():
+    assert quality_metrics({"eval_f1": 0.5, "eval_runtime": 2.0, "eval_samples_per_second": 9.0, "epoch": 1.0,
+                            "eval_loss": 0.3, "train_loss": 0.9}) == {"f1": 0.5, "loss": 0.3}
+    history = [{"loss": 1.0}, {"eval_accuracy": 0.5, "eval_loss": 0.9}, {"eval_accuracy": 0.75, "step": 4}]
+    assert latest_eval_metrics(history) == {"accuracy": 0.75, "loss": 0.9}
+
+
+def test_card_without_results_or_recipe_still_validates():
+    card = render_model_card(albert_hf.AlbertForMaskedLM(tiny_config(sharing="attention")), model_name="me/mlm")
+    parsed = ModelCard(str(card))
+    assert parsed.data.eval_results is None and parsed.data.pipeline_tag == "fill-mask"
+    assert "No evaluation results were recorded" in parsed.text
+    assert "Sharing `attention` is an albert_hf extension" in parsed.text
+
+
+def test_results_without_a_dataset_are_refused():
+    with pytest.raises(ValueError, match="CardInfo.dataset_id"):
+        render_model_card(albert_hf.AlbertModel(tiny_config()), model_name="x", eval_metrics={"f1": 0.5})
+
+
+RELEASED = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864, "xxlarge": 222_595_584}
+
+
+@pytest.mark.parametrize("size", sorted(RELEASED))
+def test_release_cards_match_the_presets(size):
+    card = ModelCard.load(REPO_ROOT / "model_cards" / f"{size}.md")
+    assert card.data.library_name == "transformers" and card.data.license == "apache-2.0"
+    config = AlbertConfig.preset(size)
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in albert_hf.AlbertModel(config).parameters())
+    assert parameters == RELEASED[size]
+    text = card.text
+    assert f"| {parameters:,} |" in text
+    assert f"| Layers (applications of the shared layer) | {config.num_hidden_layers} |" in text
+    assert f"| Hidden size H / embedding size E | {config.hidden_size} / {config.embedding_size} |" in text
+    assert f"| Attention heads | {config.num_attention_heads} |" in text
+    assert f"| Feed-forward size | {config.intermediate_size} |" in text
+    # both releases' reported results, and the citation
+    assert re.search(rf"\| ALBERT-{size} v2 \| [\d.]+ \| [\d.]+/[\d.]+ \| [\d.]+/[\d.]+ \|", text)
+    assert re.search(rf"\| ALBERT-{size} v1 \| [\d.]+ \| [\d.]+/[\d.]+ \| [\d.]+/[\d.]+ \|", text)
+    assert "@inproceedings{lan2020albert" in text and "trust_remote_code" not in card.data.to_dict()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Export to stock transformers ALBERT, import from official checkpoints
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [dict(sharing="all", num_hidden_groups=2, inner_group_num=2, num_hidden_layers=4), dict(sharing="none")],
+)
+def test_export_to_stock_transformers(tmp_path, tokenizer, overrides):
+    torch.manual_seed(0)
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=2, **overrides)).eval()
+    export_to_transformers(model, tmp_path / "stock", tokenizer=tokenizer)
+
+    config = json.loads((tmp_path / "stock" / "config.json").read_text())
+    assert config["model_type"] == "albert" and "auto_map" not in config and "sharing" not in config
+    assert not list((tmp_path / "stock").glob("*.py"))  # no custom code
+    stock = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "stock").eval()
+    assert type(stock) is transformers.AlbertForSequenceClassification
+    stock_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "stock")
+    assert type(stock_tokenizer) is transformers.AlbertTokenizer
+    ours, theirs = encode(tokenizer), encode(stock_tokenizer)
+    assert set(theirs) == set(ours) and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    with torch.no_grad():
+        assert torch.allclose(stock(**theirs).logits, model(**ours).logits, atol=1e-6)
+
+
+@pytest.mark.parametrize("sharing, block", [("attention", "unshared_ffn"), ("ffn", "unshared_attention")])
+def test_export_refuses_partial_sharing(tmp_path, sharing, block):
+    model = albert_hf.AlbertModel(tiny_config(sharing=sharing))
+    with pytest.raises(ValueError, match=rf"sharing='{sharing}'.*{block}"):
+        export_to_transformers(model, tmp_path / "stock")
+    assert not (tmp_path / "stock").exists()
+    check_exportable(tiny_config(sharing="none"))  # the allowed ones pass
+
+
+def official_folder(folder: Path, spiece_model: Path) -> transformers.AlbertForPreTraining:
+    """What albert/albert-base-v2 publishes: config (model_type "albert"), weights, spiece.model."""
+    torch.manual_seed(0)
+    reference = transformers.AlbertForPreTraining(transformers.AlbertConfig(**TINY)).eval()
+    reference.save_pretrained(folder)
+    shutil.copyfile(spiece_model, folder / "spiece.model")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "model_max_length": 512}))
+    return reference
+
+
+def test_import_official_checkpoint(tmp_path, spiece_model):
+    reference = official_folder(tmp_path / "official", spiece_model)
+    model = import_official_checkpoint(tmp_path / "official", tmp_path / "imported")
+    assert type(model) is albert_hf.AlbertForPreTraining
+    imported = tmp_path / "imported"
+    assert {"config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
+            "tokenizer_config.json", "tokenization.py", "README.md"} <= files_in(imported)
+    assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
+    assert ModelCard.load(imported / "README.md").data.base_model == str(tmp_path / "official")
+
+    tokenizer = AlbertTokenizer.from_pretrained(imported)
+    inputs = encode(tokenizer)
+    reloaded = albert_hf.AlbertForPreTraining.from_pretrained(imported).eval()
+    with torch.no_grad():
+        expected = reference(**inputs)
+        for candidate in (model.eval(), reloaded):
+            actual = candidate(**inputs)
+            assert torch.allclose(actual.prediction_logits, expected.prediction_logits, atol=1e-5)
+            assert torch.allclose(actual.sop_logits, expected.sop_logits, atol=1e-5)
+
+
+def test_import_refuses_a_checkpoint_without_backbone_weights(tmp_path, spiece_model):
+    official_folder(tmp_path / "official", spiece_model)
+    weights_path = tmp_path / "official" / "model.safetensors"
+    weights = load_file(weights_path)
+    del weights["albert.embeddings.word_embeddings.weight"]
+    save_file(weights, weights_path, metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="missing backbone weights.*word_embeddings"):
+        import_official_checkpoint(tmp_path / "official", model_class=albert_hf.AlbertModel)
