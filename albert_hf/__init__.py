@@ -4,7 +4,7 @@ Importing the package registers `AlbertConfig` (model_type "albert_hf") and ever
 Auto classes, without touching transformers' own "albert" type.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForMultipleChoice
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForMultipleChoice, AutoTokenizer
 from transformers import AutoModelForPreTraining, AutoModelForQuestionAnswering
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
@@ -21,6 +21,7 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
+from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,11 @@ def _register_auto_classes() -> None:
         # trust_remote_code=True where albert_hf is not installed.
         model_class.register_for_auto_class(auto_name)
     AlbertConfig.register_for_auto_class()
+    # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
+    # "AlbertTokenizer" untouched for official checkpoints.
+    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)
+    # save_pretrained copies tokenization.py and writes `auto_map`, so the tokenizer also loads without albert_hf.
+    AlbertTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 _register_auto_classes()
@@ -60,4 +66,7 @@ __all__ = [
     "AlbertForTokenClassification",
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",
+    "AlbertTokenizer",
+    "AlbertHFTokenizer",
+    "train_tokenizer",
 ]

@@ -1,0 +1,692 @@
+"""ALBERT's tokenizer: the original SentencePiece tokenization, exactly, as a transformers tokenizer.
+
+ALBERT checkpoints only work with the tokenization they were pretrained with. The original (google-research/albert,
+`tokenization.py`) does, for every text:
+
+1. `preprocess_text`: collapse whitespace (`" ".join(text.split())`), turn `` and '' into ", NFKD and drop combining
+   characters (unless `keep_accents`), lowercase (unless `do_lower_case=False`);
+2. SentencePiece `EncodeAsPieces` on the result (the model's own normalization rule, e.g. `nmt_nfkc`, its whitespace
+   handling and dummy "▁" prefix, then Unigram Viterbi);
+3. re-split every piece that ends in a digit followed by a comma ("▁1990," -> "▁1990" ","), so that numbers are
+   tokenized the same whether or not a comma follows.
+
+Backend choice. `AlbertTokenizer` is a `TokenizersBackend` (Rust `tokenizers`) whose pipeline reproduces those steps,
+rather than a class that calls the `sentencepiece` package per text, because the Rust backend gives everything
+transformers users rely on for free and correctly: batching, padding, truncation strategies, overflowing windows with
+stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
+accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
+backed class would have to rebuild offsets and all of that in Python, one text at a time.
+Measured (`benchmarks/bench_tokenizer.py`, all 67,349 SST-2 training sentences, same run, on a shared 2-core
+machine): transformers' AlbertTokenizer, whose pipeline is shorter and not exact, is about 1.6x less CPU time;
+most of the gap is the Python step below (called once per text) and the two extra pre-tokenizer splits.
+
+The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_OriginalPieceMarks`):
+
+- normalizer: Python's whitespace set -> one space, strip; `` and '' -> "; NFKD and removal of every character whose
+  canonical combining class is not 0 (exactly `unicodedata.combining`, not the same set as `StripAccents`);
+  lowercase; the model's precompiled SentencePiece charsmap (e.g. nmt_nfkc); SentencePiece's removal of extra
+  spaces; then `_OriginalPieceMarks`, a small Python step;
+- pre-tokenizer: split on spaces, "▁" in front of every word (SentencePiece's dummy prefix and escaped spaces), every
+  user-defined symbol of the model as a piece of its own (SentencePiece always emits them alone), and a split
+  wherever `_OriginalPieceMarks` left a marker;
+- model: Unigram with the model's pieces and scores;
+- post-processor: `[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`, token type ids 0 / 1, returned by default
+  (transformers 5's `AlbertTokenizer` stops returning them, its issue #48128).
+
+Two things a static Unigram pipeline gets wrong: the original's re-split of "<digit>," pieces depends on which pieces
+Viterbi picks, and SentencePiece never matches control pieces ("<unk>", "<pad>", ...) in text while a Unigram model
+does. `_OriginalPieceMarks` only looks further at texts with a comma or a control-piece string; for the few words
+concerned it computes the original's pieces and marks their boundaries, so the model then sees one original piece per
+split. A Python component cannot be serialized by `tokenizers`, so `save_pretrained` writes `spiece.model` (the
+format of the official ALBERT repos) and pickling rebuilds the pipeline.
+
+Ids equal the original's on all the text of the shared data (262,000 texts, `benchmarks/tokenizer_agreement.py`)
+except 10 long paragraphs where SentencePiece's float32 running sum cannot tell apart two segmentations whose scores
+differ by less than 1e-3 (ours takes the higher-scoring one, as SentencePiece does on the word alone).
+
+Special-token strings written in the text ("[MASK]", "<unk>") are recognized as those tokens, as in every
+transformers tokenizer; `split_special_tokens=True` treats them as plain text, as the original always did.
+
+`train_tokenizer` trains a new vocabulary with the ALBERT recipe (SentencePiece Unigram, 30,000 pieces, `<pad>`=0
+`<unk>`=1 `[CLS]`=2 `[SEP]`=3 `[MASK]`=4, character coverage 0.99995, the same normalization) and writes a folder
+that `AlbertTokenizer.from_pretrained` and `AutoTokenizer.from_pretrained` load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import functools
+import json
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokenizers import NormalizedString, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+from tokenizers.models import Unigram
+from transformers import TokenizersBackend
+from transformers.utils import logging
+
+if TYPE_CHECKING:
+    import datasets
+
+logger = logging.get_logger(__name__)
+
+SPIECE_UNDERLINE = "▁"
+VOCAB_FILES_NAMES = {"vocab_file": "spiece.model", "tokenizer_file": "tokenizer.json"}
+
+# The ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).
+ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
+ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
+ALBERT_CHARACTER_COVERAGE = 0.99995
+
+# A Unicode noncharacter ("for internal use"): marks where `_OriginalPieceMarks` wants a split. It never reaches the
+# model: the pre-tokenizer splits on it and removes it.
+_SPLIT_MARKER = "\ufdd0"
+
+# SentencePiece ModelProto piece types (sentencepiece_model.proto).
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+_UNIGRAM = 1
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Reading SentencePiece models
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _model_proto_class():
+    """sentencepiece's generated protobuf class (needs the `protobuf` package)."""
+    try:
+        from sentencepiece import sentencepiece_model_pb2
+    except ImportError as error:  # protobuf missing
+        raise ImportError(
+            "Reading a SentencePiece model file needs the `protobuf` package: pip install protobuf"
+        ) from error
+    return sentencepiece_model_pb2.ModelProto
+
+
+def read_sentencepiece_model(path: str | os.PathLike):
+    """Parse a SentencePiece `.model` file into its `ModelProto`, with an error that names the file if it is unusable.
+
+    Raises `FileNotFoundError` for a missing file and `ValueError` for a file that is not a Unigram SentencePiece model
+    (truncated, corrupt, another format, or a BPE/char/word model).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"SentencePiece model file not found: {path}")
+    return parse_sentencepiece_model(path.read_bytes(), source=str(path))
+
+
+def parse_sentencepiece_model(data: bytes, source: str = "<bytes>"):
+    """Parse and validate serialized SentencePiece model bytes; `source` names them in errors."""
+    import sentencepiece as spm
+
+    try:
+        # sentencepiece's own loader validates far more than protobuf does (protobuf accepts most byte strings).
+        spm.SentencePieceProcessor(model_proto=data)
+        proto = _model_proto_class().FromString(data)
+    except ImportError:
+        raise
+    except Exception as error:
+        raise ValueError(f"{source} is not a valid SentencePiece model file ({error})") from error
+    if proto.trainer_spec.model_type != _UNIGRAM:
+        raise ValueError(
+            f"{source}: ALBERT uses a Unigram SentencePiece model, this one has model_type "
+            f"{proto.trainer_spec.model_type} (1 = unigram)"
+        )
+    if not proto.normalizer_spec.add_dummy_prefix or not proto.normalizer_spec.escape_whitespaces:
+        raise ValueError(f"{source}: models without add_dummy_prefix/escape_whitespaces are not supported")
+    if any(SPIECE_UNDERLINE in piece.piece[1:] for piece in proto.pieces):
+        raise ValueError(f"{source}: pieces spanning several words (split_by_whitespace=false) are not supported")
+    return proto
+
+
+def sentencepiece_model_from_tokenizer_json(path: str | os.PathLike, control_tokens: Iterable[str]):
+    """Rebuild the `ModelProto` of a folder saved by transformers' `AlbertTokenizer` (only `tokenizer.json`).
+
+    transformers 5 saves no `spiece.model`; its `tokenizer.json` keeps every piece with its score, the precompiled
+    charsmap and, as added tokens, the control and user-defined symbols. `control_tokens` are the special tokens
+    (`[CLS]`, `<pad>`, ...): other added tokens that are pieces of the vocabulary were user-defined symbols.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = data["model"]
+        pieces, unk_id = model["vocab"], model["unk_id"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a tokenizer.json with a Unigram model ({error})") from error
+    if model.get("type") != "Unigram":
+        raise ValueError(f"{path}: expected a Unigram model, found {model.get('type')!r}")
+
+    proto = _model_proto_class()()
+    control_tokens = set(control_tokens)
+    added = {token["content"] for token in data.get("added_tokens", [])}
+    for index, (piece, score) in enumerate(pieces):
+        entry = proto.pieces.add(piece=piece, score=score, type=_NORMAL)
+        if index == unk_id:
+            entry.type = _UNKNOWN
+        elif piece in control_tokens:
+            entry.type = _CONTROL
+        elif piece in added:
+            entry.type = _USER_DEFINED
+    proto.trainer_spec.model_type = _UNIGRAM
+    proto.trainer_spec.unk_id = unk_id
+    proto.trainer_spec.vocab_size = len(pieces)
+    spec = proto.normalizer_spec
+    spec.name, spec.add_dummy_prefix, spec.remove_extra_whitespaces, spec.escape_whitespaces = "nmt_nfkc", 1, 1, 1
+    for step in _normalizer_steps(data.get("normalizer")):
+        if step.get("type") == "Precompiled":
+            spec.precompiled_charsmap = base64.b64decode(step["precompiled_charsmap"])
+    return parse_sentencepiece_model(proto.SerializeToString(), source=str(path))
+
+
+def _normalizer_steps(config: dict | None) -> list[dict]:
+    if not config:
+        return []
+    return config["normalizers"] if config.get("type") == "Sequence" else [config]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The pipeline
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _regex_char_class(chars: Iterable[str]) -> str:
+    """An Oniguruma character class matching exactly `chars`, written as code point ranges."""
+    code_points = sorted(ord(char) for char in chars)
+    ranges: list[list[int]] = []
+    for code_point in code_points:
+        if ranges and code_point == ranges[-1][1] + 1:
+            ranges[-1][1] = code_point
+        else:
+            ranges.append([code_point, code_point])
+    return "[" + "".join(f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" if hi > lo else f"\\x{{{lo:X}}}" for lo, hi in ranges) + "]"
+
+
+@functools.cache
+def _python_whitespace_class(excluding: str = "") -> str:
+    """Characters `str.split()` splits on (more than Unicode White_Space: also \\x1c-\\x1f), but `excluding`."""
+    return _regex_char_class(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c) not in excluding)
+
+
+@functools.cache
+def _combining_class() -> str:
+    """Characters the original drops after NFKD: `unicodedata.combining(c) != 0` (not the same set as "Mn")."""
+    return _regex_char_class(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c)))
+
+
+def build_normalizer(
+    precompiled_charsmap: bytes, do_lower_case: bool = True, remove_space: bool = True, keep_accents: bool = False
+) -> list[normalizers.Normalizer]:
+    """The serializable normalizer steps: the original `preprocess_text`, then SentencePiece's own normalization."""
+    steps: list[normalizers.Normalizer] = []
+    if remove_space:  # " ".join(text.strip().split()); single plain spaces are left alone (fewer rewrites)
+        whitespace, other_whitespace = _python_whitespace_class(), _python_whitespace_class(" ")
+        steps += [normalizers.Replace(Regex(f"{whitespace}{{2,}}|{other_whitespace}"), " "), normalizers.Strip()]
+    steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if not keep_accents:
+        steps += [normalizers.NFKD(), normalizers.Replace(Regex(_combining_class()), "")]
+    if do_lower_case:
+        steps.append(normalizers.Lowercase())
+    if precompiled_charsmap:
+        steps.append(normalizers.Precompiled(precompiled_charsmap))
+    # SentencePiece's remove_extra_whitespaces (the charsmap can map characters to spaces).
+    steps += [normalizers.Replace(Regex(" {2,}"), " "), normalizers.Strip()]
+    return steps
+
+
+def build_pre_tokenizer(user_defined_symbols: Iterable[str]) -> pre_tokenizers.PreTokenizer:
+    """Words with a "▁" prefix, user-defined symbols isolated, splits at `_OriginalPieceMarks`'s markers removed."""
+    steps = [
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True),
+    ]
+    if pattern := _alternation(user_defined_symbols):
+        steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    steps.append(pre_tokenizers.CharDelimiterSplit(_SPLIT_MARKER))
+    return pre_tokenizers.Sequence(steps)
+
+
+def _alternation(symbols: Iterable[str]) -> str:
+    """Regex matching any of `symbols`, longest first (as SentencePiece's prefix matcher does)."""
+    symbols = sorted(set(symbols), key=len, reverse=True)
+    if symbols and all(len(symbol) == 1 for symbol in symbols):
+        return "[" + "".join(re.escape(symbol) for symbol in symbols) + "]"  # a class is faster than alternatives
+    return "|".join(re.escape(symbol) for symbol in symbols)
+
+
+def _has_digit_comma(text: str) -> bool:
+    comma = text.find(",", 1)
+    while comma > 0:
+        if text[comma - 1].isdigit():
+            return True
+        comma = text.find(",", comma + 1)
+    return False
+
+
+def _is_digit_comma_piece(piece: str) -> bool:
+    """The original's test for pieces to re-split: longer than one character, ends in a digit and a comma."""
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+class _OriginalPieceMarks:
+    """Custom normalizer (the last step): marks the original's piece boundaries where plain Viterbi would differ.
+
+    Two things the Rust Unigram pass alone gets wrong, both rare and both decided here per word:
+
+    - the original re-splits a piece that ends in "<digit>,": "▁1990," becomes "▁1990" ","; a piece without "▁" is
+      re-encoded as "▁" + piece[:-1] with the leading "▁" dropped ("0," -> "0" ",");
+    - SentencePiece never matches control and unknown pieces ("<unk>", "<pad>", "[CLS]", ...) in text; a Unigram
+      model matches every piece it holds.
+
+    For such a word, this step segments it as the original does (a Unigram model without the control pieces, then
+    the re-split) and marks every boundary between the original's pieces with a zero-width `_SPLIT_MARKER`, scoped
+    to that exact word (every occurrence of a word segments the same way). The pre-tokenizer splits there, so the
+    model sees one original piece per split, and each character keeps its alignment to the input. Every boundary is
+    marked, not only those around the comma: a span segmented on its own could break a tie between equal-score
+    segmentations ("666": "6" "66" or "66" "6") differently from the whole word.
+    """
+
+    def __init__(self, proto):
+        # Control/unknown/unused pieces are renamed to strings text can never contain (ids do not matter here).
+        vocab = [
+            (piece.piece, piece.score) if piece.type in (_NORMAL, _USER_DEFINED) else (_SPLIT_MARKER + piece.piece, 0.0)
+            for piece in proto.pieces
+        ]
+        self.model = Unigram(vocab, unk_id=proto.trainer_spec.unk_id, byte_fallback=False)
+        self.unmatchable = [piece.piece for piece in proto.pieces if piece.type not in (_NORMAL, _USER_DEFINED)]
+        pattern = _alternation(piece.piece for piece in proto.pieces if piece.type == _USER_DEFINED)
+        self.user_defined = re.compile(pattern) if pattern else None
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        text = normalized.normalized
+        if "," not in text and not self._has_unmatchable(text):  # the fast path: most texts
+            return
+        words = {word for word in text.split(" ") if _has_digit_comma(word) or self._has_unmatchable(word)}
+        boundaries = {word: self.boundaries(word) for word in words}
+        pattern = "|".join(
+            f"(?<=\\A{re.escape(word[:i])}|\\ {re.escape(word[:i])})(?={re.escape(word[i:])}(?:\\ |\\z))"
+            for word, points in boundaries.items()
+            for i in sorted(points)
+        )
+        if pattern:
+            normalized.replace(Regex(pattern), _SPLIT_MARKER)
+
+    def boundaries(self, word: str) -> set[int]:
+        """Positions in `word` (normalized, no "▁") between the original's pieces; empty where Viterbi agrees."""
+        points: set[int] = set()
+        differs = self._has_unmatchable(word)
+        for unit_start, unit in self._units(SPIECE_UNDERLINE + word):
+            position = unit_start - 1  # position in `word` of the next piece; the "▁" prefix sits at -1
+            for token in self.model.tokenize(unit):
+                piece, start = token.value, position
+                position += len(piece)
+                points.add(position)
+                if not _is_digit_comma_piece(piece):
+                    continue
+                differs = True
+                points.add(position - 1)  # before the comma; "▁1990" itself is encoded afresh, as the original does
+                if not piece.startswith(SPIECE_UNDERLINE):
+                    for sub_piece in self.reencode(piece[:-1]):
+                        start += len(sub_piece)
+                        points.add(start)
+        # Boundaries at the ends of the word are split by the pre-tokenizer already.
+        return {point for point in points if 0 < point < len(word)} if differs else set()
+
+    def _has_unmatchable(self, text: str) -> bool:
+        return any(piece in text for piece in self.unmatchable)
+
+    def reencode(self, text: str) -> list[str]:
+        """The original's re-encoding of a piece without "▁": encode "▁" + text, then drop the leading "▁"."""
+        pieces = [token.value for token in self.model.tokenize(SPIECE_UNDERLINE + text)]
+        return pieces[1:] if pieces[0] == SPIECE_UNDERLINE else [pieces[0][1:], *pieces[1:]]
+
+    def _units(self, text: str) -> Iterator[tuple[int, str]]:
+        """The parts of `text` the pre-tokenizer hands to the model separately: split around user-defined symbols."""
+        if self.user_defined is None:
+            yield 0, text
+            return
+        start = 0
+        for match in self.user_defined.finditer(text):
+            if match.start() > start:
+                yield start, text[start : match.start()]
+            start = match.end()
+        if start < len(text):
+            yield start, text[start:]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The tokenizer class
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+class AlbertHFTokenizer(TokenizersBackend):
+    """
+    ALBERT's tokenizer, built on a SentencePiece model file (`spiece.model`), with exactly the original tokenization.
+
+    A regular transformers tokenizer: `__call__` on texts or pairs, batching, padding and truncation strategies,
+    `return_offsets_mapping` (offsets into the raw input), `word_ids()`, `save_pretrained` / `from_pretrained` and
+    `AutoTokenizer`. Sequences are `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, with `token_type_ids` (0 for A, 1 for B)
+    returned by default.
+
+    Args:
+        vocab_file: the SentencePiece model (`spiece.model`).
+        tokenizer_file: a `tokenizer.json` saved by transformers' `AlbertTokenizer`, used when there is no
+            `spiece.model` (transformers 5 saves only that file).
+        do_lower_case: lowercase the input (the released models are uncased).
+        remove_space: collapse runs of whitespace into one space and strip the ends.
+        keep_accents: keep accents; by default the input is NFKD-normalized and combining characters are dropped.
+        bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token: the special tokens.
+    """
+
+    vocab_files_names = VOCAB_FILES_NAMES
+    model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+    model = Unigram
+
+    def __init__(
+        self,
+        vocab_file: str | os.PathLike | None = None,
+        tokenizer_file: str | os.PathLike | None = None,
+        do_lower_case: bool = True,
+        remove_space: bool = True,
+        keep_accents: bool = False,
+        bos_token: str = "[CLS]",
+        eos_token: str = "[SEP]",
+        unk_token: str = "<unk>",
+        sep_token: str = "[SEP]",
+        pad_token: str = "<pad>",
+        cls_token: str = "[CLS]",
+        mask_token: str = "[MASK]",
+        **kwargs,
+    ):
+        special_tokens = [bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token]
+        if vocab_file is not None:
+            proto = read_sentencepiece_model(vocab_file)
+        elif tokenizer_file is not None:
+            proto = sentencepiece_model_from_tokenizer_json(tokenizer_file, map(str, special_tokens))
+        else:
+            raise ValueError(
+                "AlbertTokenizer needs a SentencePiece model: pass vocab_file='.../spiece.model', or load a folder "
+                "holding spiece.model (or the tokenizer.json of transformers' AlbertTokenizer) with from_pretrained."
+            )
+        self.sp_model_proto = proto.SerializeToString()
+        self.vocab_file = str(vocab_file) if vocab_file is not None else None
+        self.do_lower_case, self.remove_space, self.keep_accents = do_lower_case, remove_space, keep_accents
+        self._tokenizer = self._build_backend(proto, with_resplit=True)
+        # Drop kwargs that only describe other backends (written by transformers' AlbertTokenizer).
+        for key in ("add_prefix_space", "trim_offsets", "unk_id", "vocab", "_spm_precompiled_charsmap", "backend"):
+            kwargs.pop(key, None)
+        # transformers' AlbertTokenizer lists the user-defined symbols ( ) " - . as special tokens; they are pieces.
+        user_defined = {piece.piece for piece in proto.pieces if piece.type == _USER_DEFINED}
+        for key in ("extra_special_tokens", "additional_special_tokens"):
+            if isinstance(kwargs.get(key), list):
+                named = set(map(str, special_tokens))
+                kwargs[key] = [token for token in kwargs[key] if str(token) not in user_defined | named]
+        if isinstance(kwargs.get("added_tokens_decoder"), dict):
+            kwargs["added_tokens_decoder"] = {
+                index: token
+                for index, token in kwargs["added_tokens_decoder"].items()
+                if str(token) not in user_defined
+            }
+        super().__init__(
+            do_lower_case=do_lower_case,
+            remove_space=remove_space,
+            keep_accents=keep_accents,
+            bos_token=bos_token,
+            eos_token=eos_token,
+            unk_token=unk_token,
+            sep_token=sep_token,
+            pad_token=pad_token,
+            cls_token=cls_token,
+            mask_token=mask_token,
+            **kwargs,
+        )
+        # Special tokens missing from the vocabulary got new ids in super().__init__: build the template now.
+        self._tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{self.cls_token}:0 $A:0 {self.sep_token}:0",
+            pair=f"{self.cls_token}:0 $A:0 {self.sep_token}:0 $B:1 {self.sep_token}:1",
+            special_tokens=[(self.cls_token, self.cls_token_id), (self.sep_token, self.sep_token_id)],
+        )
+
+    @classmethod
+    def convert_to_native_format(cls, trust_remote_code: bool = False, **kwargs) -> dict[str, Any]:
+        # `from_pretrained` hook: the base class would convert spiece.model itself; we read it in __init__.
+        return kwargs
+
+    def _build_backend(self, proto, with_resplit: bool) -> Tokenizer:
+        vocab = [(piece.piece, piece.score) for piece in proto.pieces]
+        user_defined = [piece.piece for piece in proto.pieces if piece.type == _USER_DEFINED]
+        backend = Tokenizer(Unigram(vocab, unk_id=proto.trainer_spec.unk_id, byte_fallback=False))
+        steps = build_normalizer(
+            proto.normalizer_spec.precompiled_charsmap, self.do_lower_case, self.remove_space, self.keep_accents
+        )
+        if with_resplit:
+            steps.append(normalizers.Normalizer.custom(_OriginalPieceMarks(proto)))
+        backend.normalizer = normalizers.Sequence(steps)
+        backend.pre_tokenizer = build_pre_tokenizer(user_defined)
+        backend.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True)
+        return backend
+
+    # -- saving and pickling: the Python normalizer step cannot be serialized by `tokenizers` ------------------------
+
+    def _serializable_backend(self) -> str:
+        """The backend as JSON, without the Python re-split step (added tokens, padding and truncation included)."""
+        normalizer = self._tokenizer.normalizer
+        self._tokenizer.normalizer = normalizers.Sequence(
+            build_normalizer(
+                _model_proto_class().FromString(self.sp_model_proto).normalizer_spec.precompiled_charsmap,
+                self.do_lower_case,
+                self.remove_space,
+                self.keep_accents,
+            )
+        )
+        try:
+            return self._tokenizer.to_str()
+        finally:
+            self._tokenizer.normalizer = normalizer
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_tokenizer"] = self._serializable_backend()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        backend = Tokenizer.from_str(state["_tokenizer"])
+        self.__dict__.update(state)
+        backend.normalizer = self._build_backend(_model_proto_class().FromString(self.sp_model_proto), True).normalizer
+        self._tokenizer = backend
+
+    def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str]:
+        """Write the SentencePiece model as `spiece.model`."""
+        path = os.path.join(save_directory, (filename_prefix + "-" if filename_prefix else "") + "spiece.model")
+        with open(path, "wb") as file:
+            file.write(self.sp_model_proto)
+        return (path,)
+
+    def _save_pretrained(
+        self,
+        save_directory: str | os.PathLike,
+        file_names: tuple[str, ...],
+        legacy_format: bool | None = None,
+        filename_prefix: str | None = None,
+    ) -> tuple[str, ...]:
+        """Write `spiece.model` and keep tokens added with `add_tokens` in `tokenizer_config.json` (no tokenizer.json)."""
+        config_file = next(name for name in file_names if name.endswith("tokenizer_config.json"))
+        with open(config_file, encoding="utf-8") as file:
+            config = json.load(file)
+        config["added_tokens_decoder"] = {
+            str(index): token.__getstate__() for index, token in sorted(self.added_tokens_decoder.items())
+        }
+        with open(config_file, "w", encoding="utf-8") as file:
+            file.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return file_names + self.save_vocabulary(str(save_directory), filename_prefix)
+
+
+
+# The public name is `AlbertTokenizer`; the class itself is named differently because transformers resolves
+# `tokenizer_class` in tokenizer_config.json by class name, globally: registering a class called "AlbertTokenizer"
+# with AutoTokenizer would silently replace transformers' own tokenizer for every official ALBERT checkpoint (and
+# other models that use it) in the process. Folders we save say "AlbertHFTokenizer" and load ours.
+AlbertTokenizer = AlbertHFTokenizer
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Training a vocabulary
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def train_tokenizer(
+    input: str | Path | list[str | Path] | datasets.Dataset,
+    output_dir: str | Path,
+    vocab_size: int = 30000,
+    lowercase: bool = True,
+    strip_accents: bool = True,
+    text_column: str = "text",
+    character_coverage: float = ALBERT_CHARACTER_COVERAGE,
+    user_defined_symbols: Iterable[str] = ALBERT_USER_DEFINED_SYMBOLS,
+    input_sentence_size: int = 10_000_000,
+    show_progress: bool = True,
+    num_threads: int | None = None,
+) -> AlbertTokenizer:
+    """Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder.
+
+    The recipe of google-research/albert: Unigram, `vocab_size` pieces, `<pad>`=0 `<unk>`=1 `[CLS]`=2 `[SEP]`=3
+    `[MASK]`=4, the user-defined symbols ( ) " - . – £ €, character coverage 0.99995, sentences shuffled and at most
+    `input_sentence_size` of them. The text is normalized exactly as the tokenizer will normalize it (whitespace
+    collapsed, NFKD and accents dropped unless `strip_accents=False`, lowercased unless `lowercase=False`), so the
+    vocabulary is learned on what the tokenizer will see. Turn both off for languages such as Japanese.
+
+    Args:
+        input: a text file, a list of text files (one sentence or paragraph per line), or a `datasets.Dataset`.
+        output_dir: where `spiece.model`, `spiece.vocab` and `tokenizer_config.json` are written.
+        text_column: the column holding the text when `input` is a Dataset.
+        show_progress: a progress bar while reading the input and SentencePiece's log while training.
+
+    Returns:
+        The trained tokenizer, already saved in `output_dir` (`AutoTokenizer.from_pretrained(output_dir)` loads it).
+    """
+    import sentencepiece as spm
+    from tqdm.auto import tqdm
+
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
+        raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
+    # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
+    normalizer = normalizers.Sequence(
+        build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
+    )
+
+    def sentences() -> Iterator[str]:
+        for text in tqdm(
+            _iter_texts(input, text_column), desc="reading text", unit=" lines", disable=not show_progress
+        ):
+            if text := normalizer.normalize_str(text):
+                yield text
+
+    model = _TrainingOutput()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentences(),
+            model_writer=model,
+            model_type="unigram",
+            vocab_size=vocab_size,
+            character_coverage=character_coverage,
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            control_symbols=list(ALBERT_CONTROL_SYMBOLS),
+            user_defined_symbols=list(user_defined_symbols),
+            input_sentence_size=input_sentence_size,
+            max_sentence_length=1 << 24,  # spm skips longer lines (default 4192 bytes); keep whole paragraphs
+            shuffle_input_sentence=True,
+            normalization_rule_name="nmt_nfkc",
+            num_threads=num_threads or os.cpu_count() or 1,
+            minloglevel=0 if show_progress else 2,
+        )
+    except RuntimeError as error:  # e.g. "Vocabulary size too high (600). Please set it to a value <= 410."
+        raise ValueError(f"SentencePiece training failed: {error}") from error
+    model_file = output_dir / "spiece.model"
+    model_file.write_bytes(model.data)
+    proto = read_sentencepiece_model(model_file)
+    (output_dir / "spiece.vocab").write_text(
+        "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
+    )
+    tokenizer = AlbertTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
+    tokenizer.save_pretrained(output_dir)
+    return tokenizer
+
+
+class _TrainingOutput:
+    """`model_writer` for SentencePieceTrainer: keeps the serialized model in memory."""
+
+    data: bytes = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+
+def _iter_texts(source: str | Path | list[str | Path] | datasets.Dataset, text_column: str) -> Iterator[str]:
+    """Lines of text files, or the `text_column` of a Dataset; a clear error for anything else."""
+    if isinstance(source, (str, Path)):
+        source = [source]
+    if isinstance(source, list):
+        for path in map(Path, source):
+            if not path.is_file():
+                raise FileNotFoundError(f"training text file not found: {path}")
+            with path.open(encoding="utf-8") as file:
+                for line_number, line in enumerate(file, 1):
+                    if "\x00" in line:
+                        raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
+                    yield line
+        return
+    column_names = getattr(source, "column_names", None)
+    if column_names is None:
+        raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
+    if text_column not in column_names:
+        raise ValueError(f"the dataset has no column {text_column!r} (columns: {column_names}); pass text_column=")
+    for text in source[text_column]:
+        if text is not None:
+            yield text
+
+
+def train_tokenizer_main(argv: list[str] | None = None) -> int:
+    """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe."""
+    parser = argparse.ArgumentParser(
+        prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0]
+    )
+    parser.add_argument("inputs", nargs="+", help="text files, one sentence or paragraph per line")
+    parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
+    parser.add_argument("--vocab_size", type=int, default=30000)
+    parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
+    parser.add_argument("--keep_accents", action="store_true", help="no NFKD accent stripping (e.g. for Japanese)")
+    parser.add_argument("--character_coverage", type=float, default=ALBERT_CHARACTER_COVERAGE)
+    parser.add_argument("--input_sentence_size", type=int, default=10_000_000)
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    args = parser.parse_args(argv)
+    tokenizer = train_tokenizer(
+        [Path(path) for path in args.inputs],
+        args.output_dir,
+        vocab_size=args.vocab_size,
+        lowercase=not args.no_lowercase,
+        strip_accents=not args.keep_accents,
+        character_coverage=args.character_coverage,
+        input_sentence_size=args.input_sentence_size,
+        show_progress=not args.quiet,
+    )
+    print(f"wrote {args.output_dir}: {len(tokenizer)} tokens")
+    return 0
+
+
+__all__ = [
+    "AlbertTokenizer",
+    "AlbertHFTokenizer",
+    "train_tokenizer",
+    "train_tokenizer_main",
+    "read_sentencepiece_model",
+    "ALBERT_USER_DEFINED_SYMBOLS",
+]

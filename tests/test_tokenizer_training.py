@@ -1,0 +1,133 @@
+"""train_tokenizer / `albert-hf train-tokenizer`: the ALBERT vocabulary recipe on the shared corpora and on Japanese."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from tokenization_reference import preprocess_text, reference_ids
+
+from albert_hf.tokenization import AlbertTokenizer, train_tokenizer, train_tokenizer_main
+
+JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
+SPECIAL_IDS = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+
+
+@pytest.fixture(scope="module")
+def english_tokenizer(shared_data, tmp_path_factory) -> tuple[AlbertTokenizer, Path]:
+    output_dir = tmp_path_factory.mktemp("english")
+    tokenizer = train_tokenizer(
+        shared_data / "corpus" / "botchan.txt", output_dir, vocab_size=1000, show_progress=False
+    )
+    return tokenizer, output_dir
+
+
+def held_out_lines(path: Path, count: int) -> list[str]:
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return lines[-count:]
+
+
+def test_trained_folder_has_albert_special_ids(english_tokenizer):
+    tokenizer, output_dir = english_tokenizer
+    assert (output_dir / "spiece.model").is_file() and (output_dir / "tokenizer_config.json").is_file()
+    sp = spm.SentencePieceProcessor(model_file=str(output_dir / "spiece.model"))
+    assert sp.get_piece_size() == 1000
+    for token, index in SPECIAL_IDS.items():
+        assert sp.piece_to_id(token) == index
+        assert tokenizer.convert_tokens_to_ids(token) == index
+    assert [sp.id_to_piece(i) for i in range(5, 13)] == ["(", ")", '"', "-", ".", "–", "£", "€"]
+    assert len(tokenizer) == 1000  # no added tokens: every special token is a piece
+
+
+def test_trained_tokenizer_round_trips_and_matches_the_original_algorithm(english_tokenizer, shared_data):
+    tokenizer, output_dir = english_tokenizer
+    texts = held_out_lines(shared_data / "corpus" / "wikitext2_valid_paragraphs.txt", 200)
+    ids = tokenizer(texts, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    sp = spm.SentencePieceProcessor(model_file=str(output_dir / "spiece.model"))
+    assert ids == reference_ids(sp, texts)
+    for text, text_ids in zip(texts, ids):
+        if tokenizer.unk_token_id not in text_ids:
+            assert tokenizer.decode(text_ids) == preprocess_text(text)
+
+
+def test_auto_tokenizer_loads_the_trained_folder(english_tokenizer):
+    from transformers import AutoTokenizer
+
+    from albert_hf.configuration import AlbertConfig
+
+    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)  # what `import albert_hf` does
+    tokenizer, output_dir = english_tokenizer
+    loaded = AutoTokenizer.from_pretrained(output_dir)
+    assert isinstance(loaded, AlbertTokenizer)
+    assert (
+        loaded("Some text, 1,000 times.", "A pair")["input_ids"]
+        == tokenizer("Some text, 1,000 times.", "A pair")["input_ids"]
+    )
+
+
+def test_japanese_without_lowercasing_or_accent_stripping(tmp_path):
+    tokenizer = train_tokenizer(
+        JAPANESE_SAMPLE, tmp_path, vocab_size=400, lowercase=False, strip_accents=False, show_progress=False
+    )
+    lines = [line for line in JAPANESE_SAMPLE.read_text(encoding="utf-8").splitlines() if line]
+    assert [tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_IDS] == list(SPECIAL_IDS.values())
+    for line in lines:
+        ids = tokenizer(line, add_special_tokens=False)["input_ids"]
+        assert tokenizer.unk_token_id not in ids
+        assert tokenizer.decode(ids) == preprocess_text(line, lower=False, keep_accents=True)
+    # dakuten survive: stripping accents (NFKD) would have turned が into か
+    assert "が" in tokenizer.decode(tokenizer("雨が降っている")["input_ids"])
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "spiece.model"))
+    ids = tokenizer(lines, add_special_tokens=False)["input_ids"]
+    assert ids == reference_ids(sp, lines, lower=False, keep_accents=True)
+
+
+def test_japanese_with_the_english_defaults_loses_dakuten(tmp_path):
+    tokenizer = train_tokenizer(JAPANESE_SAMPLE, tmp_path, vocab_size=380, show_progress=False)
+    assert "が" not in tokenizer.decode(tokenizer("雨が降っている")["input_ids"])
+
+
+def test_train_from_a_datasets_dataset(shared_data, tmp_path):
+    import datasets
+
+    lines = held_out_lines(shared_data / "corpus" / "botchan.txt", 3000)
+    dataset = datasets.Dataset.from_dict({"sentence": lines})
+    tokenizer = train_tokenizer(dataset, tmp_path, vocab_size=500, text_column="sentence", show_progress=False)
+    assert tokenizer.vocab_size == 500
+    with pytest.raises(ValueError, match="no column 'text'"):
+        train_tokenizer(dataset, tmp_path / "other", vocab_size=500, show_progress=False)
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        train_tokenizer(tmp_path / "missing.txt", tmp_path / "out", vocab_size=500, show_progress=False)
+    with pytest.raises(TypeError, match="datasets.Dataset"):
+        train_tokenizer(42, tmp_path / "out", vocab_size=500, show_progress=False)
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_tokenizer(JAPANESE_SAMPLE, tmp_path / "out", vocab_size=5, show_progress=False)
+
+
+def test_command_line_shows_progress_and_writes_a_loadable_folder(shared_data, tmp_path, capsys):
+    output_dir = tmp_path / "cli"
+    corpus = shared_data / "hf-samples" / "sample_text.txt"
+    assert (
+        train_tokenizer_main(
+            [
+                str(JAPANESE_SAMPLE),
+                str(corpus),
+                "--output_dir",
+                str(output_dir),
+                "--vocab_size",
+                "500",
+                "--no_lowercase",
+                "--keep_accents",
+            ]
+        )
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "reading text" in captured.err and "wrote" in captured.out
+    tokenizer = AlbertTokenizer.from_pretrained(output_dir)
+    assert tokenizer.do_lower_case is False and tokenizer.keep_accents is True
+    assert tokenizer.convert_ids_to_tokens(tokenizer("東京 Tokyo")["input_ids"])[0] == "[CLS]"
