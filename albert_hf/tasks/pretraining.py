@@ -365,7 +365,7 @@ def corpus_documents(path: str) -> Dataset:
 
 
 # The quickstart's settings; --fast swaps in the smoke-test column (any option given explicitly still wins).
-QUICKSTART_DEFAULTS = dict(max_steps=300, vocab_size=8000, max_seq_length=128, batch_size=32, max_documents=None,
+QUICKSTART_DEFAULTS = dict(max_steps=300, vocab_size=2000, max_seq_length=128, batch_size=32, max_documents=None,
                            model_overrides=RECIPES["tiny"]["config_overrides"])
 FAST_DEFAULTS = dict(max_steps=12, vocab_size=1000, max_seq_length=64, batch_size=8, max_documents=24,
                      model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
@@ -413,7 +413,10 @@ def quickstart_main(argv: list[str] | None = None) -> int:
 
     print(f"[1/4] Training a {args.vocab_size}-piece SentencePiece tokenizer")
     sentences = Dataset.from_dict({"text": [s for document in split["train"]["sentences"] for s in document]})
-    tokenizer = train_tokenizer(sentences, output_dir, vocab_size=args.vocab_size, show_progress=False)
+    try:
+        tokenizer = train_tokenizer(sentences, output_dir, vocab_size=args.vocab_size, show_progress=False)
+    except ValueError as error:  # SentencePiece cannot learn more pieces than a small corpus holds
+        raise ValueError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
 
     print("[2/4] Cutting documents into sentence-order instances")
     data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)

@@ -1,0 +1,487 @@
+"""Pretraining data: raw text -> tokenized documents -> sentence-order (SOP) or next-sentence (NSP) instances.
+
+This is the instance creation of ALBERT's `create_pretraining_data.py`, rebuilt on `datasets` so that it runs in
+batches (`map`, `num_proc`, cached by fingerprint, progress bars), works on a streaming `IterableDataset` too, and
+keeps memory flat: documents are read, tokenized and cut into instances a batch at a time and written to Arrow files
+on disk, where the original held every document and every instance in RAM (over 1 TB for 40 GB of text).
+
+Masking is *not* done here: `DataCollatorForSOP` masks on the fly, so every epoch sees fresh masks and `dupe_factor`
+only has to vary the sentence pairs.
+
+Pipeline and columns:
+
+    load_text_documents(files)          -> {"sentences": list[str]}         one row per document
+    documents_from_texts(dataset)       -> {"sentences": list[str]}         from a "text" column + sentence splitter
+    tokenize_documents(docs, tokenizer) -> {"sentence_ids": list[list[int]]}
+    create_sentence_order_instances(..) -> {"input_ids", "token_type_ids", "sentence_order_label"}
+
+`input_ids` is `[CLS] A [SEP] B [SEP]`, `token_type_ids` is 0 over `[CLS] A [SEP]` and 1 over `B [SEP]`, and
+`sentence_order_label` is 0 when A precedes B in the document and 1 when the pair was swapped (SOP) or B comes
+from another document (NSP).
+
+Where this differs from the original, and why:
+  * The short-target draw (`short_seq_prob`) is made for every chunk, not once per document: with book-length
+    documents a single draw would make all instances of one book short.
+  * SOP never builds a pair from a one-sentence chunk (the original then takes B from a *random document*, which
+    mixes NSP negatives into the SOP task): a chunk that reaches the target with one sentence takes the next one
+    too, and a document's last sentence joins the chunk before it. Documents with a single sentence cannot give a
+    sentence-order pair and yield no instance; `count_single_sentence_documents` counts them for the report.
+  * NSP draws the random document from the documents of the same `map` batch (`documents_per_batch`, 100 by
+    default), not from the whole corpus, which is what keeps memory flat and lets it stream. Like the original after
+    ten failed draws, a batch holding a single document takes B from that same document.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
+import numpy as np
+from datasets import Dataset, Features, IterableDataset, List, Value
+from datasets.exceptions import DatasetGenerationError
+from datasets.fingerprint import Hasher
+
+Objective = Literal["sop", "nsp"]
+OBJECTIVES = ("sop", "nsp")
+
+DOCUMENT_FEATURES = Features({"sentences": List(Value("string"))})
+TOKENIZED_FEATURES = Features({"sentence_ids": List(List(Value("int32")))})
+INSTANCE_FEATURES = Features(
+    {
+        "input_ids": List(Value("int32")),
+        "token_type_ids": List(Value("int8")),
+        "sentence_order_label": Value("int8"),
+    }
+)
+
+# --------------------------------------------------------------------------------------------------------------------
+# Raw text -> documents of sentences
+# --------------------------------------------------------------------------------------------------------------------
+
+# A sentence ends at . ! or ? (plus closing quotes/brackets) followed by whitespace and an upper-case letter or a
+# digit, unless the word before the period is a common abbreviation ("Mr. Knightley", "e.g. this").
+_SENTENCE_BOUNDARY = re.compile(
+    r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bJr)(?<!\bSr)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\betc)"
+    r"""([.!?]["')\]]*)\s+(?=["'(\[]*[A-Z0-9])"""
+)
+_BLANK_LINE = re.compile(r"\n\s*\n")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split running text into sentences: paragraphs at blank lines, then sentences at end punctuation.
+
+    A rule-based splitter (no model to download): good on edited English prose, and its mistakes only move a
+    sentence boundary, which costs SOP a little signal but loses no text.
+    """
+    sentences = []
+    for paragraph in _BLANK_LINE.split(text):
+        paragraph = _WHITESPACE.sub(" ", paragraph).strip()
+        if paragraph:
+            marked = _SENTENCE_BOUNDARY.sub("\\1\n", paragraph)
+            sentences.extend(s.strip() for s in marked.split("\n") if s.strip())
+    return sentences
+
+
+def _generate_documents(files: list[tuple[str, int, int]], split_lines: bool) -> Iterator[dict]:
+    """Yield {"sentences": [...]} per document of each file: one sentence per line, blank lines between documents.
+
+    `files` holds (path, size, mtime_ns): the size and time only make `datasets`' cache fingerprint change when a
+    file changes.
+    """
+    for path, _, _ in files:
+        sentences: list[str] = []
+        num_documents = 0
+        with open(path, "rb") as handle:
+            for line_number, raw_line in enumerate(handle, start=1):
+                try:
+                    line = raw_line.decode("utf-8").strip()
+                except UnicodeDecodeError as error:
+                    raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
+                                     f"{error.start}); pretraining text files must be UTF-8.") from None
+                if not line:  # a blank line ends the document
+                    if sentences:
+                        yield {"sentences": sentences}
+                        num_documents += 1
+                    sentences = []
+                elif split_lines:
+                    sentences.extend(split_sentences(line))
+                else:
+                    sentences.append(line)
+        if sentences:
+            yield {"sentences": sentences}
+            num_documents += 1
+        if num_documents == 0:
+            raise ValueError(f"{path}: no text found (expected one sentence per line, blank lines between documents).")
+
+
+def load_text_documents(
+    files: str | os.PathLike | Sequence[str | os.PathLike],
+    split_lines: bool = False,
+    streaming: bool = False,
+    num_proc: int | None = None,
+    cache_dir: str | None = None,
+) -> Dataset | IterableDataset:
+    """Read text files in the original format (one sentence per line, a blank line between documents).
+
+    Args:
+        files: one path or several; documents never span two files.
+        split_lines: split every line further with [`split_sentences`] (for files with a paragraph per line).
+        streaming: return an `IterableDataset` that reads the files lazily instead of an on-disk `Dataset`.
+        num_proc: processes that read files in parallel (one file per process at a time).
+        cache_dir: where `datasets` keeps the Arrow files (default: its own cache).
+
+    Returns:
+        One row per document: {"sentences": list[str]}.
+    """
+    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not paths:
+        raise ValueError("load_text_documents: no input files given.")
+    signatures = []
+    for path in map(os.fspath, paths):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"pretraining text file not found: {path}")
+        stat = os.stat(path)
+        signatures.append((os.path.abspath(path), stat.st_size, stat.st_mtime_ns))
+    gen_kwargs = {"files": signatures, "split_lines": split_lines}
+    if streaming:
+        return IterableDataset.from_generator(_generate_documents, features=DOCUMENT_FEATURES, gen_kwargs=gen_kwargs)
+    try:
+        return Dataset.from_generator(
+            _generate_documents,
+            features=DOCUMENT_FEATURES,
+            gen_kwargs=gen_kwargs,
+            num_proc=num_proc if num_proc and len(signatures) > 1 else None,
+            cache_dir=cache_dir,
+        )
+    except DatasetGenerationError as error:
+        # Show our message (file and line) rather than datasets' generic "error while generating the dataset".
+        if isinstance(error.__cause__, ValueError):
+            raise error.__cause__ from None
+        raise
+
+
+def documents_from_texts(
+    dataset: Dataset | IterableDataset,
+    text_column: str = "text",
+    sentence_splitter: Callable[[str], list[str]] = split_sentences,
+    num_proc: int | None = None,
+) -> Dataset | IterableDataset:
+    """Turn a dataset with one document per row (`text_column`) into {"sentences": list[str]} rows."""
+    columns = dataset.column_names
+    if columns is not None and text_column not in columns:
+        raise ValueError(f"documents_from_texts: no column {text_column!r} in the dataset (columns: {columns}).")
+
+    def split_batch(batch: dict) -> dict:
+        return {"sentences": [sentence_splitter(text or "") for text in batch[text_column]]}
+
+    return _map(dataset, split_batch, remove_columns=columns, num_proc=num_proc, desc="Splitting sentences")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Documents -> token ids
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _tokenize_batch(batch: dict, tokenizer) -> dict:
+    # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
+    flat = [sentence for document in batch["sentences"] for sentence in document]
+    ids = tokenizer(flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False,
+                    verbose=False)["input_ids"] if flat else []
+    documents, start = [], 0
+    for document in batch["sentences"]:
+        # Sentences that tokenize to nothing (stray markup) are dropped, as in the original.
+        documents.append([sentence_ids for sentence_ids in ids[start : start + len(document)] if sentence_ids])
+        start += len(document)
+    return {"sentence_ids": documents}
+
+
+def tokenize_documents(
+    documents: Dataset | IterableDataset,
+    tokenizer,
+    num_proc: int | None = None,
+    documents_per_batch: int = 100,
+) -> Dataset | IterableDataset:
+    """Tokenize every sentence (no special tokens): {"sentences"} -> {"sentence_ids": list[list[int]]}."""
+    if documents.column_names is not None and "sentences" not in documents.column_names:
+        raise ValueError(f"tokenize_documents: expected a 'sentences' column, got {documents.column_names}.")
+    kwargs = {}
+    if isinstance(documents, Dataset):
+        # An explicit fingerprint, so the cache is reused even for tokenizers that `datasets` cannot hash.
+        kwargs["new_fingerprint"] = Hasher.hash(
+            [documents._fingerprint, "tokenize_documents", tokenizer_fingerprint(tokenizer), documents_per_batch]
+        )
+    return _map(
+        documents,
+        _tokenize_batch,
+        batch_size=documents_per_batch,
+        remove_columns=documents.column_names or ["sentences"],
+        fn_kwargs={"tokenizer": tokenizer},
+        features=TOKENIZED_FEATURES,
+        num_proc=num_proc,
+        desc="Tokenizing documents",
+        **kwargs,
+    )
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A stable hash of what a tokenizer does, for `datasets`' cache.
+
+    `datasets` hashes the tokenizer object itself where it can; a tokenizer with a Python normalizer step cannot be
+    serialized that way, and is then identified by its class, SentencePiece model, vocabulary and settings.
+    """
+    try:
+        return Hasher.hash(tokenizer)
+    except Exception:  # noqa: BLE001 - any serialization failure: fall back to the tokenizer's definition
+        return Hasher.hash(
+            [
+                type(tokenizer).__qualname__,
+                getattr(tokenizer, "sp_model_proto", None),
+                sorted(tokenizer.get_vocab().items()),
+                str(sorted((key, str(value)) for key, value in tokenizer.init_kwargs.items())),
+            ]
+        )
+
+
+def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = None) -> int:
+    """How many documents have fewer than two sentences (no sentence-order pair can be built from them)."""
+    short = tokenized.filter(
+        lambda batch: [len(document) < 2 for document in batch["sentence_ids"]],
+        batched=True,
+        num_proc=num_proc,
+        desc="Counting single-sentence documents",
+    )
+    return len(short)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Token ids -> sentence-order instances (create_instances_from_document)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _draw_target_length(rng: random.Random, max_num_tokens: int, short_seq_prob: float) -> int:
+    """Usually fill the sequence; with probability short_seq_prob aim shorter, to match fine-tuning lengths."""
+    if rng.random() < short_seq_prob:
+        return rng.randint(2, max_num_tokens)
+    return max_num_tokens
+
+
+def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """Trim the longer segment, one token at a time from a random end, until the pair fits (in place)."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        # Random end, so that neither the starts nor the ends of segments are systematically lost.
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def _flatten(segments: Sequence[Sequence[int]]) -> list[int]:
+    return [token for segment in segments for token in segment]
+
+
+def _random_segment_run(
+    pool: Sequence[Sequence[Sequence[int]]], document_index: int, target_length: int, rng: random.Random
+) -> list[int]:
+    """NSP's random B: consecutive sentences of another document of `pool`, from a random start, up to the target."""
+    for _ in range(10):  # as the original: ten tries to find another document, else use this one
+        random_index = rng.randint(0, len(pool) - 1)
+        if random_index != document_index:
+            break
+    document = pool[random_index]
+    tokens: list[int] = []
+    for segment in document[rng.randint(0, len(document) - 1) :]:
+        tokens.extend(segment)
+        if len(tokens) >= target_length:
+            break
+    return tokens
+
+
+def sentence_pairs_from_document(
+    pool: Sequence[Sequence[Sequence[int]]],
+    document_index: int,
+    rng: random.Random,
+    max_num_tokens: int,
+    short_seq_prob: float = 0.1,
+    objective: Objective = "sop",
+) -> Iterator[tuple[list[int], list[int], int]]:
+    """Yield (tokens_a, tokens_b, label) from `pool[document_index]`, a list of tokenized sentences.
+
+    Sentences are gathered into a chunk until it reaches a target length (max_num_tokens, or with probability
+    short_seq_prob a random shorter one); the chunk is cut at a random sentence boundary into A and B. SOP swaps A
+    and B with probability 0.5 (label 1); NSP replaces B with sentences of another document of `pool` with
+    probability 0.5 (label 1). The pair is then truncated to max_num_tokens.
+    """
+    document = pool[document_index]
+    if objective == "sop" and len(document) < 2:
+        return
+    chunk: list[Sequence[int]] = []
+    chunk_length = 0
+    target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
+    i = 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_length += len(document[i])
+        if not _chunk_is_complete(chunk, chunk_length, target_length, i, len(document), objective):
+            i += 1
+            continue
+        a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+        tokens_a = _flatten(chunk[:a_end])
+        if objective == "sop":
+            tokens_b = _flatten(chunk[a_end:])
+            label = int(rng.random() < 0.5)
+            if label:
+                tokens_a, tokens_b = tokens_b, tokens_a
+        elif len(chunk) == 1 or rng.random() < 0.5:
+            label = 1
+            tokens_b = _random_segment_run(pool, document_index, target_length - len(tokens_a), rng)
+            # The sentences of the chunk after A were not used: put them back for the next chunk.
+            i -= len(chunk) - a_end
+        else:
+            label = 0
+            tokens_b = _flatten(chunk[a_end:])
+        truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+        yield tokens_a, tokens_b, label
+        chunk, chunk_length = [], 0
+        target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
+        i += 1
+
+
+def _chunk_is_complete(
+    chunk: list, chunk_length: int, target_length: int, position: int, document_length: int, objective: Objective
+) -> bool:
+    is_last_sentence = position == document_length - 1
+    if objective == "nsp":
+        return is_last_sentence or chunk_length >= target_length
+    # SOP needs two sentences per chunk, and must not leave the document's last sentence alone for the next chunk.
+    if is_last_sentence:
+        return True
+    return chunk_length >= target_length and len(chunk) >= 2 and position != document_length - 2
+
+
+def _document_rng(seed: int, dupe: int, document_index: int) -> random.Random:
+    # Randomness keyed by (seed, pass, document) rather than drawn from one stream: the result does not depend on
+    # num_proc, batch boundaries or the order in which workers finish.
+    state = np.random.SeedSequence([seed, dupe, document_index]).generate_state(2, dtype=np.uint64)
+    return random.Random(int(state[0]) << 64 | int(state[1]))
+
+
+def _instances_batch(
+    batch: dict,
+    indices: list[int],
+    *,
+    max_seq_length: int,
+    short_seq_prob: float,
+    dupe_factor: int,
+    objective: Objective,
+    seed: int,
+    cls_token_id: int,
+    sep_token_id: int,
+) -> dict:
+    pool = batch["sentence_ids"]
+    output: dict[str, list] = {"input_ids": [], "token_type_ids": [], "sentence_order_label": []}
+    for dupe in range(dupe_factor):
+        for position, document_index in enumerate(indices):
+            rng = _document_rng(seed, dupe, document_index)
+            for tokens_a, tokens_b, label in sentence_pairs_from_document(
+                pool, position, rng, max_seq_length - 3, short_seq_prob, objective
+            ):
+                output["input_ids"].append([cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id])
+                output["token_type_ids"].append([0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1))
+                output["sentence_order_label"].append(label)
+    return output
+
+
+def create_sentence_order_instances(
+    tokenized: Dataset | IterableDataset,
+    cls_token_id: int,
+    sep_token_id: int,
+    max_seq_length: int = 512,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 1,
+    objective: Objective = "sop",
+    seed: int = 12345,
+    num_proc: int | None = None,
+    documents_per_batch: int = 100,
+) -> Dataset | IterableDataset:
+    """Cut tokenized documents into `[CLS] A [SEP] B [SEP]` instances with a sentence-order (or NSP) label.
+
+    Args:
+        tokenized: {"sentence_ids": list[list[int]]} per document, from [`tokenize_documents`].
+        cls_token_id / sep_token_id: the tokenizer's [CLS] and [SEP] ids.
+        max_seq_length: longest instance, special tokens included (512 in the paper).
+        short_seq_prob: probability of a shorter random target length for a chunk (0.1).
+        dupe_factor: passes over the corpus, each with fresh randomness (targets, split points, swaps).
+        objective: "sop" (ALBERT: swap with probability 0.5) or "nsp" (BERT: random-document B with p 0.5).
+        seed: makes the instances a function of (seed, pass, document index) only.
+        num_proc / documents_per_batch: parallelism and batch size of the `map` (NSP's pool of random documents).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
+    if max_seq_length < 5:
+        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
+    if tokenized.column_names is not None and "sentence_ids" not in tokenized.column_names:
+        raise ValueError(f"expected a 'sentence_ids' column (tokenize_documents), got {tokenized.column_names}.")
+    options = dict(
+        max_seq_length=max_seq_length,
+        short_seq_prob=short_seq_prob,
+        dupe_factor=dupe_factor,
+        objective=objective,
+        seed=seed,
+        cls_token_id=cls_token_id,
+        sep_token_id=sep_token_id,
+    )
+    return _map(
+        tokenized,
+        _instances_batch,
+        with_indices=True,
+        batch_size=documents_per_batch,
+        remove_columns=tokenized.column_names or ["sentence_ids"],
+        fn_kwargs=options,
+        features=INSTANCE_FEATURES,
+        num_proc=num_proc,
+        desc=f"Creating {objective.upper()} instances",
+    )
+
+
+def build_pretraining_dataset(
+    documents: Dataset | IterableDataset,
+    tokenizer,
+    max_seq_length: int = 512,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 1,
+    objective: Objective = "sop",
+    seed: int = 12345,
+    num_proc: int | None = None,
+    documents_per_batch: int = 100,
+) -> Dataset | IterableDataset:
+    """Documents of sentences -> tokenized -> SOP/NSP instances, ready for [`DataCollatorForSOP`]."""
+    tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=documents_per_batch)
+    return create_sentence_order_instances(
+        tokenized,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        max_seq_length=max_seq_length,
+        short_seq_prob=short_seq_prob,
+        dupe_factor=dupe_factor,
+        objective=objective,
+        seed=seed,
+        num_proc=num_proc,
+        documents_per_batch=documents_per_batch,
+    )
+
+
+def _map(dataset: Dataset | IterableDataset, function: Callable, num_proc: int | None = None, desc: str = "",
+         **kwargs) -> Dataset | IterableDataset:
+    """`dataset.map(batched=True)` for both kinds: an IterableDataset maps lazily and takes no num_proc/desc."""
+    if isinstance(dataset, IterableDataset):
+        return dataset.map(function, batched=True, **kwargs)
+    return dataset.map(function, batched=True, num_proc=num_proc, desc=desc, **kwargs)
