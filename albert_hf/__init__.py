@@ -21,7 +21,10 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
+from .data.collator import DataCollatorForSOP
 from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
+from .training.lamb import Lamb, lamb_parameter_groups
+from .training.schedules import get_albert_polynomial_decay_schedule
 
 __version__ = "0.1.0"
 
@@ -69,4 +72,8 @@ __all__ = [
     "AlbertTokenizer",
     "AlbertHFTokenizer",
     "train_tokenizer",
+    "DataCollatorForSOP",
+    "Lamb",
+    "lamb_parameter_groups",
+    "get_albert_polynomial_decay_schedule",
 ]
