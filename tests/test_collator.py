@@ -116,7 +116,9 @@ def test_whole_words_are_masked_and_specials_never(batches, tokenizer):
                 if token in unmaskable:
                     assert not predicted[position] and batch["input_ids"][i, position] == token
                     continue
-                continues_word = not pieces[token].startswith("\u2581") and ids[position - 1] not in unmaskable
+                # the original's rule (create_pretraining_data.py `_is_start_piece`), written out independently
+                starts_word = pieces[token].startswith(("\u2581", "<")) or pieces[token] in set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+                continues_word = not starts_word and ids[position - 1] not in unmaskable
                 if continues_word and token not in tokenizer.all_special_ids:
                     # A piece inside a word is predicted exactly when the piece before it is.
                     assert predicted[position] == predicted[position - 1], (position, pieces[token])

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import albert_hf
 from albert_hf import AlbertConfig
-
-pytest.importorskip("onnxruntime", reason="the onnx extra (onnx, onnxscript, onnxruntime) is part of .[test]")
-
-from albert_hf.export import export_onnx, verify_onnx  # noqa: E402
+from albert_hf.export import export_onnx, verify_onnx
 
 
 def test_onnx_export_matches_pytorch_and_stores_shared_layer_once(tmp_path):

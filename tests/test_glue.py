@@ -339,6 +339,20 @@ def test_paper_preset_fills_defaults_and_keeps_explicit_flags(tmp_path):
     assert config_fields == {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
 
 
+def test_paper_preset_keeps_flags_given_with_their_default_value(tmp_path):
+    """`--preset rte --per_device_train_batch_size 8`: 8 is TrainingArguments' default, but the user typed it."""
+    from transformers import TrainingArguments as Arguments
+
+    from albert_hf.tasks.common import parse_args
+
+    argv = ["--preset", "rte", "--per_device_train_batch_size", "8", "--max_seq_length", "128",
+            "--output_dir", str(tmp_path), "--use_cpu"]
+    model_args, data_args, training_args = parse_args((ModelArguments, FineTuningArguments, Arguments), argv)
+    apply_paper_preset(model_args, data_args, training_args)
+    assert training_args.per_device_train_batch_size == 8 and data_args.max_seq_length == 128
+    assert training_args.learning_rate == PAPER_HYPERPARAMETERS["rte"].learning_rate  # not given: from the preset
+
+
 def test_paper_preset_errors(tmp_path):
     with pytest.raises(ValueError, match="not a row of Table 14"):
         apply_paper_preset(ModelArguments(), FineTuningArguments(preset="squad"), TrainingArguments(str(tmp_path)))

@@ -28,6 +28,15 @@ import torch
 WORD_START_MARKER = "\u2581"  # SentencePiece's "▁": a piece that starts with it starts a word
 
 
+# The original create_pretraining_data.py's `_is_start_piece`: punctuation pieces start a word of their own.
+START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+
+
+def is_start_piece(piece: str) -> bool:
+    """Whether a SentencePiece piece starts a word for whole-word / n-gram masking (the original's rule)."""
+    return piece.startswith(WORD_START_MARKER) or piece.startswith("<") or piece in START_PUNCTUATION
+
+
 @dataclass
 class DataCollatorForSOP:
     """Pad SOP/NSP instances and mask them on the fly (whole-word n-gram masking, 80/10/10).
@@ -81,8 +90,10 @@ class DataCollatorForSOP:
         vocab_size = len(tokenizer)
         pieces = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
         special_ids = sorted(set(tokenizer.all_special_ids))
-        # Word starts by piece id; special pieces (<unk> included) count as words of their own.
-        self._is_word_start = np.array([piece.startswith(WORD_START_MARKER) for piece in pieces], dtype=bool)
+        # Word starts by piece id, as the original's `_is_start_piece`: a piece starting with the word-boundary marker
+        # or with "<", or a single punctuation piece (ALBERT's vocabulary splits ( ) " - . off as pieces of their own).
+        # Special pieces (<unk> included) count as words of their own.
+        self._is_word_start = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
         self._is_word_start[special_ids] = True
         # Never masked: [CLS], [SEP], padding.
         self._is_unmaskable = np.zeros(vocab_size, dtype=bool)

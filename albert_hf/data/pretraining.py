@@ -290,9 +290,10 @@ def _random_segment_run(
     """NSP's random B: consecutive sentences of another document of `pool`, from a random start, up to the target."""
     for _ in range(10):  # as the original: ten tries to find another document, else use this one
         random_index = rng.randint(0, len(pool) - 1)
-        if random_index != document_index:
+        if random_index != document_index and pool[random_index]:
             break
-    document = pool[random_index]
+    # A document whose sentences all tokenized to nothing is empty: fall back to this (non-empty) one.
+    document = pool[random_index] or pool[document_index]
     tokens: list[int] = []
     for segment in document[rng.randint(0, len(document) - 1) :]:
         tokens.extend(segment)

@@ -84,6 +84,15 @@ def load_tokenizer(model_args: ModelArguments):
     return AlbertTokenizer.from_pretrained(source)
 
 
+# Name of the attribute where `parse_args` records the flags the user gave (so presets only fill the others).
+GIVEN_FLAGS_ATTRIBUTE = "_albert_hf_given_flags"
+
+
+def given_flags(argv: list[str]) -> frozenset[str]:
+    """Field names given on a command line: '--learning_rate 1e-5', '--do_train', '--max-steps=10'."""
+    return frozenset(item[2:].split("=", 1)[0].replace("-", "_") for item in argv if item.startswith("--"))
+
+
 def parse_args(dataclass_types: tuple, argv: list[str] | None = None):
     """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments.
 
@@ -94,11 +103,19 @@ def parse_args(dataclass_types: tuple, argv: list[str] | None = None):
 
     from ..distributed import init_distributed
 
+    import json
+    import sys
+
     parser = HfArgumentParser(dataclass_types)
-    if argv is not None and len(argv) == 1 and argv[0].endswith(".json"):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 1 and argv[0].endswith(".json"):
         parsed = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
+        given = frozenset(json.loads(open(argv[0], encoding="utf-8").read()))
     else:
         parsed = parser.parse_args_into_dataclasses(args=argv)
+        given = given_flags(argv)
+    for arguments in parsed:
+        object.__setattr__(arguments, GIVEN_FLAGS_ATTRIBUTE, given)
     for arguments in parsed:
         if isinstance(arguments, TrainingArguments):
             init_distributed(arguments)

@@ -17,7 +17,7 @@ from torch.utils.data import SequentialSampler
 from transformers import Trainer, TrainingArguments
 
 from ..hub import AlbertModelCardMixin, CardInfo, register_tokenizer_for_remote_code
-from .common import ModelArguments, parse_config_overrides
+from .common import GIVEN_FLAGS_ATTRIBUTE, ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +88,18 @@ PAPER_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
 }
 
 
-def _is_default(training_args: TrainingArguments, name: str) -> bool:
-    """Whether a TrainingArguments field still holds its declared default (i.e. was not given on the command line)."""
-    declared = {f.name: f.default for f in dataclasses.fields(TrainingArguments)}
-    return getattr(training_args, name) == declared[name]
+def _is_default(arguments, name: str) -> bool:
+    """Whether argument `name` was left unset by the user, so that a preset may fill it.
+
+    `common.parse_args` records which flags the command line (or JSON file) gave; a flag given with the default value
+    (`--per_device_train_batch_size 8`) still counts as given. Arguments built in Python fall back to comparing with
+    the declared default.
+    """
+    given = getattr(arguments, GIVEN_FLAGS_ATTRIBUTE, None)
+    if given is not None:
+        return name not in given
+    declared = {f.name: f.default for f in dataclasses.fields(arguments)}
+    return getattr(arguments, name) == declared[name]
 
 
 def apply_paper_preset(
@@ -118,7 +126,7 @@ def apply_paper_preset(
         training_args.max_steps = row.train_steps
     if _is_default(training_args, "warmup_steps"):
         training_args.warmup_steps = row.warmup_steps
-    if data_args.max_seq_length == FineTuningArguments.max_seq_length:
+    if _is_default(data_args, "max_seq_length"):
         data_args.max_seq_length = row.max_seq_length
 
     # Dropout lives in the model config; an explicit --config_overrides value wins over the preset.

@@ -139,7 +139,7 @@ def apply_squad_preset(
         training_args.max_steps = row.train_steps
     if _is_default(training_args, "warmup_steps"):
         training_args.warmup_steps = row.warmup_steps
-    if squad_args.max_seq_length == SquadArguments.max_seq_length:
+    if _is_default(squad_args, "max_seq_length"):
         squad_args.max_seq_length = row.max_seq_length
     if name == "squad2.0":
         squad_args.version_2_with_negative = True
