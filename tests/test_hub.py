@@ -211,7 +211,8 @@ def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(
     for name in ("modeling.py", "configuration.py", "tokenization.py"):
         assert (remote / name).read_text() == (REPO_ROOT / "albert_hf" / name).read_text()
     tokenizer_config = json.loads((remote / "tokenizer_config.json").read_text())
-    assert tokenizer_config["auto_map"]["AutoTokenizer"][0] == "tokenization.AlbertTokenizer"
+    # the class is named AlbertHFTokenizer so that it never shadows transformers' AlbertTokenizer by name
+    assert tokenizer_config["auto_map"]["AutoTokenizer"][0] == "tokenization.AlbertHFTokenizer"
     assert (remote / "spiece.model").read_bytes() == Path(tokenizer.vocab_file).read_bytes()
     # model card: ours, valid metadata, the run's result in model-index
     card = ModelCard.load(remote / "README.md")

@@ -120,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
     trainer = FineTuningTrainer(
         model=model,
-        card_info=CardInfo(base_model=model_args.model_name_or_path),
+        card_info=CardInfo(
+            base_model=model_args.model_name_or_path,
+            # the Hub dataset if one was used, else the layout's usual source (RACE preset: RACE, else SWAG)
+            dataset_id=mc_args.dataset_name or ("ehovy/race" if (data_args.preset or "").lower() == "race" else "allenai/swag"),
+            dataset_config=mc_args.dataset_config_name,
+        ),
         args=training_args,
         train_dataset=encoded.get("train"),
         eval_dataset=encoded.get("validation"),
