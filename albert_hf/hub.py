@@ -34,6 +34,7 @@ from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
 
 from .configuration import AlbertConfig
 from .modeling import ALBERT_AUTO_CLASSES, AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
+from .training.reliability import ReliableTrainerMixin
 
 logger = logging.getLogger(__name__)
 
@@ -439,7 +440,7 @@ class AlbertModelCardMixin:
         )
 
 
-class AlbertTrainer(AlbertModelCardMixin, Trainer):
+class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # reliability (issue 9): atomic checkpoints
     """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
 
     def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):

@@ -156,8 +156,10 @@ def case_pretraining_step(size: str, batch_size: int, seq_len: int, repeats: int
 
         return run
 
+    reference.eval(), ours.eval()  # dropout off for the equality check (the SOP head has dropout 0.1)
     with torch.no_grad():
         diff = abs(reference(**batch).loss.item() - ours(**batch, masked_positions_only=True).loss.item())
+    reference.train(), ours.train()
     t_ref, t_ours = interleaved_medians(step(reference), step(ours, masked_positions_only=True), repeats)
     tokens = batch_size * seq_len
     masked = int(batch["labels"].ne(-100).sum())

@@ -13,6 +13,7 @@ test_matched / test_mismatched), plus ax for the diagnostic set, which is predic
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Sequence
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from datasets import Dataset, DatasetDict
+
+from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +134,9 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
     from the header's, or whose label is unknown, raises an error naming the file and line; with
     `skip_malformed_rows` such rows are skipped, counted and logged instead.
     """
-    with open(path, encoding="utf-8-sig") as handle:  # utf-8-sig: MRPC's header starts with a byte-order mark
+    # utf-8-sig: MRPC's header starts with a byte-order mark. reliability (issue 9): read_utf8 names the file and line
+    # of a byte that is not UTF-8 (open() would raise a UnicodeDecodeError naming neither).
+    with io.StringIO(read_utf8(path, encoding="utf-8-sig"), newline=None) as handle:
         lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(handle, start=1)]
     lines = [(number, line) for number, line in lines if line.strip()]
     if not lines:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from datasets import Dataset
 
 from .glue import find_truncated
+from .textfiles import read_utf8
 
 _ENDING_KEY = re.compile(r"^ending(\d+)$")
 
@@ -100,8 +101,7 @@ def examples_from_record(record: dict, where: str) -> Iterator[dict]:
 
 def _records(path: str) -> Iterator[tuple[dict, str]]:
     """Each json object of a file with where it comes from: a list, a single object, or json lines."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    text = read_utf8(path)  # reliability (issue 9): bad bytes name file and line
     stripped = text.lstrip()
     if stripped.startswith("["):
         for number, record in enumerate(json.loads(text)):

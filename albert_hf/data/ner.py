@@ -15,6 +15,7 @@ too (with B-X turned into I-X). Predictions are read back from each word's first
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -22,6 +23,8 @@ import re
 from collections.abc import Sequence
 
 from datasets import Dataset
+
+from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ def read_conll(path: str, tag_column: int = -1) -> list[dict[str, list[str]]]:
         tokens.clear()
         tags.clear()
 
-    with open(path, encoding="utf-8") as handle:
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
         for line_number, line in enumerate(handle, start=1):
             columns = line.split()
             if not columns:
@@ -85,7 +88,7 @@ def read_ner_json(path: str, label_names: Sequence[str] = CONLL2003_LABELS) -> l
     """Sentences of a json-lines file in the Hub layout: `tokens` (or `words`) and `ner_tags` (or `ner`), the tags
     as strings or as integer ids into `label_names` (the Hub's conll2003 order by default)."""
     sentences = []
-    with open(path, encoding="utf-8") as handle:
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

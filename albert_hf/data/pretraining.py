@@ -257,6 +257,20 @@ def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = N
     return len(short)
 
 
+def count_long_sentences(tokenized: Dataset, max_seq_length: int, num_proc: int | None = None) -> int:
+    """How many sentences alone exceed an instance (max_seq_length - 3 tokens). `truncate_seq_pair` cuts them to
+    fit, so the report counts them instead of losing their tokens silently (reliability (issue 9))."""
+    limit = max_seq_length - 3
+    counts = tokenized.map(
+        lambda batch: {"long": [sum(len(s) > limit for s in document) for document in batch["sentence_ids"]]},
+        batched=True,
+        remove_columns=tokenized.column_names,
+        num_proc=num_proc,
+        desc="Counting over-long sentences",
+    )
+    return sum(counts["long"])
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Token ids -> sentence-order instances (create_instances_from_document)
 # --------------------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ starts instead; with `max_seq_length=384` their step of 128 is an overlap of abo
 from __future__ import annotations
 
 import collections
+import io
 import json
 import logging
 import os
@@ -32,6 +33,8 @@ from typing import Any
 
 import numpy as np
 from datasets import Array2D, Dataset
+
+from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +74,7 @@ def _iter_raw_records(path: str):
         yield from _iter_json_lines(path)
         return
     try:
-        with open(path, encoding="utf-8") as handle:
-            content = json.load(handle)
+        content = json.loads(read_utf8(path))  # reliability (issue 9): bad bytes name file and line
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
     data = content.get("data") if isinstance(content, dict) else content
@@ -86,7 +88,7 @@ def _iter_raw_records(path: str):
 
 
 def _iter_json_lines(path: str):
-    with open(path, encoding="utf-8") as handle:
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

@@ -17,6 +17,7 @@ from torch.utils.data import SequentialSampler
 from transformers import Trainer, TrainingArguments
 
 from ..hub import AlbertModelCardMixin, CardInfo, register_tokenizer_for_remote_code
+from ..training.reliability import ReliableTrainerMixin, resolve_resume_checkpoint
 from .common import GIVEN_FLAGS_ATTRIBUTE, ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
@@ -149,7 +150,8 @@ def _per_device_batch_size(global_batch_size: int, training_args: TrainingArgume
     return global_batch_size // shards
 
 
-class FineTuningTrainer(AlbertModelCardMixin, Trainer):
+# reliability (issue 9): ReliableTrainerMixin gives atomic checkpoints, the NaN guard and checked resumption.
+class FineTuningTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):
     """Trainer whose evaluation and prediction follow the dataset's order, and whose model card is albert_hf's.
 
     transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
@@ -200,7 +202,9 @@ def train_and_evaluate(
     """
     results: dict[str, dict[str, float]] = {}
     if training_args.do_train:
-        train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        # reliability (issue 9): --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir.
+        checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+        train_result = trainer.train(resume_from_checkpoint=checkpoint)
         trainer.save_model()
         metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
         _report(trainer, "train", metrics)

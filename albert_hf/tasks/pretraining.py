@@ -29,6 +29,7 @@ from transformers.trainer_callback import ProgressCallback
 from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
 from ..data.pretraining import (
+    count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
     documents_from_texts,
@@ -36,6 +37,7 @@ from ..data.pretraining import (
     tokenize_documents,
 )
 from ..modeling import AlbertForPreTraining
+from ..training.reliability import resolve_resume_checkpoint
 from ..training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from .common import ModelArguments, build_config, build_model, load_tokenizer
 
@@ -178,6 +180,7 @@ class CorpusStats:
     train_documents: int | None = None
     eval_documents: int | None = None
     skipped_single_sentence_documents: int | None = None
+    sentences_longer_than_max_seq_length: int | None = None  # truncated to fit (reliability (issue 9))
     train_instances: int | None = None
     eval_instances: int | None = None
 
@@ -210,11 +213,25 @@ def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Data
 
 
 def make_instances(
-    documents: Dataset | IterableDataset, tokenizer, data_args: PretrainingDataArguments, seed: int
+    documents: Dataset | IterableDataset,
+    tokenizer,
+    data_args: PretrainingDataArguments,
+    seed: int,
+    stats: CorpusStats | None = None,
 ) -> tuple[Dataset | IterableDataset, int | None]:
-    """Instances of the documents, and the number of single-sentence documents SOP skipped (None if streaming)."""
+    """Instances of the documents, and the number of single-sentence documents SOP skipped (None if streaming).
+
+    Sentences longer than an instance are truncated: their number is logged and, with `stats`, recorded there.
+    """
     num_proc, per_batch = data_args.preprocessing_num_workers, data_args.documents_per_batch
     tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=per_batch)
+    if isinstance(tokenized, Dataset):  # reliability (issue 9): never truncate silently
+        long_sentences = count_long_sentences(tokenized, data_args.max_seq_length, num_proc=num_proc)
+        if long_sentences:
+            logger.warning("%d sentences are longer than --max_seq_length %d: they are truncated.", long_sentences,
+                           data_args.max_seq_length)
+        if stats is not None:
+            stats.sentences_longer_than_max_seq_length = long_sentences
     skipped = None
     if isinstance(tokenized, Dataset) and data_args.objective == "sop":
         skipped = count_single_sentence_documents(tokenized, num_proc=num_proc)
@@ -238,8 +255,8 @@ def prepare_datasets(
 ) -> tuple[Dataset | IterableDataset, Dataset | None, CorpusStats]:
     """Training and evaluation instances, and the counts for the report."""
     train_documents, eval_documents = load_documents(data_args, seed)
-    train, skipped = make_instances(train_documents, tokenizer, data_args, seed)
-    stats = CorpusStats(skipped_single_sentence_documents=skipped)
+    stats = CorpusStats()
+    train, stats.skipped_single_sentence_documents = make_instances(train_documents, tokenizer, data_args, seed, stats)
     if isinstance(train, IterableDataset):
         train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
     else:
@@ -318,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length)
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
 
-    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    # reliability (issue 9): --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir.
+    checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()  # model + tokenizer, loadable with from_pretrained
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from .lamb import Lamb, lamb_parameter_groups
+from .reliability import ReliableTrainerMixin
 from .schedules import get_albert_polynomial_decay_schedule
 
 # Per-batch sums behind the logged metrics; sums (not means) so that micro-batches, logging windows and processes
@@ -53,7 +54,7 @@ class PretrainingArguments(TrainingArguments):
     adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
 
 
-class AlbertPretrainingTrainer(Trainer):
+class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # reliability (issue 9): atomic checkpoints, NaN guard
     """`Trainer` for [`AlbertForPreTraining`]-style models (MLM + sentence-order heads).
 
     The model's forward must take `num_items_in_batch` and `num_sequences_in_batch` and return `loss`,

@@ -1,0 +1,458 @@
+"""Crash safety for long runs: atomic checkpoints, a non-finite loss guard, and checked resumption.
+
+Pretraining runs last days, so a crash must cost minutes, not the run. transformers' `Trainer` gets most of the way
+(it saves model, optimizer, scheduler, scaler, RNG states and the data position, and resumes from them), but:
+
+  * it writes a checkpoint straight into `checkpoint-N`, file by file. A crash in the middle leaves a folder that
+    `get_last_checkpoint` (and `resume_from_checkpoint=True`) takes as the latest, and resuming from it fails or,
+    worse, resumes from a model without its optimizer. It also rotates old checkpoints in the same call.
+  * a NaN or inf loss does not stop training: `logging_nan_inf_filter` hides it from the logs, the optimizer step
+    turns every weight into NaN, and the next save writes those weights over the last good checkpoint's slot.
+  * resuming loads weights with `strict=False`, so a checkpoint of another model mostly fails late and without the
+    file's name.
+
+[`ReliableTrainerMixin`] fixes the three, for any Trainer subclass (`class MyTrainer(ReliableTrainerMixin, Trainer)`):
+
+  * Checkpoints are written into `<output_dir>/.checkpoint-staging/checkpoint-N` (a name that neither
+    `get_last_checkpoint`'s regex nor checkpoint rotation ever matches), every file and folder is fsynced, and only
+    then the main process renames the folder to `<output_dir>/checkpoint-N` (`os.replace`, atomic on POSIX). Old
+    checkpoints are rotated only after that. With several processes, all write into the staging folder, meet at a
+    barrier, the main process renames, and they meet again, so no process reads a checkpoint before it has its name.
+  * Every training micro-batch's loss is checked: a non-finite one raises [`NonFiniteLossError`] naming the global
+    step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
+    checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
+  * Resuming first checks the checkpoint against the model: model type, weights file readable, tensor shapes,
+    each failure an error naming the file.
+
+[`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
+Trainer, which a crash may have left half-written), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
+latest` into it, so the same command starts a job and restarts it after a crash.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import os
+import re
+import shutil
+from typing import Any
+
+import torch
+from transformers import Trainer
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, rotate_checkpoints
+
+logger = logging.getLogger(__name__)
+
+# Where checkpoints are written before they get their final name. Starts with "." so that neither Trainer's
+# `checkpoint-*` glob (rotation) nor its `^checkpoint-(\d+)$` regex (get_last_checkpoint) ever sees it.
+STAGING_DIR_NAME = ".checkpoint-staging"
+TRAINER_STATE_NAME = "trainer_state.json"
+CONFIG_NAME = "config.json"
+# Weights files Trainer writes or reads in a checkpoint folder, best first.
+WEIGHTS_FILE_NAMES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "adapter_model.bin",
+)
+ADAPTER_FILE_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
+FSDP_WEIGHTS_PREFIX = "pytorch_model_fsdp"  # folders of sharded FSDP model states
+# Values of --resume_from_checkpoint that mean "the newest complete checkpoint of --output_dir, if any".
+RESUME_LATEST_VALUES = ("latest", "last", "true", "auto")
+
+_CHECKPOINT_NAME = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or inf loss; raised before the optimizer step that would spread it to the weights."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder is incomplete, damaged, or does not fit the model; the message names the file."""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Files: fsync and publication
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def fsync_path(path: str | os.PathLike) -> None:
+    """fsync one file or folder (a folder's fsync makes the names of its entries durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(folder: str | os.PathLike) -> None:
+    """fsync every file under `folder`, then every folder bottom-up, so the whole tree is on disk before a rename."""
+    for root, _, files in os.walk(folder, topdown=False):
+        for name in files:
+            fsync_path(os.path.join(root, name))
+        fsync_path(root)
+
+
+def publish_checkpoint(staging_dir: str, final_dir: str) -> None:
+    """Give a completely written checkpoint folder its final name, atomically and durably.
+
+    The folder is fsynced, then renamed with `os.replace` (atomic within a filesystem), then the parent folder is
+    fsynced so the new name survives a power loss. If `final_dir` already exists (a run saving the same step again),
+    the old folder is first moved aside into the staging area and deleted after the new one is in place: at every
+    instant `final_dir` is either absent (the previous checkpoint is then the latest) or complete.
+    """
+    fsync_tree(staging_dir)
+    retired = None
+    if os.path.exists(final_dir):
+        retired = staging_dir + ".replaced"
+        shutil.rmtree(retired, ignore_errors=True)
+        os.replace(final_dir, retired)
+    os.replace(staging_dir, final_dir)
+    fsync_path(os.path.dirname(os.path.abspath(final_dir)))
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Finding and checking checkpoints
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def checkpoint_step(path: str | os.PathLike) -> int | None:
+    """N for a folder named `checkpoint-N`, else None."""
+    match = _CHECKPOINT_NAME.match(os.path.basename(os.path.normpath(path)))
+    return int(match.group(1)) if match else None
+
+
+def checkpoint_problem(folder: str | os.PathLike) -> str | None:
+    """Why `folder` is not a complete Trainer checkpoint (a message naming the file), or None if it is.
+
+    Complete means: `trainer_state.json` parses (Trainer writes it last, so a crash mid-save leaves none), and a
+    weights file is present and readable (safetensors headers are parsed; that is what truncation breaks).
+    """
+    folder = os.fspath(folder)
+    state_file = os.path.join(folder, TRAINER_STATE_NAME)
+    if not os.path.isfile(state_file):
+        return f"{state_file} is missing (the save did not finish)"
+    try:
+        with open(state_file, encoding="utf-8") as handle:
+            json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"{state_file} is unreadable: {error}"
+    weights = find_weights(folder)
+    if weights is None:
+        return f"{folder} holds no weights file (expected one of {', '.join(WEIGHTS_FILE_NAMES)})"
+    return None if os.path.isdir(weights) else weights_file_problem(weights)
+
+
+def find_weights(folder: str) -> str | None:
+    """The weights of a checkpoint folder: a file of `WEIGHTS_FILE_NAMES`, else a subfolder holding FSDP shards or
+    a named PEFT adapter, else None."""
+    for name in WEIGHTS_FILE_NAMES:
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not os.path.isdir(path):
+            continue
+        has_adapter = any(os.path.isfile(os.path.join(path, adapter)) for adapter in ADAPTER_FILE_NAMES)
+        if name.startswith(FSDP_WEIGHTS_PREFIX) or has_adapter:
+            return path
+    return None
+
+
+def weights_file_problem(path: str) -> str | None:
+    """Why a weights file cannot be loaded (naming it), or None. Reads headers only, never tensor data.
+
+    For a sharded checkpoint's `*.index.json`, every shard it lists is checked.
+    """
+    if os.path.getsize(path) == 0:
+        return f"{path} is empty"
+    if path.endswith(".index.json"):
+        return _sharded_weights_problem(path)
+    if path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        try:
+            # Parsing the header checks that the tensors it lists fit in the file: a truncated file fails here.
+            with safe_open(path, framework="pt"):
+                pass
+        except Exception as error:  # noqa: BLE001 - any failure means the file cannot be loaded
+            return f"{path} is corrupt or truncated ({error})"
+    return None
+
+
+def _sharded_weights_problem(index_path: str) -> str | None:
+    try:
+        with open(index_path, encoding="utf-8") as handle:
+            shards = sorted(set(json.load(handle)["weight_map"].values()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError) as error:
+        return f"{index_path} is not a readable weights index ({error!r})"
+    folder = os.path.dirname(index_path)
+    for shard in shards:
+        path = os.path.join(folder, shard)
+        if not os.path.isfile(path):
+            return f"{path}, listed in {os.path.basename(index_path)}, is missing"
+        problem = weights_file_problem(path)
+        if problem is not None:
+            return problem
+    return None
+
+
+def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
+    """The newest complete `checkpoint-N` folder of `output_dir`, or None if there is none.
+
+    Unlike transformers' `get_last_checkpoint`, folders a crash left incomplete (no `trainer_state.json`, unreadable
+    weights) are skipped with a warning naming the problem, and the staging area of [`ReliableTrainerMixin`] is never
+    considered.
+    """
+    output_dir = os.fspath(output_dir)
+    if not os.path.isdir(output_dir):
+        return None
+    candidates = []
+    for name in os.listdir(output_dir):
+        step = checkpoint_step(name)
+        if step is not None and os.path.isdir(os.path.join(output_dir, name)):
+            candidates.append((step, os.path.join(output_dir, name)))
+    for _, folder in sorted(candidates, reverse=True):
+        problem = checkpoint_problem(folder)
+        if problem is None:
+            return folder
+        logger.warning("Skipping incomplete checkpoint %s: %s.", folder, problem)
+    return None
+
+
+def resolve_resume_checkpoint(resume_from_checkpoint: str | bool | None, output_dir: str) -> str | None:
+    """What to pass to `Trainer.train(resume_from_checkpoint=...)` for a `--resume_from_checkpoint` value.
+
+    None/False: start fresh. True or "latest" (also "last", "true", "auto"): the newest complete checkpoint of
+    `output_dir`, or a fresh start when there is none yet, so one command both starts a job and restarts it after a
+    crash. A path: that checkpoint, which must be complete ([`CheckpointError`] names the problem otherwise).
+    """
+    if resume_from_checkpoint is None or resume_from_checkpoint is False:
+        return None
+    if resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES:
+        checkpoint = latest_checkpoint(output_dir)
+        if checkpoint is None:
+            logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
+        return checkpoint
+    path = os.fspath(resume_from_checkpoint)
+    if not os.path.isdir(path):
+        raise CheckpointError(f"--resume_from_checkpoint: no checkpoint folder at {path}.")
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        raise CheckpointError(f"--resume_from_checkpoint {path}: {problem}.")
+    return path
+
+
+def check_checkpoint_matches_model(folder: str | os.PathLike, model: torch.nn.Module) -> None:
+    """Raise [`CheckpointError`] naming the file when the checkpoint in `folder` cannot be loaded into `model`.
+
+    Checks the config's `model_type`, that the weights file is readable, and that every tensor the checkpoint shares
+    with the model has the model's shape (read from the safetensors header, or from a `.bin` loaded weights-only).
+    Checkpoints of a PEFT model (adapter files) are left to PEFT.
+    """
+    folder = os.fspath(folder)
+    config_file = os.path.join(folder, CONFIG_NAME)
+    model_config = getattr(model, "config", None)
+    if os.path.isfile(config_file) and model_config is not None:
+        try:
+            with open(config_file, encoding="utf-8") as handle:
+                saved_type = json.load(handle).get("model_type")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CheckpointError(f"{config_file} is unreadable: {error}") from None
+        if saved_type is not None and saved_type != model_config.model_type:
+            raise CheckpointError(
+                f"{config_file} is a config of model type {saved_type!r}, but the model being trained is "
+                f"{model_config.model_type!r}: this checkpoint belongs to another model."
+            )
+    weights_path = next(
+        (os.path.join(folder, name) for name in ("model.safetensors", "pytorch_model.bin")
+         if os.path.isfile(os.path.join(folder, name))),
+        None,
+    )
+    if weights_path is None:
+        return  # sharded or adapter checkpoints: Trainer's own loading checks them
+    problem = weights_file_problem(weights_path)
+    if problem is not None:
+        raise CheckpointError(problem)
+    # Names and shapes as in state_dict(), read from the modules (no copy, no collective under FSDP).
+    tensors = itertools.chain(
+        model.named_parameters(remove_duplicate=False), model.named_buffers(remove_duplicate=False)
+    )
+    expected = {name: tuple(tensor.shape) for name, tensor in tensors}
+    mismatched = [
+        f"{name}: {shape} in the file, {expected[name]} in the model"
+        for name, shape in saved_shapes(weights_path).items()
+        if name in expected and shape != expected[name]
+    ]
+    if mismatched:
+        shown = "; ".join(mismatched[:5]) + (f"; and {len(mismatched) - 5} more" if len(mismatched) > 5 else "")
+        raise CheckpointError(f"{weights_path}: {len(mismatched)} tensors do not match the model's shapes: {shown}.")
+
+
+def saved_shapes(weights_path: str) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape of a safetensors file (header only) or a `.bin` file (loaded weights-only, mmapped)."""
+    if weights_path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        with safe_open(weights_path, framework="pt") as handle:
+            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    try:
+        # weights_only: a pickle that would run code is refused, never executed.
+        state_dict = torch.load(weights_path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # noqa: BLE001 - corrupt zip, refused pickle, ...: all mean "cannot load"
+        raise CheckpointError(f"{weights_path} cannot be loaded as plain weights: {error}") from None
+    return {name: tuple(tensor.shape) for name, tensor in state_dict.items()}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Numerical health
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def loss_scale(trainer: Trainer) -> float | None:
+    """The current fp16 loss scale of the trainer's gradient scaler, or None when no scaler is in use."""
+    scaler = getattr(trainer.accelerator, "scaler", None)
+    if scaler is None or not scaler.is_enabled():
+        return None
+    return float(scaler.get_scale())
+
+
+def non_finite_parameters(model: torch.nn.Module) -> list[str]:
+    """Names of the parameters holding a NaN or inf (one device sync for all of them)."""
+    named = [(name, parameter) for name, parameter in model.named_parameters() if parameter.numel()]
+    if not named:
+        return []
+    device = named[0][1].device
+    # One flag per parameter, gathered on one device: a single transfer to the CPU instead of one per parameter.
+    finite = torch.stack([torch.isfinite(parameter.detach()).all().to(device) for _, parameter in named]).cpu()
+    return [name for (name, _), ok in zip(named, finite.tolist()) if not ok]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The Trainer mixin
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class ReliableTrainerMixin:
+    """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
+
+    Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
+    same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
+    Limitations: with `push_to_hub`, Trainer pushes from the staging folder (before the rename); DeepSpeed's own loss
+    scale is not reported (only `GradScaler`'s).
+    """
+
+    _staging_root: str | None = None
+
+    # ---- atomic checkpoints -----------------------------------------------------------------------------------------
+
+    def _get_output_dir(self, trial) -> str:
+        # While a checkpoint is being written, Trainer's `_save_checkpoint` writes into the staging area instead.
+        return self._staging_root if self._staging_root is not None else super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model: torch.nn.Module, trial) -> None:
+        """Trainer's checkpoint, written under a staging name and renamed to `checkpoint-N` once complete."""
+        self._check_parameters_before_save()
+        run_dir = self._get_output_dir(trial)
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        staging_root = os.path.join(run_dir, STAGING_DIR_NAME)
+        staging_dir = os.path.join(staging_root, name)
+        if self.args.should_save:
+            # Anything there is left over from a crash during an earlier save: never complete, never needed.
+            shutil.rmtree(staging_root, ignore_errors=True)
+        self.accelerator.wait_for_everyone()  # nobody writes into it before it is cleared
+
+        self._staging_root = staging_root
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._staging_root = None
+        self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
+
+        self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
+        if self.args.should_save:
+            publish_checkpoint(staging_dir, os.path.join(run_dir, name))
+            # Only now may older checkpoints go: the new one is complete.
+            rotate_checkpoints(
+                output_dir=run_dir,
+                save_total_limit=self.args.save_total_limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )
+        self.accelerator.wait_for_everyone()  # nobody reads the checkpoint before it has its final name
+
+    def _point_best_checkpoint_at_final_name(self, run_dir: str, staging_dir: str) -> None:
+        """Trainer's best-checkpoint bookkeeping, with the final folder names instead of the staging one.
+
+        Trainer sets `best_model_checkpoint` to the best step's folder when that folder exists, which inside
+        `_save_checkpoint` it only did for the folder just written, i.e. the staging one. Same rule here, judged in
+        `run_dir`; the saved `trainer_state.json` is rewritten when the value changes.
+        """
+        best_step = self.state.best_global_step
+        if not best_step or self.args.save_strategy not in (SaveStrategy.STEPS, SaveStrategy.EPOCH, SaveStrategy.BEST):
+            return
+        best_dir = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{best_step}")
+        if best_step == self.state.global_step or os.path.isdir(best_dir):
+            if self.state.best_model_checkpoint != best_dir:
+                self.state.best_model_checkpoint = best_dir
+                if self.args.should_save:
+                    self.state.save_to_json(os.path.join(staging_dir, TRAINER_STATE_NAME))
+
+    # ---- numerical health -------------------------------------------------------------------------------------------
+
+    def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch=None) -> torch.Tensor:
+        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        # One device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` check already costs.
+        non_finite = (~torch.isfinite(loss.detach())).any().float()
+        if self.accelerator.num_processes > 1:
+            # Every process stops together (one waiting in the next all-reduce would hang until a timeout).
+            non_finite = self.accelerator.reduce(non_finite, reduction="sum")
+        if non_finite.item() > 0:
+            raise NonFiniteLossError(self._non_finite_message(f"training loss is {loss.item()}"))
+        return loss
+
+    def _check_parameters_before_save(self) -> None:
+        bad = non_finite_parameters(self.model)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            raise NonFiniteLossError(self._non_finite_message(f"parameters {shown} hold NaN/inf", saving=True))
+
+    def _non_finite_message(self, what: str, saving: bool = False) -> str:
+        step = self.state.global_step if saving else self.state.global_step + 1  # the step being computed
+        scale = loss_scale(self)
+        parts = [f"Stopping: {what} at global step {step}"]
+        if scale is not None:
+            parts.append(f"fp16 loss scale {scale:g}")
+        if self.state.epoch is not None and not math.isnan(self.state.epoch):
+            parts.append(f"epoch {self.state.epoch:.2f}")
+        message = ", ".join(parts) + (". Nothing was saved from this step." if saving else
+                                      ". The optimizer step was not taken.")
+        last = latest_checkpoint(self.args.output_dir)
+        if last is None:
+            return message + " No checkpoint was written yet."
+        return message + (f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
+                          "bf16 instead of fp16, or gradient clipping.")
+
+    # ---- checked resumption -----------------------------------------------------------------------------------------
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
+        """Check the checkpoint against the model (errors name the file), then Trainer's loading."""
+        problem = checkpoint_problem(resume_from_checkpoint)
+        if problem is not None:
+            raise CheckpointError(f"Cannot resume from {resume_from_checkpoint}: {problem}.")
+        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
+            check_checkpoint_matches_model(resume_from_checkpoint, self.accelerator.unwrap_model(model or self.model))
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+
+class ReliableTrainer(ReliableTrainerMixin, Trainer):
+    """`transformers.Trainer` with [`ReliableTrainerMixin`]: atomic checkpoints, a non-finite loss guard, checked
+    resumption."""

@@ -1,0 +1,641 @@
+"""Reliability: exact resume after SIGKILL, atomic checkpoints, the non-finite loss guard, and checkpoint errors.
+
+Faults are injected, not waited for: a callback appended to Trainer's default callbacks SIGKILLs the training
+process at a chosen step, or a patched save method SIGKILLs it in the middle of writing a checkpoint. The step is
+random (printed in every assertion message; set ALBERT_HF_KILL_STEP to replay one). The runs in subprocesses are
+marked `slow` / `distributed`: `-m "not slow and not distributed"` leaves the in-process tests (under a minute).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch.utils.data import Dataset as TorchDataset
+from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
+
+import albert_hf  # noqa: F401 - registers the Auto classes
+from albert_hf.configuration import AlbertConfig
+from albert_hf.modeling import AlbertForSequenceClassification, AlbertModel
+from albert_hf.training.reliability import (
+    STAGING_DIR_NAME,
+    CheckpointError,
+    NonFiniteLossError,
+    ReliableTrainer,
+    ReliableTrainerMixin,
+    check_checkpoint_matches_model,
+    latest_checkpoint,
+    resolve_resume_checkpoint,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TINY_MODEL = (
+    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
+    "max_position_embeddings=64,hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
+)
+COMMON_ARGS = ["--report_to", "none", "--use_cpu", "--disable_tqdm", "true", "--logging_steps", "1",
+               "--dataloader_num_workers", "0", "--save_strategy", "steps", "--save_steps", "2"]
+
+# Run in the child: append a callback to Trainer's defaults (so the task script needs no change), then run the
+# task's `main`. The callback SIGKILLs the process at the end of step KILL_STEP (before that step's save), or,
+# with KILL_IN_SAVE, Trainer's RNG save is patched to SIGKILL it in the middle of writing checkpoint-KILL_STEP
+# (model and optimizer written, RNG states and trainer_state.json not).
+CHILD_DRIVER = textwrap.dedent(
+    """
+    import importlib, os, signal, sys
+    import torch
+    import transformers.trainer as trainer_module
+    from transformers import TrainerCallback
+
+    torch.set_num_threads(int(os.environ["TORCH_THREADS"]))
+    kill_step = int(os.environ["KILL_STEP"])
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    class KillAtStep(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == kill_step and not os.environ.get("KILL_IN_SAVE"):
+                die()
+
+    if os.environ.get("KILL_IN_SAVE"):
+        save_rng_state = trainer_module.Trainer._save_rng_state
+        def _save_rng_state(self, output_dir):
+            if self.state.global_step == kill_step:
+                die()
+            save_rng_state(self, output_dir)
+        trainer_module.Trainer._save_rng_state = _save_rng_state
+
+    trainer_module.DEFAULT_CALLBACKS.append(KillAtStep)
+    task = importlib.import_module(sys.argv[1])
+    task.main(sys.argv[2:])
+    """
+)
+
+
+def kill_step(choices: list[int]) -> int:
+    """A random step among `choices` (or $ALBERT_HF_KILL_STEP, to replay a failure)."""
+    forced = os.environ.get("ALBERT_HF_KILL_STEP")
+    return int(forced) if forced else random.SystemRandom().choice(choices)
+
+
+def start_killed_run(module: str, argv: list[str], step: int, in_save: bool = False) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "KILL_STEP": str(step),
+        "TORCH_THREADS": str(torch.get_num_threads()),  # same threads as this process: same float reductions
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    env.pop("KILL_IN_SAVE", None)
+    if in_save:
+        env["KILL_IN_SAVE"] = "1"
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD_DRIVER, module, *argv],
+        env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def wait_killed(process: subprocess.Popen, what: str) -> None:
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == -signal.SIGKILL, f"{what}: expected death by SIGKILL, got {process.returncode}:\n" \
+                                                  f"{output[-3000:]}"
+
+
+def max_abs_diff_of_files(a: Path, b: Path) -> float:
+    first, second = load_file(a), load_file(b)
+    assert first.keys() == second.keys()
+    return max((first[name].float() - second[name].float()).abs().max().item() for name in first)
+
+
+def optimizer_state_diff(a: Path, b: Path) -> float:
+    """Largest difference between the per-parameter states (LAMB/AdamW moments, step) of two optimizer.pt files."""
+    first, second = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
+    assert first["state"].keys() == second["state"].keys()
+    diffs = [
+        (torch.as_tensor(first["state"][index][key]).float() - torch.as_tensor(second["state"][index][key]).float())
+        .abs().max().item()
+        for index in first["state"]
+        for key in first["state"][index]
+    ]
+    return max(diffs)
+
+
+def assert_same_run(reference: Path, resumed: Path, final_step: int, context: str) -> None:
+    """Same final weights, optimizer moments (to 1e-6) and learning-rate schedule."""
+    weights_diff = max_abs_diff_of_files(reference / "model.safetensors", resumed / "model.safetensors")
+    assert weights_diff <= 1e-6, f"{context}: final weights differ by {weights_diff}"
+    final = f"checkpoint-{final_step}"
+    optimizer_diff = optimizer_state_diff(reference / final / "optimizer.pt", resumed / final / "optimizer.pt")
+    assert optimizer_diff <= 1e-6, f"{context}: optimizer state differs by {optimizer_diff}"
+    schedulers = [torch.load(run / final / "scheduler.pt", weights_only=True) for run in (reference, resumed)]
+    assert schedulers[0]["_last_lr"] == schedulers[1]["_last_lr"], context
+    assert schedulers[0]["last_epoch"] == schedulers[1]["last_epoch"] == final_step, context
+
+
+def logged_losses(run: Path, after_step: int) -> list[tuple[int, float]]:
+    history = json.loads((run / "trainer_state.json").read_text())["log_history"]
+    return [(entry["step"], entry["loss"]) for entry in history if "loss" in entry and entry["step"] > after_step]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Exact resume of the real scripts after SIGKILL
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_file(shared_data, tmp_path_factory) -> Path:
+    """The first 3 WikiText-2 validation articles: one paragraph per line, a blank line between articles."""
+    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+    path = tmp_path_factory.mktemp("corpus") / "wikitext_head.txt"
+    path.write_text("\n\n".join(text.split("\n\n")[:3]) + "\n", encoding="utf-8")
+    return path
+
+
+def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_dir: Path) -> list[str]:
+    return [
+        "--train_files", str(corpus), "--lines_are_paragraphs", "--cache_dir", str(cache_dir),
+        "--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_MODEL,
+        "--max_seq_length", "64", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+        "--max_steps", "6", "--learning_rate", "5e-3", "--warmup_steps", "2", "--optimizer", "lamb",
+        "--seed", "7", "--output_dir", str(output_dir), *COMMON_ARGS,
+    ]
+
+
+@pytest.mark.slow  # three tiny pretraining runs, one in a subprocess: about 20-40 s
+def test_pretraining_killed_at_a_random_step_resumes_exactly(corpus_file, spiece_model, tmp_path):
+    from albert_hf.tasks import pretraining
+
+    step = kill_step(list(range(3, 6)))  # after the first checkpoint (step 2), before the end (step 6)
+    context = f"pretraining killed at the end of step {step} (ALBERT_HF_KILL_STEP={step} replays it)"
+    killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
+    child = start_killed_run(
+        "albert_hf.tasks.pretraining",
+        pretraining_argv(corpus_file, spiece_model, killed_dir, tmp_path / "cache-killed"),
+        step,
+    )
+    # The uninterrupted run, in this process while the child runs.
+    assert pretraining.main(pretraining_argv(corpus_file, spiece_model, reference_dir, tmp_path / "cache")) == 0
+    wait_killed(child, context)
+
+    checkpoint = latest_checkpoint(killed_dir)
+    assert checkpoint == str(killed_dir / f"checkpoint-{step - step % 2 if step % 2 else step - 2}"), context
+    argv = pretraining_argv(corpus_file, spiece_model, killed_dir, tmp_path / "cache")
+    assert pretraining.main([*argv, "--resume_from_checkpoint", checkpoint]) == 0
+    assert_same_run(reference_dir, killed_dir, final_step=6, context=context)
+    resumed_at = int(checkpoint.rsplit("-", 1)[1])
+    reference_losses = logged_losses(reference_dir, resumed_at)
+    assert logged_losses(killed_dir, resumed_at) == reference_losses and reference_losses, context
+
+
+def glue_argv(shared_data: Path, spiece_model: Path, output_dir: Path) -> list[str]:
+    return [
+        "--task_name", "rte", "--data_dir", str(shared_data / "glue" / "RTE"), "--do_train",
+        "--max_train_samples", "20", "--max_seq_length", "64", "--per_device_train_batch_size", "4",
+        "--max_steps", "8",  # 5 steps per epoch: the resumed run crosses an epoch boundary
+        "--learning_rate", "1e-3", "--warmup_steps", "2", "--seed", "11",
+        "--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_MODEL,
+        "--output_dir", str(output_dir), *COMMON_ARGS,
+    ]
+
+
+@pytest.mark.slow  # three tiny GLUE runs, one in a subprocess: about 20-30 s
+def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpoint(
+    shared_data, spiece_model, tmp_path
+):
+    from albert_hf.tasks import glue
+    from albert_hf.tasks.finetuning import FineTuningTrainer
+
+    step = kill_step([4, 6])  # dies writing checkpoint-4 or -6; the one before is complete
+    context = f"GLUE killed while saving checkpoint-{step} (ALBERT_HF_KILL_STEP={step} replays it)"
+    killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
+    child = start_killed_run("albert_hf.tasks.glue", glue_argv(shared_data, spiece_model, killed_dir), step,
+                             in_save=True)
+    assert glue.main(glue_argv(shared_data, spiece_model, reference_dir)) == 0
+    wait_killed(child, context)
+
+    checkpoint = latest_checkpoint(killed_dir)
+    assert checkpoint == str(killed_dir / f"checkpoint-{step - 2}"), context
+    # Atomic saves: the broken checkpoint never got its final name, so transformers' own lookup cannot pick it either.
+    assert issubclass(FineTuningTrainer, ReliableTrainerMixin)
+    assert not (killed_dir / f"checkpoint-{step}").exists(), context
+    assert (killed_dir / STAGING_DIR_NAME / f"checkpoint-{step}" / "model.safetensors").is_file(), context
+    assert get_last_checkpoint(str(killed_dir)) == checkpoint
+
+    # The same command restarts the job: "latest" resolves to the newest complete checkpoint.
+    assert glue.main([*glue_argv(shared_data, spiece_model, killed_dir), "--resume_from_checkpoint", "latest"]) == 0
+    assert_same_run(reference_dir, killed_dir, final_step=8, context=context)
+    assert logged_losses(killed_dir, step - 2) == logged_losses(reference_dir, step - 2), context
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# ReliableTrainer on a tiny classifier: atomic saves, best checkpoint, non-finite guard
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class RandomSequences(TorchDataset):
+    """Fixed random token sequences with binary labels."""
+
+    def __init__(self, size: int = 16, length: int = 8, vocab_size: int = 50):
+        generator = torch.Generator().manual_seed(0)
+        self.input_ids = torch.randint(5, vocab_size, (size, length), generator=generator)
+        self.labels = torch.randint(0, 2, (size,), generator=generator)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
+
+
+def tiny_classifier() -> AlbertForSequenceClassification:
+    torch.manual_seed(0)
+    config = AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=1,
+                          num_attention_heads=2, intermediate_size=32, max_position_embeddings=16, num_labels=2)
+    return AlbertForSequenceClassification(config)
+
+
+def tiny_arguments(output_dir: Path, **overrides) -> TrainingArguments:
+    defaults = dict(output_dir=str(output_dir), max_steps=6, per_device_train_batch_size=4, learning_rate=1e-2,
+                    save_strategy="steps", save_steps=2, logging_steps=1, report_to=[], use_cpu=True,
+                    disable_tqdm=True, seed=0)
+    return TrainingArguments(**{**defaults, **overrides})
+
+
+class SaveCrash(RuntimeError):
+    pass
+
+
+def crash_in_save_at(trainer_class: type[Trainer], step: int) -> type[Trainer]:
+    """A subclass whose RNG save (after model and optimizer are written) raises at `step`: a crash mid-save."""
+
+    class Crashing(trainer_class):
+        def _save_rng_state(self, output_dir):
+            if self.state.global_step == step:
+                raise SaveCrash(f"injected crash while writing {output_dir}")
+            super()._save_rng_state(output_dir)
+
+    return Crashing
+
+
+@pytest.mark.parametrize("save_total_limit", [None, 1])
+def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_path, save_total_limit):
+    trainer = crash_in_save_at(ReliableTrainer, step=4)(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
+        train_dataset=RandomSequences(),
+    )
+    with pytest.raises(SaveCrash):
+        trainer.train()
+    # Only complete checkpoints carry a final name; rotation did not delete checkpoint-2 for the broken one.
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2"]
+    assert (tmp_path / STAGING_DIR_NAME / "checkpoint-4" / "model.safetensors").is_file()
+    assert get_last_checkpoint(str(tmp_path)) == latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")
+
+    # Resuming saves step 4 again: the stale staging copy is replaced, and the run completes.
+    resumed = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
+                              train_dataset=RandomSequences())
+    resumed.train(resume_from_checkpoint=latest_checkpoint(tmp_path))
+    expected = ["checkpoint-6"] if save_total_limit == 1 else ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == expected
+    assert list((tmp_path / STAGING_DIR_NAME).iterdir()) == []
+    for checkpoint in tmp_path.glob("checkpoint-*"):
+        state = json.loads((checkpoint / "trainer_state.json").read_text())
+        assert state["global_step"] == int(checkpoint.name.split("-")[1])
+
+
+def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_path):
+    ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
+                    train_dataset=RandomSequences()).train()
+    first_save = (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns
+    ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
+                    train_dataset=RandomSequences()).train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    assert (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns > first_save  # written again
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert list((tmp_path / STAGING_DIR_NAME).iterdir()) == []  # the replaced folder is gone too
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-4")
+
+
+def test_same_crash_with_a_plain_trainer_is_taken_as_latest(tmp_path):
+    """What the mixin prevents: transformers' own Trainer leaves the broken folder under its final name."""
+    trainer = crash_in_save_at(Trainer, step=4)(model=tiny_classifier(), args=tiny_arguments(tmp_path),
+                                                train_dataset=RandomSequences())
+    with pytest.raises(SaveCrash):
+        trainer.train()
+    assert get_last_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-4")
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")  # ours skips it
+
+
+def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
+    arguments = tiny_arguments(tmp_path, eval_strategy="steps", eval_steps=2, metric_for_best_model="loss",
+                               greater_is_better=False, load_best_model_at_end=True, save_total_limit=1)
+    trainer = ReliableTrainer(model=tiny_classifier(), args=arguments, train_dataset=RandomSequences(),
+                              eval_dataset=RandomSequences(size=8))
+    trainer.train()
+    best = trainer.state.best_model_checkpoint
+    assert best == str(tmp_path / f"checkpoint-{trainer.state.best_global_step}") and Path(best).is_dir()
+    assert STAGING_DIR_NAME not in best
+    for checkpoint in tmp_path.glob("checkpoint-*"):
+        saved = json.loads((checkpoint / "trainer_state.json").read_text())
+        assert saved["best_model_checkpoint"] is None or STAGING_DIR_NAME not in saved["best_model_checkpoint"]
+
+
+class PoisonAt(TrainerCallback):
+    """Set one weight to NaN at the end of `step` (before that step's save)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step == self.step:
+            with torch.no_grad():
+                model.classifier.weight[0, 0] = float("nan")
+
+
+def test_nan_loss_stops_training_naming_the_step(tmp_path):
+    # Poisoned after step 3 (no save at odd steps): step 4's loss is NaN, and training stops before its update.
+    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
+                              callbacks=[PoisonAt(3)])
+    with pytest.raises(NonFiniteLossError, match=r"training loss is nan at global step 4\b.*checkpoint-2"):
+        trainer.train()
+    assert trainer.state.global_step == 3
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")
+
+
+def test_nan_weights_are_never_saved(tmp_path):
+    # Poisoned at step 2, whose save comes next: the save is refused, naming the step and the parameter.
+    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
+                              callbacks=[PoisonAt(2)])
+    with pytest.raises(NonFiniteLossError, match=r"classifier\.weight hold NaN/inf at global step 2\b"):
+        trainer.train()
+    assert not list(tmp_path.glob("checkpoint-*")) and latest_checkpoint(tmp_path) is None
+
+
+def test_nan_message_reports_the_fp16_loss_scale(tmp_path):
+    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
+                              callbacks=[PoisonAt(1)])
+    # CPU training has no scaler; give the accelerator one (scale 1024) to see it reported.
+    trainer.accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    with pytest.raises(NonFiniteLossError, match=r"global step 2, fp16 loss scale 1024\b"):
+        trainer.train()
+
+
+def test_plain_trainer_writes_nan_weights_without_the_guard(tmp_path):
+    """What the guard prevents: transformers' Trainer trains on and saves NaN weights."""
+    trainer = Trainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
+                      train_dataset=RandomSequences(), callbacks=[PoisonAt(3)])
+    trainer.train()
+    saved = load_file(tmp_path / "checkpoint-4" / "model.safetensors")
+    assert not torch.isfinite(saved["classifier.weight"]).all()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Finding checkpoints
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def fake_checkpoint(folder: Path, state: bool = True, weights: bytes | None = None) -> Path:
+    folder.mkdir(parents=True)
+    if state:
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": int(folder.name.split("-")[1])}))
+    if weights is not None:
+        (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def safetensors_bytes(tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("weights") / "model.safetensors"
+    from safetensors.torch import save_file
+
+    save_file({"weight": torch.ones(64, 64)}, str(path))
+    return path.read_bytes()
+
+
+def test_latest_checkpoint_skips_incomplete_and_staged_folders(tmp_path, safetensors_bytes, caplog):
+    assert latest_checkpoint(tmp_path / "absent") is None
+    assert latest_checkpoint(tmp_path) is None
+    fake_checkpoint(tmp_path / "checkpoint-9", weights=safetensors_bytes)
+    fake_checkpoint(tmp_path / "checkpoint-10", weights=safetensors_bytes)  # numerically after 9
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    fake_checkpoint(tmp_path / "checkpoint-12", state=False, weights=safetensors_bytes)  # crashed before the state
+    fake_checkpoint(tmp_path / "checkpoint-13", weights=safetensors_bytes[: len(safetensors_bytes) // 2])
+    fake_checkpoint(tmp_path / "checkpoint-14")  # no weights at all
+    sharded = fake_checkpoint(tmp_path / "checkpoint-11")  # a sharded checkpoint missing one of its shards
+    (sharded / "model-00001-of-00002.safetensors").write_bytes(safetensors_bytes)
+    weight_map = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+    (sharded / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    fake_checkpoint(tmp_path / STAGING_DIR_NAME / "checkpoint-15", weights=safetensors_bytes)
+    (tmp_path / "checkpoint-16.tmp").mkdir()
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    warnings = caplog.text
+    assert "checkpoint-12/trainer_state.json is missing" in warnings
+    assert "checkpoint-13/model.safetensors is corrupt or truncated" in warnings
+    assert "checkpoint-14 holds no weights file" in warnings
+    assert "checkpoint-11/model-00002-of-00002.safetensors, listed in model.safetensors.index.json, is missing" \
+        in warnings
+    (sharded / "model-00002-of-00002.safetensors").write_bytes(safetensors_bytes)  # now complete
+    assert latest_checkpoint(tmp_path) == str(sharded)
+
+
+def test_resolve_resume_checkpoint(tmp_path, safetensors_bytes):
+    assert resolve_resume_checkpoint(None, str(tmp_path)) is None
+    assert resolve_resume_checkpoint("latest", str(tmp_path)) is None  # first start: nothing to resume yet
+    good = fake_checkpoint(tmp_path / "checkpoint-2", weights=safetensors_bytes)
+    assert resolve_resume_checkpoint(True, str(tmp_path)) == str(good)
+    assert resolve_resume_checkpoint("latest", str(tmp_path)) == str(good)
+    assert resolve_resume_checkpoint(str(good), str(tmp_path)) == str(good)
+    broken = fake_checkpoint(tmp_path / "checkpoint-4", state=False, weights=safetensors_bytes)
+    with pytest.raises(CheckpointError, match=r"checkpoint-4/trainer_state.json is missing"):
+        resolve_resume_checkpoint(str(broken), str(tmp_path))
+    with pytest.raises(CheckpointError, match="no checkpoint folder at .*nowhere"):
+        resolve_resume_checkpoint(str(tmp_path / "nowhere"), str(tmp_path))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Damaged or foreign checkpoints: errors that name the file
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def trained_checkpoint(tmp_path) -> Path:
+    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2),
+                              train_dataset=RandomSequences())
+    trainer.train()
+    return tmp_path / "run" / "checkpoint-2"
+
+
+def resume(checkpoint: Path, tmp_path: Path, model: torch.nn.Module | None = None) -> None:
+    trainer = ReliableTrainer(model=model or tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=4),
+                              train_dataset=RandomSequences())
+    trainer.train(resume_from_checkpoint=str(checkpoint))
+
+
+def test_resume_from_truncated_weights_names_the_file(trained_checkpoint, tmp_path):
+    weights = trained_checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    with pytest.raises(CheckpointError, match=r"checkpoint-2/model.safetensors is corrupt or truncated"):
+        resume(trained_checkpoint, tmp_path)
+
+
+def test_resume_from_corrupt_weights_names_the_file(trained_checkpoint, tmp_path):
+    weights = trained_checkpoint / "model.safetensors"
+    weights.write_bytes(b"\x00" * 8 + weights.read_bytes()[8:])  # header length zeroed
+    with pytest.raises(CheckpointError, match=r"checkpoint-2/model.safetensors is corrupt or truncated"):
+        resume(trained_checkpoint, tmp_path)
+
+
+def test_resume_from_another_model_type_names_the_config(trained_checkpoint, tmp_path):
+    config = json.loads((trained_checkpoint / "config.json").read_text())
+    (trained_checkpoint / "config.json").write_text(json.dumps({**config, "model_type": "bert"}))
+    with pytest.raises(CheckpointError, match=r"checkpoint-2/config.json is a config of model type 'bert'"):
+        resume(trained_checkpoint, tmp_path)
+
+
+def test_resume_with_mismatched_shapes_names_the_file_and_tensor(trained_checkpoint, tmp_path):
+    model = tiny_classifier()
+    wider = AlbertForSequenceClassification(model.config.__class__(**{**model.config.to_dict(), "hidden_size": 24}))
+    message = (r"checkpoint-2/model.safetensors: \d+ tensors do not match.*"
+               r"attention\.dense\.weight: \(16, 16\) in the file, \(24, 24\) in the model")
+    with pytest.raises(CheckpointError, match=message):
+        resume(trained_checkpoint, tmp_path, model=wider)
+
+
+def test_mismatched_shapes_from_pretrained_are_refused(trained_checkpoint):
+    with pytest.raises(Exception, match="size|shape"):
+        AlbertForSequenceClassification.from_pretrained(trained_checkpoint, hidden_size=24)
+
+
+class RunsCodeWhenUnpickled:
+    """A pickle payload: unpickling calls os.makedirs(marker), i.e. executes code from the file."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.makedirs, (str(self.marker),)
+
+
+@pytest.fixture
+def malicious_bin_checkpoint(trained_checkpoint, tmp_path) -> tuple[Path, Path]:
+    marker = tmp_path / "code-was-executed"
+    state = load_file(trained_checkpoint / "model.safetensors")
+    state["albert.pooler.bias"] = RunsCodeWhenUnpickled(marker)
+    (trained_checkpoint / "model.safetensors").unlink()
+    torch.save(state, trained_checkpoint / "pytorch_model.bin")
+    return trained_checkpoint, marker
+
+
+def test_bin_checkpoints_load_weights_only_in_resume(malicious_bin_checkpoint, tmp_path):
+    checkpoint, marker = malicious_bin_checkpoint
+    with pytest.raises(CheckpointError, match=r"checkpoint-2/pytorch_model.bin cannot be loaded as plain weights"):
+        resume(checkpoint, tmp_path)
+    assert not marker.exists()
+
+
+def test_bin_checkpoints_load_weights_only_in_from_pretrained(malicious_bin_checkpoint):
+    checkpoint, marker = malicious_bin_checkpoint
+    with pytest.raises(Exception, match="(?i)weights_only|unpickl"):
+        AlbertModel.from_pretrained(checkpoint)
+    assert not marker.exists()
+
+
+def test_plain_bin_checkpoint_still_resumes(trained_checkpoint, tmp_path):
+    state = load_file(trained_checkpoint / "model.safetensors")
+    (trained_checkpoint / "model.safetensors").unlink()
+    torch.save(state, trained_checkpoint / "pytorch_model.bin")
+    check_checkpoint_matches_model(trained_checkpoint, tiny_classifier())
+    resume(trained_checkpoint, tmp_path)
+    assert latest_checkpoint(tmp_path / "resumed") == str(tmp_path / "resumed" / "checkpoint-4")
+
+
+@pytest.mark.parametrize("file_name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_resume_never_unpickles_code_from_training_state_files(trained_checkpoint, tmp_path, file_name):
+    marker = tmp_path / "code-was-executed"
+    torch.save({"state": RunsCodeWhenUnpickled(marker)}, trained_checkpoint / file_name)
+    with pytest.raises(Exception, match="(?i)weights_only|unpickl|unsupported global"):
+        resume(trained_checkpoint, tmp_path)
+    assert not marker.exists()
+
+
+def test_auto_classes_never_import_the_checkpoints_own_code(trained_checkpoint, tmp_path):
+    """save_pretrained copies modeling.py into the folder (for trust_remote_code); loading must not run it."""
+    from transformers import AutoModelForSequenceClassification
+
+    marker = tmp_path / "code-was-executed"
+    (trained_checkpoint / "modeling.py").write_text(f"import os\nos.makedirs({str(marker)!r})\n")
+    model = AutoModelForSequenceClassification.from_pretrained(trained_checkpoint)
+    assert isinstance(model, AlbertForSequenceClassification) and not marker.exists()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Two processes (DDP on CPU): all ranks write, only the main one renames; a NaN on one rank stops every rank
+# --------------------------------------------------------------------------------------------------------------------
+
+TWO_RANK_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    import torch
+    sys.path.insert(0, sys.argv[1])  # the tests folder, for the helpers of test_reliability
+    from test_reliability import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
+    from albert_hf.training.reliability import NonFiniteLossError, ReliableTrainer
+
+    output = Path(sys.argv[2])
+    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(output / "run", save_total_limit=1),
+                              train_dataset=RandomSequences())
+    trainer.train()
+
+    class PoisonOnRankOne(PoisonAt):
+        def on_step_end(self, args, state, control, **kwargs):
+            if args.process_index == 1:
+                super().on_step_end(args, state, control, **kwargs)
+
+    poisoned = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(output / "poisoned"),
+                               train_dataset=RandomSequences(), callbacks=[PoisonOnRankOne(3)])
+    try:
+        poisoned.train()
+        error = None
+    except NonFiniteLossError as caught:
+        error = str(caught)
+    rank = trainer.args.process_index
+    (output / f"rank{rank}.json").write_text(json.dumps({"world_size": trainer.args.world_size, "error": error}))
+    """
+)
+
+
+@pytest.mark.distributed
+def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
+    worker = tmp_path / "worker.py"
+    worker.write_text(TWO_RANK_WORKER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(worker),
+               str(REPO_ROOT / "tests"), str(tmp_path)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+    records = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert [record["world_size"] for record in records] == [2, 2]
+    # Both ranks' RNG states are in the one checkpoint left (save_total_limit=1), under its final name only.
+    run = tmp_path / "run"
+    assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-6"]
+    assert {"rng_state_0.pth", "rng_state_1.pth", "trainer_state.json", "model.safetensors"} <= {
+        p.name for p in (run / "checkpoint-6").iterdir()
+    }
+    assert list((run / STAGING_DIR_NAME).iterdir()) == []
+    # The NaN appeared on rank 1 only; both ranks stopped at the same step instead of one hanging in an all-reduce.
+    for record in records:
+        assert record["error"] is not None and "at global step 4" in record["error"]
+    assert latest_checkpoint(tmp_path / "poisoned") == str(tmp_path / "poisoned" / "checkpoint-2")
