@@ -4,11 +4,20 @@ Importing the package registers `AlbertConfig` (model_type "albert_hf") and ever
 Auto classes, without touching transformers' own "albert" type.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForMultipleChoice, AutoTokenizer
-from transformers import AutoModelForPreTraining, AutoModelForQuestionAnswering
-from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
+    AutoModelForPreTraining,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+)
 
 from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
+from .data.collator import DataCollatorForSOP
 from .modeling import (
     ALBERT_AUTO_CLASSES,
     AlbertForMaskedLM,
@@ -21,7 +30,6 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
-from .data.collator import DataCollatorForSOP
 from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
 from .training.lamb import Lamb, lamb_parameter_groups
 from .training.schedules import get_albert_polynomial_decay_schedule

@@ -149,7 +149,7 @@ class AlbertConfig(PretrainedConfig):
         return config_dict, kwargs
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "AlbertConfig":
+    def preset(cls, name: str, **overrides: Any) -> AlbertConfig:
         """The configuration of a released ALBERT, e.g. `AlbertConfig.preset("base-v2")` or `("xxlarge")` (v2)."""
         key = name.removeprefix("albert-").removeprefix("albert/albert-")
         if key in _SIZES:

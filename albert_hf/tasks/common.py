@@ -99,12 +99,12 @@ def parse_args(dataclass_types: tuple, argv: list[str] | None = None):
     Then joins the launcher's process group (see `albert_hf.distributed.init_distributed`): it refuses a launch where
     every process would silently train alone on all the data, and starts DeepSpeed on gloo under --use_cpu.
     """
+    import json
+    import sys
+
     from transformers import TrainingArguments
 
     from ..distributed import init_distributed
-
-    import json
-    import sys
 
     parser = HfArgumentParser(dataclass_types)
     argv = list(sys.argv[1:] if argv is None else argv)
