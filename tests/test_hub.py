@@ -132,6 +132,9 @@ def files_in(folder: Path) -> set[str]:
 REMOTE_LOADER = """
 import json, sys, torch
 sys.path = [p for p in sys.path if p not in ("", {repo_root!r})]
+# An editable install (pip install -e .) imports through a meta-path finder, not sys.path: mark the package as
+# absent, as on a machine without albert_hf (any `import albert_hf...` then raises ModuleNotFoundError).
+sys.modules["albert_hf"] = None
 try:
     import albert_hf
     raise SystemExit("albert_hf must not be importable here")

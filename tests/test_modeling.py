@@ -500,6 +500,9 @@ def test_remote_code_loads_without_albert_hf(tmp_path):
         f"""
         import sys, torch
         sys.path = [p for p in sys.path if p not in ("", {str(os.getcwd())!r})]
+        # An editable install imports through a meta-path finder, not sys.path: mark the package as absent, as on a
+        # machine without albert_hf (any `import albert_hf...` then raises ModuleNotFoundError).
+        sys.modules["albert_hf"] = None
         try:
             import albert_hf
             raise SystemExit("albert_hf must not be importable here")
