@@ -15,7 +15,7 @@ import pytest
 import sentencepiece as spm
 import torch
 from datasets import Dataset
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from tokenization_reference import preprocess_text  # tests/ has no __init__.py: pytest puts it on sys.path
 
@@ -62,6 +62,19 @@ def sentencepiece(spiece_model) -> spm.SentencePieceProcessor:
 def normalized(text: str, sentencepiece: spm.SentencePieceProcessor) -> str:
     """The text as ALBERT sees it: the original preprocessing, then SentencePiece's own normalization rule."""
     return sentencepiece.normalize(preprocess_text(text)).replace("\u2581", " ").strip()
+
+
+ASCII_TEXT = st.text(alphabet=st.characters(max_codepoint=127), max_size=40)
+ASCII_TRICKY = st.text(alphabet=st.sampled_from(list("019 ,aZ\x00\x01\x1c\x7f\t\n<>[]unkpadMASKCLS")), max_size=30)
+
+
+@given(text=st.one_of(ASCII_TEXT, ASCII_TRICKY, TEXTS))
+@example(text="In 1990, 3\x00,5 <unk>")
+def test_screening_never_skips_a_text_the_python_step_would_change(tokenizer, text):
+    """ASCII texts skip the Python step on a regex over the raw text; that regex must be conservative."""
+    backend = tokenizer._tokenizer
+    if backend._marks.changes(backend._rust_normalizer.normalize_str(text)):  # without the step itself
+        assert backend.needs_python_step(text), repr(text)
 
 
 @given(text=TEXTS)

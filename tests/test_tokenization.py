@@ -260,6 +260,57 @@ def test_overflowing_windows_with_stride_keep_offsets(tokenizer):
                 assert context[span[0] : span[1]].lower() == token.lstrip("▁")
 
 
+# ----------------------------------------------------------------------------------------------------------------------
+# The Python step runs only where it can act: the same encodings as running it on every text
+# ----------------------------------------------------------------------------------------------------------------------
+
+MIXED_TEXTS = [
+    "In 1990, the team won 3,000 games.",  # digit-comma: the Python step
+    "a plain sentence without any of that",
+    "Café au lait, 1²,5 and ﬁne print",  # non-ASCII: normalized, then screened
+    "the <unk> and [MASK] strings",  # control-piece strings
+    "short",
+    "commas, but no digit before them, here",
+]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(padding=True),
+        dict(padding=True, pad_to_multiple_of=8, padding_side="left"),
+        dict(padding="max_length", max_length=40, truncation=True),
+        dict(truncation=True, max_length=12, stride=4, return_overflowing_tokens=True, padding=True),
+        dict(return_offsets_mapping=True, return_special_tokens_mask=True, padding=True),
+    ],
+    ids=["longest", "multiple-of-8-left", "max-length", "overflow-stride", "offsets"],
+)
+@pytest.mark.parametrize("form", ["texts", "pairs", "words"])
+def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeypatch, options, form):
+    if form == "texts":
+        arguments = (MIXED_TEXTS,)
+    elif form == "pairs":
+        arguments = (MIXED_TEXTS, MIXED_TEXTS[::-1])
+    else:
+        arguments = ([text.split() for text in MIXED_TEXTS],)
+        options = dict(options, is_split_into_words=True)
+    if form == "pairs" and options.get("return_overflowing_tokens"):
+        # Pairs: windows over the second text, long enough for the longest first text.
+        options = dict(options, truncation="only_second", max_length=24) if form == "pairs" else options
+    backend = tokenizer._tokenizer
+    assert 0 < sum(map(backend.needs_python_step, MIXED_TEXTS)) < len(MIXED_TEXTS)  # a mixed batch
+    screened = tokenizer(*arguments, **options)
+    screened_one_by_one = [backend.encode(text).ids for text in MIXED_TEXTS]  # `encode` screens too
+    monkeypatch.setattr(type(backend), "needs_python_step", lambda self, item: True)
+    everywhere = tokenizer(*arguments, **options)
+    assert screened_one_by_one == [backend.encode(text).ids for text in MIXED_TEXTS]
+    assert screened.keys() == everywhere.keys()
+    for key in screened:
+        assert screened[key] == everywhere[key], key
+    for index in range(len(screened["input_ids"])):
+        assert screened.word_ids(index) == everywhere.word_ids(index)
+
+
 def test_decode_gives_the_normalized_text(tokenizer):
     text = "  Crème  brûlée costs 1,500 euros, ``ok''. "
     ids = tokenizer(text)["input_ids"]
