@@ -1,11 +1,14 @@
 """Distributed training: 2-process runs on CPU (gloo) under DDP, DeepSpeed ZeRO-2/3 and FSDP2, checked against one
 process; the launch guards; the memory estimate; the shipped accelerate/DeepSpeed configs.
 
-The launched scripts live in tests/distributed/. Every parity run uses SGD without clipping, a constant learning
-rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over the global batch) changes the final
-weights by about the step itself, far above the 1e-5 tolerance. Each multi-process test starts one `torchrun` with
-two processes (about 30-60 s each, mostly imports; the first DeepSpeed start compiles a small C++ op, cached in
-$TORCH_EXTENSIONS_DIR).
+The launched scripts live in tests/distributed/: Trainer on fixed batches (trainer_parity.py), the gradients of the
+shared layer (shared_layer_grads.py), and the real jobs `albert_hf.tasks.pretraining` (`albert-hf pretrain`) and
+`albert_hf.tasks.glue` run unchanged through run_task.py, each under DDP, ZeRO-2 and ZeRO-3 (persistence threshold 0,
+weights loaded by from_pretrained inside zero.Init, consolidated safetensors saved). Every parity run uses SGD
+without clipping, a constant learning rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over
+the global batch) changes the final weights by about the step itself, far above the 1e-5 tolerance. Each
+multi-process test starts one `torchrun` with two processes (about 30-60 s each, mostly imports; the first DeepSpeed
+start compiles a small C++ op, cached in $TORCH_EXTENSIONS_DIR).
 """
 
 from __future__ import annotations
@@ -70,6 +73,42 @@ def assert_ranks_split_the_global_batches(records: list[dict], reference_steps: 
         rank0, rank1 = (Counter(map(tuple, record["rows_per_step"][step])) for record in records)
         assert not rank0 & rank1, f"step {step}: both ranks trained on the same rows"
         assert rank0 + rank1 == Counter(map(tuple, reference_rows)), f"step {step}: not the reference's global batch"
+
+
+def load_saved_weights(model_class, folder: Path) -> dict[str, torch.Tensor]:
+    """The weights from_pretrained loads from what a run saved; the checkpoint must be complete (under ZeRO-3: the
+    consolidated safetensors file gathered on save, not the empty partitioned placeholders)."""
+    model, loading = model_class.from_pretrained(folder, output_loading_info=True)
+    assert not loading["missing_keys"] and not loading["unexpected_keys"] and not loading["mismatched_keys"], loading
+    return model.state_dict()
+
+
+def deepspeed_arguments(engine: str, workdir: Path) -> list[str]:
+    """`--deepspeed <json>` for a job under zero2/zero3 (nothing for ddp): the shipped config, for ZeRO-3 with
+    persistence threshold 0 (see trainer_parity.deepspeed_config)."""
+    sys.path.insert(0, str(WORKERS))
+    from trainer_parity import deepspeed_config
+
+    config = deepspeed_config(engine)
+    if config is None:
+        return []
+    path = workdir / f"ds_{engine}.json"
+    path.write_text(json.dumps(config))
+    return ["--deepspeed", str(path)]
+
+
+def run_job_in_this_process(module_name: str, argv: list[str]) -> dict:
+    """The single-process reference of a real job, recorded as run_task.py records each rank."""
+    sys.path.insert(0, str(WORKERS))
+    from run_task import run_job
+
+    return run_job(module_name, argv)
+
+
+def run_job_on_two_processes(module_name: str, argv: list[str], record: Path) -> list[dict]:
+    """The same job under torchrun with 2 processes; the records of rank 0 and rank 1."""
+    torchrun(WORKERS / "run_task.py", module_name, str(record), "--", *argv)
+    return [json.loads(Path(f"{record}.rank{rank}.json").read_text()) for rank in (0, 1)]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -141,9 +180,8 @@ def test_trainer_two_processes_match_one(engine, workdir, pretraining_checkpoint
         # from_pretrained ran inside zero.Init: every tensor was partitioned (persistence threshold 0).
         assert all(record["partitioned_after_from_pretrained"] for record in records)
     # ZeRO-3 saved the gathered weights as one safetensors file, which from_pretrained loads completely.
-    model, loading = AlbertForPreTraining.from_pretrained(output_dir, output_loading_info=True)
-    assert not loading["missing_keys"] and not loading["unexpected_keys"] and not loading["mismatched_keys"]
-    assert max_difference(model.state_dict(), trainer_reference["weights"]) < TOLERANCE
+    weights = load_saved_weights(AlbertForPreTraining, output_dir)
+    assert max_difference(weights, trainer_reference["weights"]) < TOLERANCE
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -174,7 +212,78 @@ def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_check
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# The real fine-tuning script (GLUE MRPC) under DDP and ZeRO-3
+# The real pretraining job (`albert-hf pretrain`) under DDP and ZeRO-2/3
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pretraining_corpus(workdir, shared_data) -> Path:
+    """The first 2 WikiText-2 validation articles (one paragraph per line): well over GLOBAL_BATCH x STEPS
+    instances of 64 tokens."""
+    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+    path = workdir / "wikitext_head.txt"
+    path.write_text("\n\n".join(text.split("\n\n")[:2]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def pretraining_job_checkpoint(workdir) -> Path:
+    """A tiny AlbertForPreTraining sized to the real 30k tokenizer; the job loads it with from_pretrained."""
+    torch.manual_seed(0)
+    path = workdir / "pretraining_job_checkpoint"
+    AlbertForPreTraining(tiny_config(vocab_size=30000)).save_pretrained(path)
+    return path
+
+
+def pretraining_arguments(corpus: Path, spiece_model: Path, checkpoint: Path, output_dir: Path,
+                          batch: int) -> list[str]:
+    # --global_batch_size makes the job derive gradient accumulation from the world size: 1 in both set-ups (8 = 8 x 1
+    # = 4 x 2); a world size seen wrongly gives 2 micro-batches per step, which the row check catches. SGD without
+    # clipping and the constant schedule of Trainer (not LAMB, not ALBERT's decay) so that a wrong scale shows.
+    return ["--train_files", str(corpus), "--lines_are_paragraphs", "--max_seq_length", "64",
+            "--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(spiece_model),
+            "--global_batch_size", str(GLOBAL_BATCH), "--per_device_train_batch_size", str(batch),
+            "--max_steps", str(STEPS), "--optimizer", "adamw", "--optim", "sgd", "--lr_schedule", "trainer",
+            "--lr_scheduler_type", "constant", "--learning_rate", "0.5", "--max_grad_norm", "0", "--weight_decay", "0",
+            "--use_cpu", "--seed", "0", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
+            "--cache_dir", str(corpus.parent / "datasets_cache"), "--output_dir", str(output_dir)]
+
+
+@pytest.fixture(scope="module")
+def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining_job_checkpoint) -> dict:
+    """One process, batch GLOBAL_BATCH, same job and masks (run_task keys them by row content)."""
+    output_dir = workdir / "pretraining_single"
+    record = run_job_in_this_process("albert_hf.tasks.pretraining", pretraining_arguments(
+        pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH))
+    weights = load_saved_weights(AlbertForPreTraining, output_dir)
+    initial = AlbertForPreTraining.from_pretrained(pretraining_job_checkpoint).state_dict()
+    assert max_difference(weights, initial) > 1000 * TOLERANCE
+    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
+def test_pretraining_script_two_processes_match_one(engine, workdir, pretraining_corpus, spiece_model,
+                                                    pretraining_job_checkpoint, pretraining_reference,
+                                                    record_property):
+    output_dir = workdir / f"pretraining_{engine}"
+    arguments = pretraining_arguments(pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir,
+                                      GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
+    records = run_job_on_two_processes("albert_hf.tasks.pretraining", arguments,
+                                       workdir / f"pretraining_{engine}_record")
+
+    # Both ranks built the same instances and the sampler's global order: together they trained on the reference's
+    # rows, each on its half.
+    assert_ranks_split_the_global_batches(records, pretraining_reference["rows_per_step"])
+    # Under ZeRO-3 from_pretrained ran inside zero.Init: every tensor came out partitioned (persistence threshold 0).
+    assert all(record["partitioned_after_from_pretrained"] == (engine == "zero3") for record in records)
+    difference = max_difference(load_saved_weights(AlbertForPreTraining, output_dir), pretraining_reference["weights"])
+    record_property("max_abs_difference", difference)
+    assert difference < TOLERANCE
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The real fine-tuning job (GLUE MRPC) under DDP and ZeRO-2/3
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -198,44 +307,30 @@ def glue_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, outp
 
 @pytest.fixture(scope="module")
 def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
-    from albert_hf.tasks import glue
-
-    sys.path.insert(0, str(WORKERS))
-    from run_task import record_training_steps
-
-    record = {"rows_per_step": []}
-    original_step = glue.Trainer.training_step
-    record_training_steps(record)
-    try:
-        output_dir = workdir / "glue_single"
-        glue.main(glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH))
-    finally:
-        glue.Trainer.training_step = original_step
-    weights = AlbertForSequenceClassification.from_pretrained(output_dir).state_dict()
+    output_dir = workdir / "glue_single"
+    record = run_job_in_this_process("albert_hf.tasks.glue", glue_arguments(
+        shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH))
+    weights = load_saved_weights(AlbertForSequenceClassification, output_dir)
     initial = AlbertForSequenceClassification.from_pretrained(glue_checkpoint).state_dict()
     assert max_difference(weights, initial) > 100 * TOLERANCE
     return {"weights": weights, "rows_per_step": record["rows_per_step"]}
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero3"])
+@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
 def test_glue_script_two_processes_match_one(engine, workdir, shared_data, spiece_model, glue_checkpoint,
-                                             glue_reference):
+                                             glue_reference, record_property):
     output_dir = workdir / f"glue_{engine}"
-    arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH // 2)
-    if engine == "zero3":
-        config = json.loads((CONFIGS / "ds_zero3.json").read_text())
-        config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
-        config_path = workdir / "glue_zero3.json"
-        config_path.write_text(json.dumps(config))
-        arguments += ["--deepspeed", str(config_path)]
-    record = workdir / f"glue_{engine}_record"
-    torchrun(WORKERS / "run_task.py", "albert_hf.tasks.glue", str(record), "--", *arguments)
+    arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir,
+                               GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
+    records = run_job_on_two_processes("albert_hf.tasks.glue", arguments, workdir / f"glue_{engine}_record")
 
-    records = [json.loads(Path(f"{record}.rank{rank}.json").read_text()) for rank in (0, 1)]
     assert_ranks_split_the_global_batches(records, glue_reference["rows_per_step"])
-    model = AlbertForSequenceClassification.from_pretrained(output_dir)
-    assert max_difference(model.state_dict(), glue_reference["weights"]) < TOLERANCE
+    assert all(record["partitioned_after_from_pretrained"] == (engine == "zero3") for record in records)
+    difference = max_difference(load_saved_weights(AlbertForSequenceClassification, output_dir),
+                                glue_reference["weights"])
+    record_property("max_abs_difference", difference)
+    assert difference < TOLERANCE
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..data.pretraining import (
     load_text_documents,
     tokenize_documents,
 )
+from ..distributed import init_distributed
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.trainer import AlbertPretrainingTrainer, PretrainingArguments
@@ -141,7 +142,8 @@ ARGUMENT_CLASSES = (ModelArguments, PretrainingDataArguments, RecipeArguments, P
 
 
 def parse_pretraining_args(argv: list[str] | None = None) -> tuple:
-    """(model, data, recipe, training) arguments: the recipe's values as defaults, the command line on top."""
+    """(model, data, recipe, training) arguments: the recipe's values as defaults, the command line on top; then joins
+    the launcher's process group (`albert_hf.distributed.init_distributed`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     recipe_parser = argparse.ArgumentParser(add_help=False)
     recipe_parser.add_argument("--recipe", choices=sorted(RECIPES))
@@ -150,6 +152,11 @@ def parse_pretraining_args(argv: list[str] | None = None) -> tuple:
     if recipe_name:
         parser.set_defaults(**RECIPES[recipe_name])
     model_args, data_args, recipe_args, training_args = parser.parse_args_into_dataclasses(args=argv)
+    # As `common.parse_args` does for the other jobs (this one has its own parser for the recipes): join the
+    # launcher's group before anything counts devices or builds the model. Without it, under DeepSpeed with --use_cpu
+    # zero.Init (from_pretrained / _from_config under ZeRO-3) takes a world size of 1 and fails, and a launch whose
+    # processes would each train alone is not refused.
+    init_distributed(training_args)
     if recipe_args.global_batch_size:
         training_args.gradient_accumulation_steps = accumulation_steps(
             recipe_args.global_batch_size, training_args.per_device_train_batch_size, training_args.world_size

@@ -1,28 +1,37 @@
 """Launched by tests/test_distributed.py: run a real albert_hf job (`main(argv)`) and record what each rank trained on.
 
-    torchrun --standalone --nproc_per_node 2 tests/distributed/run_task.py albert_hf.tasks.glue <record.json> \\
+    torchrun --standalone --nproc_per_node 2 tests/distributed/run_task.py albert_hf.tasks.glue <record> \\
         -- --task_name mrpc ... --use_cpu
 
-The job runs unchanged; this wrapper only wraps `Trainer.training_step` to note the unpadded input rows of every
-step and the world size Trainer ran with, and writes them to `<record>.rank<i>.json`. For pretraining it also keys
-the on-the-fly masks of `DataCollatorForSOP` by the row's content, so that a 2-process run and the single-process
-reference (which see the same rows in different batches) mask identically.
+The job runs unchanged; this wrapper only patches, for the duration of the job:
+  * `Trainer.training_step`, to note the unpadded input rows of every step and the world size Trainer ran with;
+  * `AlbertPreTrainedModel.from_pretrained`, to note whether the loaded model came out partitioned (every tensor
+    split over the ranks, as `zero.Init` under ZeRO-3 with persistence threshold 0 does);
+  * for pretraining, `DataCollatorForSOP.mask_tokens`, to key the on-the-fly masks by the row's content, so that a
+    2-process run and the single-process reference (which see the same rows in different batches) mask identically.
+Each rank writes its record to `<record>.rank<i>.json`. The tests call `run_job` directly for the single-process
+reference runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import sys
 import zlib
+from unittest import mock
 
 import numpy as np
 import torch
 from transformers import Trainer
 
+from albert_hf.data.collator import DataCollatorForSOP
+from albert_hf.modeling import AlbertPreTrainedModel
 
-def record_training_steps(record: dict) -> None:
+
+def recording_training_step(record: dict):
     original_step = Trainer.training_step
 
     def training_step(self, model, inputs, num_items_in_batch=None):
@@ -33,32 +42,55 @@ def record_training_steps(record: dict) -> None:
         record["process_index"] = self.args.process_index
         return original_step(self, model, inputs, num_items_in_batch)
 
-    Trainer.training_step = training_step
+    return training_step
 
 
-def mask_by_row_content() -> None:
-    from albert_hf.data.collator import DataCollatorForSOP
+def recording_from_pretrained(record: dict):
+    original = AlbertPreTrainedModel.__dict__["from_pretrained"].__func__
 
+    def from_pretrained(cls, *args, **kwargs):
+        loaded = original(cls, *args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True
+        record["partitioned_after_from_pretrained"] = all(
+            getattr(parameter, "ds_numel", 0) > parameter.numel() for parameter in model.parameters()
+        )
+        return loaded
+
+    return classmethod(from_pretrained)
+
+
+def masks_keyed_by_row_content():
     original_mask_tokens = DataCollatorForSOP.mask_tokens
 
     def mask_tokens(self, input_ids: np.ndarray, rng: np.random.Generator):
         row_rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(input_ids, dtype=np.int64).tobytes()))
         return original_mask_tokens(self, input_ids, row_rng)
 
-    DataCollatorForSOP.mask_tokens = mask_tokens
+    return mask_tokens
+
+
+def run_job(module_name: str, argv: list[str]) -> dict:
+    """Run `<module_name>.main(argv)` with the recording patches (removed afterwards); returns this process's record."""
+    record = {"rows_per_step": [], "world_size": None, "process_index": None,
+              "partitioned_after_from_pretrained": None}
+    with contextlib.ExitStack() as patches:
+        patches.enter_context(mock.patch.object(Trainer, "training_step", recording_training_step(record)))
+        patches.enter_context(
+            mock.patch.object(AlbertPreTrainedModel, "from_pretrained", recording_from_pretrained(record))
+        )
+        if module_name.endswith("pretraining"):
+            patches.enter_context(mock.patch.object(DataCollatorForSOP, "mask_tokens", masks_keyed_by_row_content()))
+        exit_code = importlib.import_module(module_name).main(argv)
+    assert not exit_code, f"{module_name}.main returned {exit_code}"
+    record["torch_world_size"] = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+    return record
 
 
 def main() -> None:
     module_name, record_path, separator, *argv = sys.argv[1:]
     if separator != "--":
-        raise SystemExit("usage: run_task.py <module> <record.json> -- <job arguments>")
-    record = {"rows_per_step": [], "world_size": None, "process_index": None}
-    record_training_steps(record)
-    if module_name.endswith("pretraining"):
-        mask_by_row_content()
-    exit_code = importlib.import_module(module_name).main(argv)
-    assert not exit_code, f"{module_name}.main returned {exit_code}"
-    record["torch_world_size"] = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+        raise SystemExit("usage: run_task.py <module> <record> -- <job arguments>")
+    record = run_job(module_name, argv)
     assert record["world_size"] == record["torch_world_size"] == 2, record  # the silent independent-jobs trap
     with open(f"{record_path}.rank{record['process_index']}.json", "w") as handle:
         json.dump(record, handle)
