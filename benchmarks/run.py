@@ -25,6 +25,8 @@ import torch
 import transformers
 
 import albert_hf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmark scripts (bench_tokenizer)
 from albert_hf import AlbertConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -267,6 +269,65 @@ def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: floa
                 ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak, mfu_reference=flops / t_ref / 1e9 / peak)
 
 
+def case_tokenization(data_dir: Path, repeats: int) -> dict:
+    """Batch-encode all SST-2 training sentences (batches of 1000): albert_hf's tokenizer against transformers'.
+
+    The tokenizers are not output-equal by design (transformers' differs from the original ALBERT tokenization on
+    about a third of real texts, see benchmarks/tokenizer_agreement.py), so `max_diff` is the fraction of sentences
+    whose ids differ."""
+    import shutil
+    import tempfile
+
+    from bench_tokenizer import encode_all, sst2_sentences
+
+    model_file = data_dir / "spiece" / "albert-30k-clean.model"
+    sentences = sst2_sentences(data_dir)
+    with tempfile.TemporaryDirectory() as folder:  # transformers loads spiece.model from a folder
+        shutil.copy(model_file, Path(folder) / "spiece.model")
+        reference = transformers.AlbertTokenizer.from_pretrained(folder)
+    ours = albert_hf.AlbertTokenizer(vocab_file=str(model_file))
+    t_ref, t_ours = interleaved_medians(
+        lambda: encode_all(reference, sentences, 1000), lambda: encode_all(ours, sentences, 1000), repeats
+    )
+    sample = sentences[::20]
+    differ = sum(
+        a != b
+        for a, b in zip(reference(sample, return_token_type_ids=False)["input_ids"], ours(sample)["input_ids"])
+    )
+    return dict(case=f"tokenize SST-2 train, {len(sentences)} sentences ({len(sentences) / t_ours:,.0f}/s ours)",
+                reference_s=t_ref, ours_s=t_ours, max_diff=differ / len(sample), mfu_ours=None, mfu_reference=None)
+
+
+def case_compile(size: str, seq_len: int, batch_size: int, repeats: int, peak: float) -> dict:
+    """forward+backward of both models under `torch.compile` (default mode); compile time is reported, not timed."""
+    config = AlbertConfig.preset(size)
+    reference, ours = paired("AlbertModel", _kwargs(config))
+    input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
+    attention_mask = torch.ones_like(input_ids)
+    compile_seconds = {}
+
+    def compiled_step(model, name):
+        compiled = torch.compile(model)
+
+        def run():
+            compiled(input_ids, attention_mask=attention_mask).last_hidden_state.pow(2).mean().backward()
+            model.zero_grad(set_to_none=True)
+
+        start = time.perf_counter()
+        run()  # compiles forward and backward
+        compile_seconds[name] = time.perf_counter() - start
+        return run
+
+    run_reference, run_ours = compiled_step(reference, "reference"), compiled_step(ours, "ours")
+    with torch.no_grad():
+        diff = max_diff(reference(input_ids).last_hidden_state, ours(input_ids).last_hidden_state)
+    t_ref, t_ours = interleaved_medians(run_reference, run_ours, repeats)
+    flops = 3 * batch_size * seq_len * encoder_flops_per_token(config, seq_len)
+    return dict(case=f"{size} fwd+bwd {batch_size}x{seq_len} torch.compile (compile {compile_seconds['reference']:.0f}"
+                     f"/{compile_seconds['ours']:.0f} s)", reference_s=t_ref, ours_s=t_ours, max_diff=diff,
+                mfu_ours=flops / t_ours / 1e9 / peak, mfu_reference=flops / t_ref / 1e9 / peak)
+
+
 MEMORY_PROBE = """
 import resource, sys, torch, transformers, albert_hf
 impl, checkpointing, size, seq_len, batch = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -312,15 +373,16 @@ def print_table(rows: list[dict], peak: float) -> None:
     print(header)
     print("-" * len(header))
     for row in rows:
+        mfu = (f"{row['mfu_ours']:>8.0%} {row['mfu_reference']:>8.0%}" if row["mfu_ours"] is not None
+               else f"{'-':>8} {'-':>8}")
         print(f"{row['case']:<58} {row['reference_s']:>14.4f} {row['ours_s']:>12.4f} "
-              f"{row['reference_s'] / row['ours_s']:>8.2f}x {row['mfu_ours']:>8.0%} {row['mfu_reference']:>8.0%} "
-              f"{row['max_diff']:>9.1e}")
+              f"{row['reference_s'] / row['ours_s']:>8.2f}x {mfu} {row['max_diff']:>9.1e}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="model,pretrain,finetune,inference,onnx,memory",
-                        help="comma list of: model, pretrain, finetune, inference, onnx, memory, bf16")
+    parser.add_argument("--cases", default="model,pretrain,finetune,inference,tokenize,compile,onnx,memory,bf16",
+                        help="comma list of: model, pretrain, finetune, inference, tokenize, compile, onnx, memory, bf16")
     parser.add_argument("--sizes", default="base,large")
     parser.add_argument("--seq-lens", default="128,512")
     parser.add_argument("--repeats", type=int, default=3)
@@ -331,6 +393,10 @@ def main(argv: list[str] | None = None) -> None:
     sizes, seq_lens = args.sizes.split(","), [int(s) for s in args.seq_lens.split(",")]
 
     peak = gemm_peak_gflops()
+    if "bf16" in cases:
+        bf16_peak = gemm_peak_gflops(torch.bfloat16)
+        print(f"bf16 GEMM rate: {bf16_peak:.1f} GFLOP/s, {bf16_peak / peak:.2f}x the fp32 rate "
+              f"(below 1x: this CPU has no native bf16 matmul, e.g. no AVX512-BF16/AMX)")
     rows: list[dict] = []
     if "model" in cases:
         for size in sizes:
@@ -347,6 +413,10 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(case_finetuning(args.data_dir, "base", args.repeats, peak, bf16=False))
     if "inference" in cases and args.data_dir.is_dir():
         rows.append(case_inference(args.data_dir, "base", args.repeats, peak))
+    if "tokenize" in cases and args.data_dir.is_dir():
+        rows.append(case_tokenization(args.data_dir, args.repeats))
+    if "compile" in cases:
+        rows.append(case_compile("base", 128, 8, args.repeats, peak))
     if "onnx" in cases:
         import tempfile
 
