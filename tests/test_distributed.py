@@ -25,6 +25,7 @@ import torch
 import yaml
 
 from albert_hf.configuration import AlbertConfig
+from albert_hf.data.ner import CONLL2003_LABELS
 from albert_hf.distributed import (
     activation_bytes_per_sequence,
     check_world_size,
@@ -32,7 +33,7 @@ from albert_hf.distributed import (
     estimate_memory_per_gpu,
     init_distributed,
 )
-from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
+from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification, AlbertForTokenClassification
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKERS = REPO_ROOT / "tests" / "distributed"
@@ -109,6 +110,29 @@ def run_job_on_two_processes(module_name: str, argv: list[str], record: Path) ->
     """The same job under torchrun with 2 processes; the records of rank 0 and rank 1."""
     torchrun(WORKERS / "run_task.py", module_name, str(record), "--", *argv)
     return [json.loads(Path(f"{record}.rank{rank}.json").read_text()) for rank in (0, 1)]
+
+
+def job_reference(module_name: str, argv: list[str], model_class, checkpoint: Path, output_dir: Path,
+                  min_change: float) -> dict:
+    """Run a job in this process from `checkpoint`; its final weights and rows. The comparison with the
+    multi-process run only means something if training moved the weights far more than the tolerance."""
+    record = run_job_in_this_process(module_name, argv)
+    weights = load_saved_weights(model_class, output_dir)
+    assert max_difference(weights, model_class.from_pretrained(checkpoint).state_dict()) > min_change
+    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+
+
+def assert_two_processes_match(module_name: str, argv: list[str], model_class, output_dir: Path, engine: str,
+                               reference: dict, record_property) -> None:
+    """The job under torchrun with 2 processes trained each rank on its half of the reference's rows and ended
+    with the reference's weights (saved complete); under ZeRO-3 from_pretrained partitioned every tensor."""
+    records = run_job_on_two_processes(module_name, argv, output_dir.with_name(output_dir.name + "_record"))
+    assert_ranks_split_the_global_batches(records, reference["rows_per_step"])
+    # Under ZeRO-3 from_pretrained ran inside zero.Init: every tensor came out partitioned (persistence threshold 0).
+    assert all(record["partitioned_after_from_pretrained"] == (engine == "zero3") for record in records)
+    difference = max_difference(load_saved_weights(model_class, output_dir), reference["weights"])
+    record_property("max_abs_difference", difference)
+    assert difference < TOLERANCE
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -253,12 +277,10 @@ def pretraining_arguments(corpus: Path, spiece_model: Path, checkpoint: Path, ou
 def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining_job_checkpoint) -> dict:
     """One process, batch GLOBAL_BATCH, same job and masks (run_task keys them by row content)."""
     output_dir = workdir / "pretraining_single"
-    record = run_job_in_this_process("albert_hf.tasks.pretraining", pretraining_arguments(
-        pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH))
-    weights = load_saved_weights(AlbertForPreTraining, output_dir)
-    initial = AlbertForPreTraining.from_pretrained(pretraining_job_checkpoint).state_dict()
-    assert max_difference(weights, initial) > 1000 * TOLERANCE
-    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+    arguments = pretraining_arguments(pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir,
+                                      GLOBAL_BATCH)
+    return job_reference("albert_hf.tasks.pretraining", arguments, AlbertForPreTraining, pretraining_job_checkpoint,
+                         output_dir, min_change=1000 * TOLERANCE)
 
 
 @pytest.mark.distributed
@@ -266,20 +288,13 @@ def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining
 def test_pretraining_script_two_processes_match_one(engine, workdir, pretraining_corpus, spiece_model,
                                                     pretraining_job_checkpoint, pretraining_reference,
                                                     record_property):
+    # Both ranks build the same instances and the sampler's global order: together they train on the reference's
+    # rows, each on its half.
     output_dir = workdir / f"pretraining_{engine}"
     arguments = pretraining_arguments(pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir,
                                       GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
-    records = run_job_on_two_processes("albert_hf.tasks.pretraining", arguments,
-                                       workdir / f"pretraining_{engine}_record")
-
-    # Both ranks built the same instances and the sampler's global order: together they trained on the reference's
-    # rows, each on its half.
-    assert_ranks_split_the_global_batches(records, pretraining_reference["rows_per_step"])
-    # Under ZeRO-3 from_pretrained ran inside zero.Init: every tensor came out partitioned (persistence threshold 0).
-    assert all(record["partitioned_after_from_pretrained"] == (engine == "zero3") for record in records)
-    difference = max_difference(load_saved_weights(AlbertForPreTraining, output_dir), pretraining_reference["weights"])
-    record_property("max_abs_difference", difference)
-    assert difference < TOLERANCE
+    assert_two_processes_match("albert_hf.tasks.pretraining", arguments, AlbertForPreTraining, output_dir, engine,
+                               pretraining_reference, record_property)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -308,12 +323,9 @@ def glue_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, outp
 @pytest.fixture(scope="module")
 def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
     output_dir = workdir / "glue_single"
-    record = run_job_in_this_process("albert_hf.tasks.glue", glue_arguments(
-        shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH))
-    weights = load_saved_weights(AlbertForSequenceClassification, output_dir)
-    initial = AlbertForSequenceClassification.from_pretrained(glue_checkpoint).state_dict()
-    assert max_difference(weights, initial) > 100 * TOLERANCE
-    return {"weights": weights, "rows_per_step": record["rows_per_step"]}
+    arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH)
+    return job_reference("albert_hf.tasks.glue", arguments, AlbertForSequenceClassification, glue_checkpoint,
+                         output_dir, min_change=100 * TOLERANCE)
 
 
 @pytest.mark.distributed
@@ -323,14 +335,45 @@ def test_glue_script_two_processes_match_one(engine, workdir, shared_data, spiec
     output_dir = workdir / f"glue_{engine}"
     arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir,
                                GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
-    records = run_job_on_two_processes("albert_hf.tasks.glue", arguments, workdir / f"glue_{engine}_record")
+    assert_two_processes_match("albert_hf.tasks.glue", arguments, AlbertForSequenceClassification, output_dir,
+                               engine, glue_reference, record_property)
 
-    assert_ranks_split_the_global_batches(records, glue_reference["rows_per_step"])
-    assert all(record["partitioned_after_from_pretrained"] == (engine == "zero3") for record in records)
-    difference = max_difference(load_saved_weights(AlbertForSequenceClassification, output_dir),
-                                glue_reference["weights"])
-    record_property("max_abs_difference", difference)
-    assert difference < TOLERANCE
+
+# --------------------------------------------------------------------------------------------------------------------
+# The NER job (CoNLL-2003) under DDP: token-level loss normalized over the global batch
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ner_checkpoint(workdir) -> Path:
+    torch.manual_seed(0)
+    path = workdir / "ner_checkpoint"
+    labels = dict(enumerate(CONLL2003_LABELS))
+    config = tiny_config(vocab_size=30000, num_labels=len(labels), id2label=labels,
+                         label2id={label: index for index, label in labels.items()})
+    AlbertForTokenClassification(config).save_pretrained(path)
+    return path
+
+
+def ner_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
+    # Sentences have different numbers of labelled tokens, so a per-process mean would weigh them wrongly.
+    return ["--data_dir", str(shared_data / "conll2003"), "--model_name_or_path", str(checkpoint),
+            "--tokenizer_name_or_path", str(spiece_model), "--max_seq_length", "32",
+            "--max_train_samples", str(GLOBAL_BATCH * STEPS), "--do_train", "--max_steps", str(STEPS),
+            "--per_device_train_batch_size", str(batch), "--optim", "sgd", "--learning_rate", "0.5",
+            "--lr_scheduler_type", "constant", "--max_grad_norm", "0", "--weight_decay", "0", "--use_cpu", "--seed", "0",
+            "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true", "--output_dir", str(output_dir)]
+
+
+@pytest.mark.distributed
+def test_ner_script_two_processes_match_one(workdir, shared_data, spiece_model, ner_checkpoint, record_property):
+    reference_dir, output_dir = workdir / "ner_single", workdir / "ner_ddp"
+    reference = job_reference("albert_hf.tasks.ner", ner_arguments(
+        shared_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH), AlbertForTokenClassification,
+        ner_checkpoint, reference_dir, min_change=100 * TOLERANCE)
+    arguments = ner_arguments(shared_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
+    assert_two_processes_match("albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp",
+                               reference, record_property)
 
 
 # --------------------------------------------------------------------------------------------------------------------

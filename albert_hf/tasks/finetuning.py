@@ -118,7 +118,15 @@ def apply_paper_preset(
         raise ValueError(
             f"--preset {data_args.preset!r} is not a row of Table 14; choose one of {sorted(PAPER_HYPERPARAMETERS)}."
         )
-    row = PAPER_HYPERPARAMETERS[name]
+    return apply_table_row(PAPER_HYPERPARAMETERS[name], model_args, data_args, training_args)
+
+
+def apply_table_row(
+    row: PaperHyperparameters, model_args: ModelArguments, length_args, training_args: TrainingArguments
+) -> dict[str, float]:
+    """Apply one Table 14 row to the arguments left at their defaults, in place; return the config's dropout fields.
+
+    `length_args` is the dataclass holding `max_seq_length` (the task's data arguments)."""
     if _is_default(training_args, "learning_rate"):
         training_args.learning_rate = row.learning_rate
     if _is_default(training_args, "per_device_train_batch_size"):
@@ -127,8 +135,8 @@ def apply_paper_preset(
         training_args.max_steps = row.train_steps
     if _is_default(training_args, "warmup_steps"):
         training_args.warmup_steps = row.warmup_steps
-    if _is_default(data_args, "max_seq_length"):
-        data_args.max_seq_length = row.max_seq_length
+    if _is_default(length_args, "max_seq_length"):
+        length_args.max_seq_length = row.max_seq_length
 
     # Dropout lives in the model config; an explicit --config_overrides value wins over the preset.
     explicit = parse_config_overrides(model_args.config_overrides)
@@ -138,6 +146,12 @@ def apply_paper_preset(
         "classifier_dropout_prob": row.classifier_dropout,
     }
     return {key: value for key, value in dropout.items() if key not in explicit}
+
+
+def requested_splits(training_args: TrainingArguments) -> list[str]:
+    """The dataset splits the run needs: train for --do_train, validation for --do_eval, test for --do_predict."""
+    wanted = {"train": training_args.do_train, "validation": training_args.do_eval, "test": training_args.do_predict}
+    return [split for split, needed in wanted.items() if needed]
 
 
 def _per_device_batch_size(global_batch_size: int, training_args: TrainingArguments) -> int:

@@ -38,6 +38,7 @@ from .finetuning import (
     apply_paper_preset,
     log_truncation,
     output_path,
+    requested_splits,
     setup_logging,
     take_first,
     train_and_evaluate,
@@ -133,15 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     preset_config = apply_paper_preset(model_args, data_args, training_args)
     set_seed(training_args.seed)
 
-    splits = [
-        split
-        for split, wanted in (
-            ("train", training_args.do_train),
-            ("validation", training_args.do_eval),
-            ("test", training_args.do_predict),
-        )
-        if wanted
-    ]
+    splits = requested_splits(training_args)
     raw = load_ner_splits(data_args, ner_args, splits)
     limits = {
         "train": data_args.max_train_samples,

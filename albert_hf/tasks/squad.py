@@ -36,12 +36,11 @@ from ..data.squad import (
 from ..hub import CardInfo
 from ..metrics.squad import squad_v1_scores, squad_v2_scores
 from ..modeling import AlbertForQuestionAnswering
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, parse_config_overrides
+from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
     FineTuningTrainer,
     PaperHyperparameters,
-    _is_default,
-    _per_device_batch_size,
+    apply_table_row,
     setup_logging,
     take_first,
     train_and_evaluate,
@@ -130,27 +129,10 @@ def apply_squad_preset(
     name = squad_args.preset.lower().replace("-", "").replace("_", "").replace("v", "")
     if name not in SQUAD_HYPERPARAMETERS:
         raise ValueError(f"--preset {squad_args.preset!r}: choose one of {sorted(SQUAD_HYPERPARAMETERS)}.")
-    row = SQUAD_HYPERPARAMETERS[name]
-    if _is_default(training_args, "learning_rate"):
-        training_args.learning_rate = row.learning_rate
-    if _is_default(training_args, "per_device_train_batch_size"):
-        training_args.per_device_train_batch_size = _per_device_batch_size(row.batch_size, training_args)
-    if _is_default(training_args, "max_steps"):
-        training_args.max_steps = row.train_steps
-    if _is_default(training_args, "warmup_steps"):
-        training_args.warmup_steps = row.warmup_steps
-    if _is_default(squad_args, "max_seq_length"):
-        squad_args.max_seq_length = row.max_seq_length
+    dropout = apply_table_row(SQUAD_HYPERPARAMETERS[name], model_args, squad_args, training_args)
     if name == "squad2.0":
         squad_args.version_2_with_negative = True
-
-    explicit = parse_config_overrides(model_args.config_overrides)  # an explicit --config_overrides value wins
-    dropout = {
-        "hidden_dropout_prob": row.albert_dropout,
-        "attention_probs_dropout_prob": row.albert_dropout,
-        "classifier_dropout_prob": row.classifier_dropout,
-    }
-    return {key: value for key, value in dropout.items() if key not in explicit}
+    return dropout
 
 
 def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
