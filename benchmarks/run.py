@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma list of: model, pretrain, finetune, inference, tokenize, compile, onnx, memory, bf16")
     parser.add_argument("--sizes", default="base,large")
     parser.add_argument("--seq-lens", default="128,512")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per side; steps vary by ~10%% here")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results.json")
     args = parser.parse_args(argv)
