@@ -16,9 +16,10 @@ transformers users rely on for free and correctly: batching, padding, truncation
 stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
 accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
 backed class would have to rebuild offsets and all of that in Python, one text at a time.
-Measured (`benchmarks/bench_tokenizer.py`, all 67,349 SST-2 training sentences, same run, on a shared 2-core
-machine): transformers' AlbertTokenizer, whose pipeline is shorter and not exact, is about 1.6x less CPU time;
-most of the gap is the Python step below (called once per text) and the two extra pre-tokenizer splits.
+Measured (`benchmarks/run.py --cases tokenize`, all 67,349 SST-2 training sentences, same run, 2 cores):
+transformers' AlbertTokenizer, whose pipeline is shorter and not exact, is about 1.2-1.5x faster; the gap is the
+extra normalizer steps and the user-defined-symbol split that exactness needs. The Python step below is no longer
+part of it: `_Backend` runs it only on the texts it can change.
 
 The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_OriginalPieceMarks`):
 
@@ -28,7 +29,8 @@ The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_Origina
   spaces; then `_OriginalPieceMarks`, a small Python step;
 - pre-tokenizer: split on spaces, "▁" in front of every word (SentencePiece's dummy prefix and escaped spaces), every
   user-defined symbol of the model as a piece of its own (SentencePiece always emits them alone), and a split
-  wherever `_OriginalPieceMarks` left a marker;
+  wherever `_OriginalPieceMarks` left a marker (that split and the Python step run only where `_Backend` finds a
+  text they can change);
 - model: Unigram with the model's pieces and scores;
 - post-processor: `[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`, token type ids 0 / 1, returned by default
   (transformers 5's `AlbertTokenizer` stops returning them, its issue #48128).
@@ -386,7 +388,11 @@ class _Backend:
         own(self, "_exact_normalizer", normalizers.Sequence([rust.normalizer, normalizers.Normalizer.custom(marks)]))
         # The marks are only ever inserted by the Python step, so only its path splits (and drops) them.
         own(self, "_rust_pre_tokenizer", rust.pre_tokenizer)
-        own(self, "_exact_pre_tokenizer", pre_tokenizers.Sequence([rust.pre_tokenizer, _split_at_marks()]))
+        own(
+            self,
+            "_exact_pre_tokenizer",
+            pre_tokenizers.Sequence([rust.pre_tokenizer, pre_tokenizers.CharDelimiterSplit(_SPLIT_MARKER)]),
+        )
         own(self, "_ascii_screen", self._build_ascii_screen())
 
     # -- which texts need the Python step ----------------------------------------------------------------------------
@@ -443,11 +449,7 @@ class _Backend:
 
     def encode_batch(self, inputs, is_pretokenized: bool = False, add_special_tokens: bool = True):
         options = dict(is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
-        screen, needs_python_step = self._ascii_screen.search, self.needs_python_step
-        needed = [
-            screen(item) is not None if type(item) is str and item.isascii() else needs_python_step(item)
-            for item in inputs
-        ]
+        needed = [self.needs_python_step(item) for item in inputs]
         if not any(needed):
             return self.rust.encode_batch(inputs, **options)
         if all(needed):
@@ -492,10 +494,6 @@ class _Backend:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.rust!r})"
-
-
-def _split_at_marks() -> pre_tokenizers.PreTokenizer:
-    return pre_tokenizers.CharDelimiterSplit(_SPLIT_MARKER)
 
 
 def _pad_to_longest(encodings: list, padding: dict) -> None:

@@ -30,6 +30,13 @@ def sst2_sentences(data_dir: Path) -> list[str]:
         return [row["sentence"] for row in rows]
 
 
+def load_both(model_file: Path) -> tuple[AlbertTokenizer, TransformersAlbertTokenizer]:
+    """albert_hf's and transformers' tokenizers on the same `spiece.model`."""
+    with tempfile.TemporaryDirectory() as folder:  # transformers loads spiece.model from a folder
+        shutil.copy(model_file, Path(folder) / "spiece.model")
+        return AlbertTokenizer(vocab_file=str(model_file)), TransformersAlbertTokenizer.from_pretrained(folder)
+
+
 def encode_all(tokenizer, sentences: list[str], batch_size: int) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, tokens) to encode `sentences` in batches, as a data pipeline would."""
     wall, cpu, tokens = time.perf_counter(), time.process_time(), 0
@@ -46,14 +53,9 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=1000)
     args = parser.parse_args()
 
-    model_file = args.data_dir / "spiece" / "albert-30k-clean.model"
     sentences = sst2_sentences(args.data_dir)
-    with tempfile.TemporaryDirectory() as folder:  # transformers loads spiece.model from a folder
-        shutil.copy(model_file, Path(folder) / "spiece.model")
-        tokenizers = {
-            "albert_hf.AlbertTokenizer": AlbertTokenizer(vocab_file=str(model_file)),
-            "transformers.AlbertTokenizer": TransformersAlbertTokenizer.from_pretrained(folder),
-        }
+    ours, theirs = load_both(args.data_dir / "spiece" / "albert-30k-clean.model")
+    tokenizers = {"albert_hf.AlbertTokenizer": ours, "transformers.AlbertTokenizer": theirs}
     best = {name: (float("inf"), float("inf"), 0) for name in tokenizers}
     for _ in range(args.repeats):
         for name, tokenizer in tokenizers.items():

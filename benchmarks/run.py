@@ -275,17 +275,10 @@ def case_tokenization(data_dir: Path, repeats: int) -> dict:
     The tokenizers are not output-equal by design (transformers' differs from the original ALBERT tokenization on
     about a third of real texts, see benchmarks/tokenizer_agreement.py), so `max_diff` is the fraction of sentences
     whose ids differ."""
-    import shutil
-    import tempfile
+    from bench_tokenizer import encode_all, load_both, sst2_sentences
 
-    from bench_tokenizer import encode_all, sst2_sentences
-
-    model_file = data_dir / "spiece" / "albert-30k-clean.model"
     sentences = sst2_sentences(data_dir)
-    with tempfile.TemporaryDirectory() as folder:  # transformers loads spiece.model from a folder
-        shutil.copy(model_file, Path(folder) / "spiece.model")
-        reference = transformers.AlbertTokenizer.from_pretrained(folder)
-    ours = albert_hf.AlbertTokenizer(vocab_file=str(model_file))
+    ours, reference = load_both(data_dir / "spiece" / "albert-30k-clean.model")
     t_ref, t_ours = interleaved_medians(
         lambda: encode_all(reference, sentences, 1000), lambda: encode_all(ours, sentences, 1000), repeats
     )

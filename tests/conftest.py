@@ -28,3 +28,17 @@ def shared_data() -> Path:
 def spiece_model(shared_data) -> Path:
     """The real ALBERT 30k SentencePiece model."""
     return shared_data / "spiece" / "albert-30k-clean.model"
+
+
+@pytest.fixture(scope="session")
+def wikitext_articles(shared_data, tmp_path_factory):
+    """`write(n)`: a file with the first n WikiText-2 validation articles (one paragraph per line, a blank line
+    between articles), the small real corpus the pretraining tests train on."""
+    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+
+    def write(articles: int) -> Path:
+        path = tmp_path_factory.mktemp("corpus") / f"wikitext_head_{articles}.txt"
+        path.write_text("\n\n".join(text.split("\n\n")[:articles]) + "\n", encoding="utf-8")
+        return path
+
+    return write

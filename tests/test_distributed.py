@@ -37,6 +37,10 @@ from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassifica
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKERS = REPO_ROOT / "tests" / "distributed"
+sys.path.insert(0, str(WORKERS))  # the launched worker scripts double as libraries for the single-process runs
+from run_task import run_job  # noqa: E402
+from trainer_parity import deepspeed_config, run_training  # noqa: E402
+
 CONFIGS = REPO_ROOT / "examples" / "accelerate_configs"
 TOLERANCE = 1e-5
 GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
@@ -87,23 +91,12 @@ def load_saved_weights(model_class, folder: Path) -> dict[str, torch.Tensor]:
 def deepspeed_arguments(engine: str, workdir: Path) -> list[str]:
     """`--deepspeed <json>` for a job under zero2/zero3 (nothing for ddp): the shipped config, for ZeRO-3 with
     persistence threshold 0 (see trainer_parity.deepspeed_config)."""
-    sys.path.insert(0, str(WORKERS))
-    from trainer_parity import deepspeed_config
-
     config = deepspeed_config(engine)
     if config is None:
         return []
     path = workdir / f"ds_{engine}.json"
     path.write_text(json.dumps(config))
     return ["--deepspeed", str(path)]
-
-
-def run_job_in_this_process(module_name: str, argv: list[str]) -> dict:
-    """The single-process reference of a real job, recorded as run_task.py records each rank."""
-    sys.path.insert(0, str(WORKERS))
-    from run_task import run_job
-
-    return run_job(module_name, argv)
 
 
 def run_job_on_two_processes(module_name: str, argv: list[str], record: Path) -> list[dict]:
@@ -116,7 +109,7 @@ def job_reference(module_name: str, argv: list[str], model_class, checkpoint: Pa
                   min_change: float) -> dict:
     """Run a job in this process from `checkpoint`; its final weights and rows. The comparison with the
     multi-process run only means something if training moved the weights far more than the tolerance."""
-    record = run_job_in_this_process(module_name, argv)
+    record = run_job(module_name, argv)  # recorded as run_task.py records each rank
     weights = load_saved_weights(model_class, output_dir)
     assert max_difference(weights, model_class.from_pretrained(checkpoint).state_dict()) > min_change
     return {"weights": weights, "rows_per_step": record["rows_per_step"]}
@@ -174,9 +167,6 @@ def mlm_batches(workdir) -> Path:
 @pytest.fixture(scope="module")
 def trainer_reference(workdir, pretraining_checkpoint, mlm_batches) -> dict:
     """One process, batch GLOBAL_BATCH: the run every engine must reproduce."""
-    sys.path.insert(0, str(WORKERS))
-    from trainer_parity import run_training
-
     output_dir = workdir / "trainer_single"
     record = run_training("single", str(pretraining_checkpoint), str(mlm_batches), str(output_dir), GLOBAL_BATCH)
     weights = AlbertForPreTraining.from_pretrained(output_dir).state_dict()
@@ -241,13 +231,9 @@ def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_check
 
 
 @pytest.fixture(scope="module")
-def pretraining_corpus(workdir, shared_data) -> Path:
-    """The first 2 WikiText-2 validation articles (one paragraph per line): well over GLOBAL_BATCH x STEPS
-    instances of 64 tokens."""
-    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
-    path = workdir / "wikitext_head.txt"
-    path.write_text("\n\n".join(text.split("\n\n")[:2]) + "\n", encoding="utf-8")
-    return path
+def pretraining_corpus(wikitext_articles) -> Path:
+    """Well over GLOBAL_BATCH x STEPS instances of 64 tokens."""
+    return wikitext_articles(2)
 
 
 @pytest.fixture(scope="module")

@@ -25,12 +25,8 @@ TINY_MODEL = "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediat
 
 
 @pytest.fixture(scope="module")
-def corpus_file(shared_data, tmp_path_factory) -> Path:
-    """The first 6 WikiText-2 validation articles: one paragraph per line, a blank line between articles."""
-    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
-    path = tmp_path_factory.mktemp("corpus") / "wikitext_head.txt"
-    path.write_text("\n\n".join(text.split("\n\n")[:6]) + "\n", encoding="utf-8")
-    return path
+def corpus_file(wikitext_articles) -> Path:
+    return wikitext_articles(6)
 
 
 @pytest.fixture(scope="module")

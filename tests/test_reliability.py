@@ -155,12 +155,8 @@ def logged_losses(run: Path, after_step: int) -> list[tuple[int, float]]:
 
 
 @pytest.fixture(scope="module")
-def corpus_file(shared_data, tmp_path_factory) -> Path:
-    """The first 3 WikiText-2 validation articles: one paragraph per line, a blank line between articles."""
-    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
-    path = tmp_path_factory.mktemp("corpus") / "wikitext_head.txt"
-    path.write_text("\n\n".join(text.split("\n\n")[:3]) + "\n", encoding="utf-8")
-    return path
+def corpus_file(wikitext_articles) -> Path:
+    return wikitext_articles(3)
 
 
 def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_dir: Path) -> list[str]:
