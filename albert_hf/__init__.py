@@ -31,6 +31,7 @@ from .modeling import (
     AlbertPreTrainedModel,
 )
 from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
+from .training.checkpoints import check_pretrained_source
 from .training.lamb import Lamb, lamb_parameter_groups
 from .training.schedules import get_albert_polynomial_decay_schedule
 
@@ -55,6 +56,9 @@ def _register_auto_classes() -> None:
         # trust_remote_code=True where albert_hf is not installed.
         model_class.register_for_auto_class(auto_name)
     AlbertConfig.register_for_auto_class()
+    # from_pretrained then names a damaged weights file or a missing folder (modeling.py, which also travels as remote
+    # code, imports nothing of albert_hf to do it itself).
+    AlbertPreTrainedModel.check_pretrained_source = check_pretrained_source
     # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
     # "AlbertTokenizer" untouched for official checkpoints.
     AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)

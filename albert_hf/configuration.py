@@ -12,6 +12,8 @@ from typing import Any
 from transformers import PretrainedConfig
 
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
+# The two blocks of a layer that cross-layer sharing decides about, named after `sharing`'s values.
+SHARED_BLOCKS = ("attention", "ffn")
 # Model types whose config.json describes the same architecture and weights layout as ours.
 COMPATIBLE_MODEL_TYPES = ("albert_hf", "albert")
 
@@ -130,10 +132,37 @@ class AlbertConfig(PretrainedConfig):
         if self.layer_norm_eps <= 0:
             raise ValueError(f"AlbertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps!r}.")
 
+    # Cross-layer sharing: the one place that says which blocks the encoder holds once per group and which once per
+    # layer application. The model builds its modules from these answers; parameter, adapter and memory counts
+    # (peft_utils, distributed) and the stock-ALBERT export (hub) read them too.
+
     @property
     def layers_per_group(self) -> int:
         """How many consecutive layer applications use the same group."""
         return self.num_hidden_layers // self.num_hidden_groups
+
+    @property
+    def num_layer_applications(self) -> int:
+        """How many (attention + FFN) layers a forward pass applies: `num_hidden_layers * inner_group_num`."""
+        return self.num_hidden_layers * self.inner_group_num
+
+    def shares(self, block: str) -> bool:
+        """Whether `block` ("attention" or "ffn") lives in the layer groups, each copy applied at the
+        `layers_per_group` layer applications of its group, rather than once per layer application.
+
+        True for both blocks under sharing "all" and "none" (where every group has one application), for attention
+        only under "attention", for the FFN only under "ffn".
+        """
+        if block not in SHARED_BLOCKS:
+            raise ValueError(f"Unknown block {block!r}; choose one of {SHARED_BLOCKS}.")
+        return self.sharing in ("all", "none", block)
+
+    def num_copies(self, block: str) -> int:
+        """How many distinct `block` modules ("attention" or "ffn") the encoder holds: `num_hidden_groups *
+        inner_group_num` when the groups hold it, else one per layer application."""
+        if self.shares(block):
+            return self.num_hidden_groups * self.inner_group_num
+        return self.num_layer_applications
 
     @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs) -> tuple[dict, dict]:

@@ -70,7 +70,10 @@ def init_distributed(training_args) -> None:
     if world_size > 1:
         logger.info(
             "Distributed training: process %d of %d (%s, DeepSpeed: %s).",
-            training_args.process_index, world_size, training_args.device, uses_deepspeed(training_args),
+            training_args.process_index,
+            world_size,
+            training_args.device,
+            uses_deepspeed(training_args),
         )
 
 
@@ -93,8 +96,9 @@ class MemoryEstimate:
         return self.parameters + self.gradients + self.optimizer_states + self.activations
 
 
-def count_parameters(config) -> int:
-    """Number of distinct trainable parameters of `AlbertForPreTraining(config)` (tied decoder counted once).
+def pretraining_parameter_count(config) -> int:
+    """Number of distinct trainable parameters of `AlbertForPreTraining(config)` (tied decoder counted once), from the
+    closed form: no model is built.
 
     E embedding size, H hidden, I intermediate, V vocabulary, P positions, S segment types.
     """
@@ -103,15 +107,11 @@ def count_parameters(config) -> int:
     projection = E * H + H
     attention = 4 * (H * H + H) + 2 * H  # Q, K, V, output dense + LayerNorm
     ffn = (H * I + I) + (I * H + H) + 2 * H  # two linears + LayerNorm
-    applications = config.num_hidden_layers * config.inner_group_num
-    layers_per_group = config.inner_group_num
-    num_attention = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "attention", "none") \
-        else applications
-    num_ffn = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "ffn", "none") else applications
+    encoder = config.num_copies("attention") * attention + config.num_copies("ffn") * ffn
     pooler = H * H + H
     mlm_head = (H * E + E) + 2 * E + V  # dense, LayerNorm, output bias (the decoder weight is the embedding)
     sop_head = H * config.num_labels + config.num_labels
-    return embeddings + projection + num_attention * attention + num_ffn * ffn + pooler + mlm_head + sop_head
+    return embeddings + projection + encoder + pooler + mlm_head + sop_head
 
 
 def activation_bytes_per_sequence(
@@ -134,7 +134,7 @@ def activation_bytes_per_sequence(
     T, E, H, I, V = seq_len, config.embedding_size, config.hidden_size, config.intermediate_size, config.vocab_size
     rows = T if mlm_positions is None else mlm_positions
     per_application = T * (9 * H + 2 * I)
-    applications = config.num_hidden_layers * config.inner_group_num
+    applications = config.num_layer_applications
     if gradient_checkpointing:
         encoder = applications * T * H + per_application
     else:
@@ -171,7 +171,7 @@ def estimate_memory_per_gpu(
         raise ValueError(f"num_gpus and micro_batch_size must be positive, got {num_gpus} and {micro_batch_size}.")
     if offload_parameters and zero_stage != 3:
         raise ValueError("Offloading parameters needs ZeRO stage 3.")
-    num_parameters = count_parameters(config)
+    num_parameters = pretraining_parameter_count(config)
     weight_bytes, gradient_bytes, optimizer_bytes = (2, 2, 12) if mixed_precision else (4, 4, 8)
 
     def share(stage_partitions: bool) -> float:

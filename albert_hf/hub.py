@@ -487,7 +487,7 @@ _ALBERT_HF_ONLY_FIELDS = ("sharing", "auto_map", "model_type", "architectures", 
 
 def check_exportable(config: AlbertConfig) -> None:
     """Raise unless stock ALBERT can hold these weights: sharing "all" (any number of groups) or "none"."""
-    if config.sharing in ("all", "none"):
+    if config.shares("attention") and config.shares("ffn"):
         return
     # sharing="attention" keeps a feed-forward block per layer application, "ffn" an attention block.
     block, modules = {"attention": ("feed-forward", "unshared_ffn"), "ffn": ("attention", "unshared_attention")}[

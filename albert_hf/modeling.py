@@ -5,7 +5,8 @@ It imports only `.configuration` (relatively), so it travels to the Hub as remot
 
 What this adds over transformers' ALBERT, with identical weights and key names (for `sharing="all"`):
   * the paper's sharing ablation (`config.sharing`: "all", "attention", "ffn", "none"),
-  * gradient checkpointing, one checkpoint per application of the shared layer,
+  * gradient checkpointing, one checkpoint per application of the shared layer (transformers'
+    `GradientCheckpointingLayer`),
   * attention weights under every attention implementation (computed eagerly when asked for),
   * losses that honour Trainer's `num_items_in_batch` (exact gradient accumulation and multi-process averaging),
   * clear errors for bad inputs (ids out of the vocabulary, sequences too long, mismatched shapes).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +27,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.masking_utils import create_bidirectional_mask
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutput,
     BaseModelOutputWithPooling,
@@ -36,6 +39,7 @@ from transformers.modeling_outputs import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.utils import ModelOutput
+from transformers.utils.generic import can_return_tuple
 
 from .configuration import AlbertConfig
 
@@ -112,7 +116,9 @@ class AlbertLayerNorm(nn.LayerNorm):
     when the weights are fp32 so the residual stream keeps full precision; a no-op change in plain fp32."""
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        output = F.layer_norm(hidden_states.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps)
+        output = F.layer_norm(
+            hidden_states.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps
+        )
         return output.to(torch.promote_types(hidden_states.dtype, self.weight.dtype))
 
 
@@ -132,7 +138,9 @@ class AlbertEmbeddings(nn.Module):
         self.LayerNorm = AlbertLayerNorm(config.embedding_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         # Non-persistent: rebuilt on load, never stored in checkpoints.
-        self.register_buffer("position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)), persistent=False)
+        self.register_buffer(
+            "position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)), persistent=False
+        )
 
     def forward(
         self,
@@ -179,6 +187,12 @@ def eager_attention_forward(
     return output, weights
 
 
+def attention_implementation(config: AlbertConfig, output_attentions: bool) -> str:
+    """The attention kernel a forward pass runs: the configured one, or eager when the attention weights are asked for
+    (fused kernels never materialise them). The model builds its one mask for this kernel, and every layer runs it."""
+    return "eager" if output_attentions else (config._attn_implementation or "eager")
+
+
 def additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """(B, T) 1/0 padding mask -> (B, 1, 1, T) additive mask for eager attention."""
     if attention_mask is None:
@@ -213,9 +227,8 @@ class AlbertAttention(nn.Module):
     def forward(
         self,
         hidden_states: torch.Tensor,  # (B, T, H)
-        attention_mask: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,  # in the layout of `attention_implementation(...)`
         output_attentions: bool = False,
-        eager_mask: torch.Tensor | None = None,
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch_size, seq_len, _ = hidden_states.shape
@@ -224,13 +237,8 @@ class AlbertAttention(nn.Module):
         key = self.key(hidden_states).view(head_shape).transpose(1, 2)
         value = self.value(hidden_states).view(head_shape).transpose(1, 2)
 
-        implementation = self.config._attn_implementation or "eager"
-        if output_attentions or implementation == "eager":
-            # Fused kernels never materialise the weights; when they are asked for, compute them the plain way.
-            attention_interface: Callable = eager_attention_forward
-            attention_mask = eager_mask
-        else:
-            attention_interface = ALL_ATTENTION_FUNCTIONS[implementation]
+        implementation = attention_implementation(self.config, output_attentions)
+        attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         context, weights = attention_interface(
             self,
             query,
@@ -251,12 +259,17 @@ class AlbertAttention(nn.Module):
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class AlbertLayer(nn.Module):
+class AlbertLayer(GradientCheckpointingLayer):
     """Attention block then feed-forward block, each with residual and post-LayerNorm.
 
-    With partial sharing (`config.sharing` "attention" or "ffn") a layer holds only one of the two blocks; the encoder
-    pairs it with the other block. Attribute names are transformers' (`attention`, `ffn`, `ffn_output`,
-    `full_layer_layer_norm`), so checkpoint keys match.
+    One call is one layer application, and the unit of gradient checkpointing: as a transformers
+    `GradientCheckpointingLayer`, `model.activation_checkpointing_enable()` (Trainer's `--gradient_checkpointing`)
+    makes every call recompute itself in the backward pass, so a layer shared by L applications is checkpointed L
+    times, once per application; the unshared layers of partial sharing are never called themselves.
+
+    With partial sharing (`config.sharing` "attention" or "ffn") a layer holds only one of the two blocks, and the
+    encoder passes the `partner` layer that holds the other for this application. Attribute names are transformers'
+    (`attention`, `ffn`, `ffn_output`, `full_layer_layer_norm`), so checkpoint keys match.
     """
 
     def __init__(self, config: AlbertConfig, with_attention: bool = True, with_ffn: bool = True):
@@ -274,9 +287,20 @@ class AlbertLayer(nn.Module):
         ffn_output = self.ffn_output(self.activation(self.ffn(attention_output)))  # (B, T, H)
         return self.full_layer_layer_norm(attention_output + self.dropout(ffn_output))
 
-    def forward(self, hidden_states, attention_mask=None, output_attentions=False, eager_mask=None, **kwargs):
-        attention_output, weights = self.attention(hidden_states, attention_mask, output_attentions, eager_mask, **kwargs)
-        return self.feed_forward(attention_output), weights
+    def forward(
+        self,
+        hidden_states: torch.Tensor,  # (B, T, H)
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        partner: AlbertLayer | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attention_owner = self if hasattr(self, "attention") else partner
+        ffn_owner = self if hasattr(self, "ffn") else partner
+        attention_output, weights = attention_owner.attention(
+            hidden_states, attention_mask, output_attentions, **kwargs
+        )
+        return ffn_owner.feed_forward(attention_output), weights
 
 
 class AlbertLayerGroup(nn.Module):
@@ -292,7 +316,8 @@ class AlbertLayerGroup(nn.Module):
 class AlbertTransformer(nn.Module):
     """Projects embeddings E -> H, then applies layers L times; which weights each application uses is the sharing.
 
-    Application i (0..L-1) uses group `i // (L / num_hidden_groups)` and runs that group's `inner_group_num` layers.
+    Application i (0..L-1) uses group `i // (L / num_hidden_groups)` and runs that group's `inner_group_num` layers;
+    `AlbertConfig.shares(block)` says whether a block lives in the groups or once per layer application:
       sharing="all":       attention and FFN come from the group (ALBERT; transformers' layout).
       sharing="attention": attention from the group, FFN from `unshared_ffn[i * inner_group_num + j]`.
       sharing="ffn":       FFN from the group, attention from `unshared_attention[i * inner_group_num + j]`.
@@ -303,44 +328,28 @@ class AlbertTransformer(nn.Module):
         super().__init__()
         self.config = config
         self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
-        share_attention = config.sharing in ("all", "attention", "none")
-        share_ffn = config.sharing in ("all", "ffn", "none")
+        share_attention, share_ffn = config.shares("attention"), config.shares("ffn")
         self.albert_layer_groups = nn.ModuleList(
             [AlbertLayerGroup(config, share_attention, share_ffn) for _ in range(config.num_hidden_groups)]
         )
-        num_applications = config.num_hidden_layers * config.inner_group_num
+        applications = range(config.num_layer_applications)
         if not share_attention:
-            self.unshared_attention = nn.ModuleList(
-                [AlbertLayer(config, with_ffn=False) for _ in range(num_applications)]
-            )
+            self.unshared_attention = nn.ModuleList([AlbertLayer(config, with_ffn=False) for _ in applications])
         if not share_ffn:
-            self.unshared_ffn = nn.ModuleList([AlbertLayer(config, with_attention=False) for _ in range(num_applications)])
-        self.gradient_checkpointing = False  # set by PreTrainedModel.gradient_checkpointing_enable()
+            self.unshared_ffn = nn.ModuleList([AlbertLayer(config, with_attention=False) for _ in applications])
 
-    def layer_application(
-        self,
-        hidden_states: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        eager_mask: torch.Tensor | None,
-        layer_index: int,
-        inner_index: int,
-        output_attentions: bool,
-        **kwargs,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One application of one (attention + FFN) layer: the unit of gradient checkpointing."""
-        group = self.albert_layer_groups[layer_index // self.config.layers_per_group]
-        shared = group.albert_layers[inner_index]
-        flat_index = layer_index * self.config.inner_group_num + inner_index
-        attention = shared.attention if hasattr(shared, "attention") else self.unshared_attention[flat_index].attention
-        ffn_owner = shared if hasattr(shared, "ffn") else self.unshared_ffn[flat_index]
-        attention_output, weights = attention(hidden_states, attention_mask, output_attentions, eager_mask, **kwargs)
-        return ffn_owner.feed_forward(attention_output), weights
+    def partner(self, application: int) -> AlbertLayer | None:
+        """The layer holding this application's own block under partial sharing, else None."""
+        if hasattr(self, "unshared_attention"):
+            return self.unshared_attention[application]
+        if hasattr(self, "unshared_ffn"):
+            return self.unshared_ffn[application]
+        return None
 
     def forward(
         self,
         embeddings: torch.Tensor,  # (B, T, E)
         attention_mask: torch.Tensor | None = None,
-        eager_mask: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         **kwargs,
@@ -348,19 +357,16 @@ class AlbertTransformer(nn.Module):
         hidden_states = self.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
-        for layer_index in range(self.config.num_hidden_layers):
-            for inner_index in range(self.config.inner_group_num):
-                arguments = (hidden_states, attention_mask, eager_mask, layer_index, inner_index, output_attentions)
-                if self.gradient_checkpointing and self.training:
-                    hidden_states, weights = self._gradient_checkpointing_func(
-                        self.layer_application, *arguments, **kwargs
-                    )
-                else:
-                    hidden_states, weights = self.layer_application(*arguments, **kwargs)
-                if output_hidden_states:
-                    all_hidden_states.append(hidden_states)
-                if output_attentions:
-                    all_attentions.append(weights)
+        for application in range(self.config.num_layer_applications):
+            layer_index, inner_index = divmod(application, self.config.inner_group_num)
+            layer = self.albert_layer_groups[layer_index // self.config.layers_per_group].albert_layers[inner_index]
+            hidden_states, weights = layer(
+                hidden_states, attention_mask, output_attentions, partner=self.partner(application), **kwargs
+            )
+            if output_hidden_states:
+                all_hidden_states.append(hidden_states)
+            if output_attentions:
+                all_attentions.append(weights)
         return BaseModelOutput(
             last_hidden_state=hidden_states,
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
@@ -369,29 +375,8 @@ class AlbertTransformer(nn.Module):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Pretrained model base, checkpoint checks, losses
+# Pretrained model base and losses
 # --------------------------------------------------------------------------------------------------------------------
-
-
-def check_weights_files(folder: str) -> None:
-    """Open every weights file of a checkpoint folder before loading, so damage is reported with the file's name.
-
-    safetensors files are read header-first (a truncated file fails here); legacy `.bin` files are only ever loaded by
-    transformers with `weights_only=True`, which never executes code from the checkpoint.
-    """
-    from safetensors import safe_open
-
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if name.endswith(".safetensors"):
-            try:
-                # Opening parses the header and checks that it covers the whole file: truncation fails here.
-                with safe_open(path, framework="pt"):
-                    pass
-            except Exception as error:  # noqa: BLE001 - any failure here means the file is unusable
-                raise OSError(f"Corrupt or truncated weights file {path}: {error}") from error
-        elif name.endswith(".bin") and os.path.getsize(path) == 0:
-            raise OSError(f"Empty weights file {path}.")
 
 
 class AlbertPreTrainedModel(PreTrainedModel):
@@ -406,14 +391,16 @@ class AlbertPreTrainedModel(PreTrainedModel):
     # the word embeddings are tied to the MLM decoder, so they must live in the same group as the head (the root).
     _no_split_modules = ["AlbertTransformer"]
 
+    # Called with the path or Hub id before transformers loads it, to raise an error that names a damaged weights file
+    # or a missing folder (transformers' own errors name neither). `import albert_hf` installs
+    # `albert_hf.training.checkpoints.check_pretrained_source`; as remote code, without albert_hf, loading is plain
+    # transformers'.
+    check_pretrained_source: ClassVar[Callable[[str | os.PathLike], None] | None] = None
+
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-        """transformers' loading, with errors that name the file for a missing folder or a damaged weights file."""
-        path = os.fspath(pretrained_model_name_or_path)
-        if os.path.isdir(path):
-            check_weights_files(path)
-        elif os.path.isabs(path) or path.startswith((".", "~")) or path.count("/") > 1:
-            raise FileNotFoundError(f"No checkpoint folder at {path!r} (and it is not a Hub repository id).")
+        if cls.check_pretrained_source is not None and pretrained_model_name_or_path is not None:
+            cls.check_pretrained_source(pretrained_model_name_or_path)
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory, *args, **kwargs):
@@ -463,7 +450,7 @@ def _model_kwargs(kwargs: dict) -> dict:
 
 
 class AlbertModel(AlbertPreTrainedModel):
-    """Embeddings + encoder (+ tanh pooler on [CLS])."""
+    """Embeddings + encoder (+ tanh pooler on [CLS]): the backbone every head calls once."""
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
         super().__init__(config)
@@ -479,6 +466,7 @@ class AlbertModel(AlbertPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -488,37 +476,38 @@ class AlbertModel(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
-    ) -> BaseModelOutputWithPooling | tuple:
+    ) -> BaseModelOutputWithPooling:
+        """`return_dict=False` gives a tuple; other keyword arguments go to the attention kernel."""
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
-        output_hidden_states = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
 
         embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
-        # Mask in the layout the selected attention implementation wants (None when nothing is padded), and the
-        # additive form for the eager path (used when attention weights are requested).
-        eager = output_attentions or (self.config._attn_implementation or "eager") == "eager"
-        eager_mask = additive_mask(attention_mask, embeddings.dtype) if eager else None
-        mask = None
-        if (self.config._attn_implementation or "eager") != "eager":
-            mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+        # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
+        # transformers builds for the others (None when nothing is padded).
+        if attention_implementation(self.config, output_attentions) == "eager":
+            mask = additive_mask(attention_mask, embeddings.dtype)
+        else:
+            mask = create_bidirectional_mask(
+                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+            )
         encoder_outputs = self.encoder(
-            embeddings, mask, eager_mask, output_attentions, output_hidden_states, **_model_kwargs(kwargs)
+            embeddings, mask, output_attentions, output_hidden_states, **_model_kwargs(kwargs)
         )
         sequence_output = encoder_outputs.last_hidden_state  # (B, T, H)
         pooled_output = None
         if self.pooler is not None:
             pooled_output = self.pooler_activation(self.pooler(sequence_output[:, 0]))  # (B, H)
 
-        output = BaseModelOutputWithPooling(
+        return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
             pooler_output=pooled_output,
             hidden_states=encoder_outputs.hidden_states,
             attentions=encoder_outputs.attentions,
         )
-        return output if return_dict else output.to_tuple()
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -614,6 +603,7 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
         self.sop_classifier = AlbertSOPHead(config)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -623,14 +613,11 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         sentence_order_label: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         num_sequences_in_batch: torch.Tensor | int | None = None,
         masked_positions_only: bool = False,
         **kwargs,
-    ) -> AlbertForPreTrainingOutput | tuple:
+    ) -> AlbertForPreTrainingOutput:
         r"""
         labels: (B, T) MLM targets, -100 where not masked.
         masked_positions_only: with labels, compute MLM logits only where labels != -100; `prediction_logits` is then
@@ -638,18 +625,10 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
         sentence_order_label: (B,) 0 when segment A precedes B in the document, 1 when swapped.
         num_items_in_batch: global count of MLM targets (Trainer); the MLM loss is then sum / count.
         num_sequences_in_batch: global count of sequences; the SOP loss is then sum / count.
+        kwargs: `output_attentions`, `output_hidden_states`, `return_dict` and attention options, as for every head.
         """
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         outputs = self.albert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         prediction_scores, mlm_labels = self.mlm_scores(outputs.last_hidden_state, labels, masked_positions_only)
         sop_scores = self.sop_classifier(outputs.pooler_output)  # (B, 2)
@@ -662,7 +641,7 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
         if mlm_loss is not None or sop_loss is not None:
             total_loss = sum(term for term in (mlm_loss, sop_loss) if term is not None)
 
-        output = AlbertForPreTrainingOutput(
+        return AlbertForPreTrainingOutput(
             loss=total_loss,
             prediction_logits=prediction_scores,
             sop_logits=sop_scores,
@@ -671,7 +650,6 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
             mlm_loss=mlm_loss,
             sop_loss=sop_loss,
         )
-        return output if return_dict else output.to_tuple()
 
 
 class AlbertForMaskedLM(_AlbertWithMLMHead):
@@ -683,6 +661,7 @@ class AlbertForMaskedLM(_AlbertWithMLMHead):
         self.predictions = AlbertMLMHead(config)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -691,32 +670,19 @@ class AlbertForMaskedLM(_AlbertWithMLMHead):
         position_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         masked_positions_only: bool = False,
         **kwargs,
-    ) -> MaskedLMOutput | tuple:
+    ) -> MaskedLMOutput:
         """`masked_positions_only`: see [`AlbertForPreTraining.forward`]."""
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         outputs = self.albert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         prediction_scores, mlm_labels = self.mlm_scores(outputs.last_hidden_state, labels, masked_positions_only)
         loss = cross_entropy(prediction_scores, mlm_labels, num_items_in_batch) if labels is not None else None
-        output = MaskedLMOutput(
+        return MaskedLMOutput(
             loss=loss, logits=prediction_scores, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if return_dict else output.to_tuple()
 
 
 class AlbertForSequenceClassification(AlbertPreTrainedModel):
@@ -730,6 +696,7 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -738,30 +705,17 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         position_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         **kwargs,
-    ) -> SequenceClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+    ) -> SequenceClassifierOutput:
         outputs = self.albert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         logits = self.classifier(self.dropout(outputs.pooler_output))  # (B, num_labels)
         loss = self.sequence_classification_loss(logits, labels, num_items_in_batch) if labels is not None else None
-        output = SequenceClassifierOutput(
+        return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if return_dict else output.to_tuple()
 
     def sequence_classification_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
         """MSE, cross-entropy or BCE as transformers chooses them; sums over `num_items_in_batch` when given."""
@@ -796,6 +750,7 @@ class AlbertForTokenClassification(AlbertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -804,30 +759,17 @@ class AlbertForTokenClassification(AlbertPreTrainedModel):
         position_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         **kwargs,
-    ) -> TokenClassifierOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+    ) -> TokenClassifierOutput:
         outputs = self.albert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))  # (B, T, num_labels)
         loss = cross_entropy(logits, labels, num_items_in_batch) if labels is not None else None
-        output = TokenClassifierOutput(
+        return TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if return_dict else output.to_tuple()
 
 
 class AlbertForQuestionAnswering(AlbertPreTrainedModel):
@@ -840,6 +782,7 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
         self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -849,22 +792,10 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         start_positions: torch.LongTensor | None = None,
         end_positions: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         **kwargs,
-    ) -> QuestionAnsweringModelOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+    ) -> QuestionAnsweringModelOutput:
         outputs = self.albert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         logits = self.qa_outputs(outputs.last_hidden_state)  # (B, T, 2)
         start_logits, end_logits = (part.squeeze(-1).contiguous() for part in logits.split(1, dim=-1))
@@ -879,14 +810,13 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
             end_loss = F.cross_entropy(end_logits.float(), end_positions, ignore_index=ignored_index)
             total_loss = (start_loss + end_loss) / 2
 
-        output = QuestionAnsweringModelOutput(
+        return QuestionAnsweringModelOutput(
             loss=total_loss,
             start_logits=start_logits,
             end_logits=end_logits,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
         )
-        return output if return_dict else output.to_tuple()
 
 
 class AlbertForMultipleChoice(AlbertPreTrainedModel):
@@ -899,6 +829,7 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, 1)
         self.post_init()
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -907,13 +838,9 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
         position_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         **kwargs,
-    ) -> MultipleChoiceModelOutput | tuple:
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+    ) -> MultipleChoiceModelOutput:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:
             raise ValueError("AlbertForMultipleChoice takes inputs of shape (batch_size, num_choices, seq_len).")
@@ -923,23 +850,18 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
             # (B, C, T[, E]) -> (B * C, T[, E])
             return None if tensor is None else tensor.reshape(-1, *tensor.shape[-trailing:])
 
+        input_ids, attention_mask, token_type_ids, position_ids = map(
+            flatten, (input_ids, attention_mask, token_type_ids, position_ids)
+        )
+        inputs_embeds = flatten(inputs_embeds, trailing=2)
         outputs = self.albert(
-            flatten(input_ids),
-            attention_mask=flatten(attention_mask),
-            token_type_ids=flatten(token_type_ids),
-            position_ids=flatten(position_ids),
-            inputs_embeds=flatten(inputs_embeds, trailing=2),
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-            **kwargs,
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
         logits = self.classifier(self.dropout(outputs.pooler_output)).view(-1, num_choices)  # (B, C)
         loss = cross_entropy(logits, labels, num_items_in_batch) if labels is not None else None
-        output = MultipleChoiceModelOutput(
+        return MultipleChoiceModelOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
-        return output if return_dict else output.to_tuple()
 
 
 ALBERT_AUTO_CLASSES = {

@@ -12,8 +12,9 @@ Pass them to peft as `target_modules`. Beware that a plain list matches by name 
 Sharing. PEFT wraps *modules*, and with cross-layer sharing one module is applied at several layers. So a LoRA on the
 shared `query` of ALBERT (sharing="all", one group) is ONE adapter, trained by and applied at all L layer
 applications: the adapter has the parameters of one layer, not L. In general an adapter exists once per distinct
-module: `num_hidden_groups * inner_group_num` copies of a shared block, `num_hidden_layers * inner_group_num` of an
-unshared one (sharing "attention" leaves the FFN unshared, "ffn" the attention, "none" has one group per layer).
+module, as many as `AlbertConfig.num_copies(block)` says: `num_hidden_groups * inner_group_num` copies of a shared
+block, `num_hidden_layers * inner_group_num` of an unshared one (sharing "attention" leaves the FFN unshared, "ffn"
+the attention, "none" has one group per layer).
 `lora_parameter_count` / `ia3_parameter_count` give the closed forms; merging (`merge_and_unload`) folds the adapter
 into the shared weights once, which changes every layer that uses them, exactly as the adapter did.
 """
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 import torch
 from peft import IA3Config, LoraConfig
 
-from .configuration import AlbertConfig
+from .configuration import SHARED_BLOCKS, AlbertConfig
 
 ATTENTION_MODULES = ("query", "key", "value", "dense")
 FFN_MODULES = ("ffn", "ffn_output")
@@ -91,14 +92,7 @@ def ia3_config(
 
 def module_copies(config: AlbertConfig) -> dict[str, int]:
     """How many distinct attention and feed-forward blocks the encoder holds (what adapters attach to)."""
-    in_groups = config.num_hidden_groups * config.inner_group_num
-    per_application = config.num_hidden_layers * config.inner_group_num
-    shared_attention = config.sharing in ("all", "attention", "none")
-    shared_ffn = config.sharing in ("all", "ffn", "none")
-    return {
-        "attention": in_groups if shared_attention else per_application,
-        "ffn": in_groups if shared_ffn else per_application,
-    }
+    return {block: config.num_copies(block) for block in SHARED_BLOCKS}
 
 
 def module_shapes(config: AlbertConfig) -> dict[str, tuple[int, int]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from albert_hf.configuration import AlbertConfig
-from albert_hf.distributed import GIB, count_parameters, estimate_memory_per_gpu
+from albert_hf.distributed import GIB, estimate_memory_per_gpu, pretraining_parameter_count
 
 MICRO_BATCH = {"base": 32, "large": 16, "xlarge": 8, "xxlarge": 4}
 ENGINES = (
@@ -36,8 +36,11 @@ def main() -> None:
         for name, stage, options in ENGINES:
             memory = estimate_memory_per_gpu(config, args.num_gpus, stage, micro_batch, args.seq_len, **options)
             cells = [memory.parameters, memory.gradients, memory.optimizer_states, memory.activations, memory.total]
-            print(f"| {size} | {count_parameters(config) / 1e6:.1f}M | {name} | {micro_batch} | "
-                  + " | ".join(f"{value / GIB:.2f}" for value in cells) + " |")
+            print(
+                f"| {size} | {pretraining_parameter_count(config) / 1e6:.1f}M | {name} | {micro_batch} | "
+                + " | ".join(f"{value / GIB:.2f}" for value in cells)
+                + " |"
+            )
 
 
 if __name__ == "__main__":

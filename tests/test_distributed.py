@@ -29,9 +29,9 @@ from albert_hf.data.ner import CONLL2003_LABELS
 from albert_hf.distributed import (
     activation_bytes_per_sequence,
     check_world_size,
-    count_parameters,
     estimate_memory_per_gpu,
     init_distributed,
+    pretraining_parameter_count,
 )
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification, AlbertForTokenClassification
 
@@ -403,17 +403,17 @@ def test_init_distributed_single_process(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
-def test_count_parameters_matches_the_model(sharing):
+def test_pretraining_parameter_count_matches_the_model(sharing):
     config = tiny_config(sharing=sharing, num_hidden_layers=2, inner_group_num=1)
     model = AlbertForPreTraining(config)
-    assert count_parameters(config) == sum(parameter.numel() for parameter in model.parameters())
+    assert pretraining_parameter_count(config) == sum(parameter.numel() for parameter in model.parameters())
 
 
-def test_count_parameters_of_released_sizes():
+def test_pretraining_parameter_count_of_released_sizes():
     # The paper's Table 1 gives 12M, 18M, 60M and 235M; the released xxlarge checkpoint holds 223M (with both heads).
     expected_millions = {"base": 12, "large": 18, "xlarge": 60, "xxlarge": 223}
     for size, millions in expected_millions.items():
-        assert count_parameters(AlbertConfig.preset(size)) / 1e6 == pytest.approx(millions, abs=1.0), size
+        assert pretraining_parameter_count(AlbertConfig.preset(size)) / 1e6 == pytest.approx(millions, abs=1.0), size
 
 
 @pytest.mark.parametrize("sharing,seq_len", [("all", 64), ("none", 32), ("attention", 48)])
@@ -441,7 +441,7 @@ def test_activation_estimate_matches_saved_tensors(sharing, seq_len):
 
 def test_zero_stages_partition_what_they_should():
     config = AlbertConfig.preset("large")
-    psi = count_parameters(config)
+    psi = pretraining_parameter_count(config)
     ddp = estimate_memory_per_gpu(config, num_gpus=8, zero_stage=0, micro_batch_size=1)
     assert (ddp.parameters, ddp.gradients, ddp.optimizer_states) == (2 * psi, 2 * psi, 12 * psi)
     stages = [estimate_memory_per_gpu(config, num_gpus=8, zero_stage=stage, micro_batch_size=1) for stage in (1, 2, 3)]

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import torch
 import transformers
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 import albert_hf
 from albert_hf import AlbertConfig
@@ -403,6 +404,29 @@ def test_invalid_config_names_the_field(overrides, field):
         tiny_config(**overrides)
 
 
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_config_answers_the_sharing_questions(sharing):
+    """What the config says about sharing is what the model builds: the block copies and the layer applications."""
+    from albert_hf.modeling import AlbertAttention, AlbertLayer
+
+    config = tiny_config(sharing=sharing, num_hidden_groups=1 if sharing == "none" else 2, inner_group_num=2)
+    assert config.num_layer_applications == 4 * 2
+    assert (config.shares("attention"), config.shares("ffn")) == {
+        "all": (True, True),
+        "attention": (True, False),
+        "ffn": (False, True),
+        "none": (True, True),
+    }[sharing]
+    model = albert_hf.AlbertModel(config)
+    attention_blocks = [module for module in model.modules() if isinstance(module, AlbertAttention)]
+    ffn_blocks = [module for module in model.modules() if isinstance(module, AlbertLayer) and hasattr(module, "ffn")]
+    assert len(attention_blocks) == config.num_copies("attention")
+    assert len(ffn_blocks) == config.num_copies("ffn")
+    assert config.num_copies("attention") == {"all": 4, "attention": 4, "ffn": 8, "none": 8}[sharing]
+    with pytest.raises(ValueError, match="pooler"):
+        config.shares("pooler")
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Checkpoints: official layout in, transformers layout out, remote code, damaged files
 # --------------------------------------------------------------------------------------------------------------------
@@ -446,15 +470,19 @@ def test_saved_checkpoint_loads_into_transformers(tmp_path):
     ours.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").exists()
     reference, info = transformers.AlbertForPreTraining.from_pretrained(
-        tmp_path, config=transformers.AlbertConfig(**TINY, num_hidden_groups=2, inner_group_num=2),
+        tmp_path,
+        config=transformers.AlbertConfig(**TINY, num_hidden_groups=2, inner_group_num=2),
         output_loading_info=True,
     )
     assert not info["missing_keys"] and not info["unexpected_keys"]
     input_ids, attention_mask, _ = padded_batch()
-    assert max_abs_diff(
-        reference.eval()(input_ids, attention_mask=attention_mask).prediction_logits,
-        ours(input_ids, attention_mask=attention_mask).prediction_logits,
-    ) <= 1e-5
+    assert (
+        max_abs_diff(
+            reference.eval()(input_ids, attention_mask=attention_mask).prediction_logits,
+            ours(input_ids, attention_mask=attention_mask).prediction_logits,
+        )
+        <= 1e-5
+    )
 
 
 def test_tied_embeddings_and_resize(tmp_path):
@@ -546,6 +574,14 @@ def test_missing_folder_is_named(tmp_path):
         albert_hf.AlbertModel.from_pretrained(tmp_path / "no-such-checkpoint")
 
 
+def test_from_pretrained_without_a_checkpoint_path():
+    """transformers' case of no path at all: the config and state dict are given, nothing is checked on disk."""
+    model = albert_hf.AlbertModel(tiny_config()).eval()
+    loaded = albert_hf.AlbertModel.from_pretrained(None, config=model.config, state_dict=model.state_dict()).eval()
+    input_ids, attention_mask, _ = padded_batch()
+    assert max_abs_diff(model(input_ids).last_hidden_state, loaded(input_ids).last_hidden_state) == 0
+
+
 def test_mismatched_shapes_are_refused(tmp_path):
     official_checkpoint(tmp_path)
     with pytest.raises(Exception, match="size|shape"):
@@ -563,7 +599,10 @@ def test_mismatched_shapes_are_refused(tmp_path):
         (dict(input_ids=torch.tensor([[2, 99, 3]])), r"input_ids must lie in \[0, 99\)"),
         (dict(input_ids=torch.tensor([[2, -1, 3]])), "input_ids must lie"),
         (dict(input_ids=torch.ones(1, 65, dtype=torch.long)), "exceeds max_position_embeddings"),
-        (dict(input_ids=torch.ones(2, 5, dtype=torch.long), attention_mask=torch.ones(2, 4)), "attention_mask has shape"),
+        (
+            dict(input_ids=torch.ones(2, 5, dtype=torch.long), attention_mask=torch.ones(2, 4)),
+            "attention_mask has shape",
+        ),
         (
             dict(input_ids=torch.ones(2, 5, dtype=torch.long), token_type_ids=torch.zeros(1, 5, dtype=torch.long)),
             "token_type_ids has shape",
@@ -586,7 +625,7 @@ def test_bad_inputs_raise_clear_errors(inputs, message):
 # --------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sharing", ["all", "attention", "none"])
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
 def test_gradient_checkpointing_gives_identical_gradients(sharing):
     torch.manual_seed(0)
     # dropout on: checkpointing must replay the same dropout masks when it recomputes a layer
@@ -594,8 +633,13 @@ def test_gradient_checkpointing_gives_identical_gradients(sharing):
     model = albert_hf.AlbertForPreTraining(config).train()
     input_ids, attention_mask, token_type_ids = padded_batch()
     labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, -100)
-    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, labels=labels,
-                  sentence_order_label=torch.tensor([0, 1, 0]))
+    inputs = dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        labels=labels,
+        sentence_order_label=torch.tensor([0, 1, 0]),
+    )
 
     def gradients():
         torch.manual_seed(1)
@@ -604,14 +648,21 @@ def test_gradient_checkpointing_gives_identical_gradients(sharing):
         return [p.grad.clone() for p in model.parameters()]
 
     plain = gradients()
-    model.gradient_checkpointing_enable()
-    assert model.albert.encoder.gradient_checkpointing
+    model.activation_checkpointing_enable()
+    # transformers' convention: the applied layers are GradientCheckpointingLayers, switched on by the model.
+    layers = [module for module in model.modules() if isinstance(module, GradientCheckpointingLayer)]
+    assert layers and all(layer.gradient_checkpointing for layer in layers)
     calls = []
-    original = model.albert.encoder._gradient_checkpointing_func
-    model.albert.encoder._gradient_checkpointing_func = lambda *a, **k: calls.append(1) or original(*a, **k)
+    for layer in layers:
+        original = layer._gradient_checkpointing_func
+        layer._gradient_checkpointing_func = lambda *a, _original=original, **k: calls.append(1) or _original(*a, **k)
     checkpointed = gradients()
     assert len(calls) == 4 * 2  # one checkpoint per application of a layer
-    assert max_abs_diff(plain, checkpointed) <= 1e-6
+    assert max_abs_diff(plain, checkpointed) == 0.0
+
+    model.activation_checkpointing_disable()
+    calls.clear()
+    assert max_abs_diff(plain, gradients()) == 0.0 and not calls
 
 
 def test_torch_compile_full_graph():

@@ -44,6 +44,8 @@ import torch
 from transformers import Trainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, rotate_checkpoints
 
+from .checkpoints import weights_file_problem
+
 logger = logging.getLogger(__name__)
 
 # Where checkpoints are written before they get their final name. Starts with "." so that neither Trainer's
@@ -163,44 +165,6 @@ def find_weights(folder: str) -> str | None:
         has_adapter = any(os.path.isfile(os.path.join(path, adapter)) for adapter in ADAPTER_FILE_NAMES)
         if name.startswith(FSDP_WEIGHTS_PREFIX) or has_adapter:
             return path
-    return None
-
-
-def weights_file_problem(path: str) -> str | None:
-    """Why a weights file cannot be loaded (naming it), or None. Reads headers only, never tensor data.
-
-    For a sharded checkpoint's `*.index.json`, every shard it lists is checked.
-    """
-    if os.path.getsize(path) == 0:
-        return f"{path} is empty"
-    if path.endswith(".index.json"):
-        return _sharded_weights_problem(path)
-    if path.endswith(".safetensors"):
-        from safetensors import safe_open
-
-        try:
-            # Parsing the header checks that the tensors it lists fit in the file: a truncated file fails here.
-            with safe_open(path, framework="pt"):
-                pass
-        except Exception as error:  # noqa: BLE001 - any failure means the file cannot be loaded
-            return f"{path} is corrupt or truncated ({error})"
-    return None
-
-
-def _sharded_weights_problem(index_path: str) -> str | None:
-    try:
-        with open(index_path, encoding="utf-8") as handle:
-            shards = sorted(set(json.load(handle)["weight_map"].values()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError) as error:
-        return f"{index_path} is not a readable weights index ({error!r})"
-    folder = os.path.dirname(index_path)
-    for shard in shards:
-        path = os.path.join(folder, shard)
-        if not os.path.isfile(path):
-            return f"{path}, listed in {os.path.basename(index_path)}, is missing"
-        problem = weights_file_problem(path)
-        if problem is not None:
-            return problem
     return None
 
 

@@ -1,0 +1,76 @@
+"""Weights-file checks: whether a checkpoint's weights can be loaded, with every failure naming the file.
+
+transformers reports a truncated safetensors file as "incomplete metadata, file not fully covered" without saying
+which file, and a missing local folder as an invalid Hub repository id. Two callers check first instead:
+`from_pretrained` of every albert_hf model (through `check_pretrained_source`, which `import albert_hf` installs on
+`AlbertPreTrainedModel`), and resumption from a Trainer checkpoint (`training/reliability.py`). Only headers are read,
+never tensor data, so a check costs milliseconds whatever the model's size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
+
+
+def weights_file_problem(path: str) -> str | None:
+    """Why a weights file cannot be loaded (naming it), or None. Reads headers only, never tensor data.
+
+    For a sharded checkpoint's `*.index.json`, every shard it lists is checked.
+    """
+    if os.path.getsize(path) == 0:
+        return f"{path} is empty"
+    if path.endswith(".index.json"):
+        return _sharded_weights_problem(path)
+    if path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        try:
+            # Parsing the header checks that the tensors it lists fit in the file: a truncated file fails here.
+            with safe_open(path, framework="pt"):
+                pass
+        except Exception as error:  # noqa: BLE001 - any failure means the file cannot be loaded
+            return f"{path} is corrupt or truncated ({error})"
+    return None
+
+
+def _sharded_weights_problem(index_path: str) -> str | None:
+    try:
+        with open(index_path, encoding="utf-8") as handle:
+            shards = sorted(set(json.load(handle)["weight_map"].values()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError) as error:
+        return f"{index_path} is not a readable weights index ({error!r})"
+    folder = os.path.dirname(index_path)
+    for shard in shards:
+        path = os.path.join(folder, shard)
+        if not os.path.isfile(path):
+            return f"{path}, listed in {os.path.basename(index_path)}, is missing"
+        problem = weights_file_problem(path)
+        if problem is not None:
+            return problem
+    return None
+
+
+def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike) -> None:
+    """Raise an error naming the file or folder when `from_pretrained(pretrained_model_name_or_path)` cannot load it.
+
+    A local folder: every weights file in it must be readable (`.bin` files are only ever loaded by transformers with
+    `weights_only=True`, so reading them cannot run code; an empty one is refused here). Anything else must be a Hub
+    repository id (`name` or `namespace/name`); a path that is neither, such as a folder that does not exist, raises
+    FileNotFoundError.
+    """
+    path = os.fspath(pretrained_model_name_or_path)
+    if os.path.isdir(path):
+        for name in sorted(os.listdir(path)):
+            if name.endswith((".safetensors", ".bin", ".index.json")):
+                problem = weights_file_problem(os.path.join(path, name))
+                if problem is not None:
+                    raise OSError(f"Cannot load {path}: {problem}.")
+        return
+    try:
+        validate_repo_id(path)
+    except HFValidationError:
+        raise FileNotFoundError(f"No checkpoint folder at {path!r} (and it is not a Hub repository id).") from None
