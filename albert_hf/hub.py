@@ -440,7 +440,7 @@ class AlbertModelCardMixin:
         )
 
 
-class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # reliability (issue 9): atomic checkpoints
+class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # atomic checkpoints, NaN guard
     """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
 
     def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):

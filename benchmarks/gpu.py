@@ -1,13 +1,14 @@
-"""GPU benchmark and checks (issues 7 and 8): albert_hf against transformers' ALBERT on one GPU, in one unattended run.
+"""GPU benchmark and checks: albert_hf against transformers' ALBERT on one GPU, in one unattended run.
 
-On the device machine (one H200, repository root, `pip install -e .[test]` done, torch with CUDA):
+On a machine with one CUDA GPU (the figures in docs were measured on an H200), from the repository root after
+`pip install -e .[test]`, with torch built for CUDA:
 
-    python benchmarks/gpu.py                   # about 4-5 minutes; table on stdout, JSON in $OUT/gpu_results.json
+    python benchmarks/gpu.py                   # 4-5 minutes (H200); table on stdout, JSON in $OUT/gpu_results.json
                                                # (benchmarks/gpu_results.json when OUT is unset)
     python benchmarks/gpu.py --sections throughput,compile     # a subset, e.g. to rerun what failed
     OMP_NUM_THREADS=1 python benchmarks/gpu.py --smoke         # tiny config, 2 steps per section, CPU without CUDA
 
-Through the device tool, one call (timeout_s 480 leaves time for a rerun of a subset within the 15 minutes):
+Keeping a log next to the JSON (a time limit of 8 minutes per run leaves room to rerun a subset that failed):
 
     set -o pipefail; PYTHONUNBUFFERED=1 python benchmarks/gpu.py 2>&1 | tee $OUT/gpu_log.txt
 

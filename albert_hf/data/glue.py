@@ -134,7 +134,7 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
     from the header's, or whose label is unknown, raises an error naming the file and line; with
     `skip_malformed_rows` such rows are skipped, counted and logged instead.
     """
-    # utf-8-sig: MRPC's header starts with a byte-order mark. reliability (issue 9): read_utf8 names the file and line
+    # utf-8-sig: MRPC's header starts with a byte-order mark; read_utf8 names the file and line of bad bytes
     # of a byte that is not UTF-8 (open() would raise a UnicodeDecodeError naming neither).
     with io.StringIO(read_utf8(path, encoding="utf-8-sig"), newline=None) as handle:
         lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(handle, start=1)]

@@ -101,7 +101,7 @@ def examples_from_record(record: dict, where: str) -> Iterator[dict]:
 
 def _records(path: str) -> Iterator[tuple[dict, str]]:
     """Each json object of a file with where it comes from: a list, a single object, or json lines."""
-    text = read_utf8(path)  # reliability (issue 9): bad bytes name file and line
+    text = read_utf8(path)  # bad bytes: the error names file and line
     stripped = text.lstrip()
     if stripped.startswith("["):
         for number, record in enumerate(json.loads(text)):

@@ -61,7 +61,7 @@ def read_conll(path: str, tag_column: int = -1) -> list[dict[str, list[str]]]:
         tokens.clear()
         tags.clear()
 
-    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # bad bytes: the error names file and line
         for line_number, line in enumerate(handle, start=1):
             columns = line.split()
             if not columns:
@@ -88,7 +88,7 @@ def read_ner_json(path: str, label_names: Sequence[str] = CONLL2003_LABELS) -> l
     """Sentences of a json-lines file in the Hub layout: `tokens` (or `words`) and `ner_tags` (or `ner`), the tags
     as strings or as integer ids into `label_names` (the Hub's conll2003 order by default)."""
     sentences = []
-    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # bad bytes: the error names file and line
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

@@ -259,7 +259,7 @@ def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = N
 
 def count_long_sentences(tokenized: Dataset, max_seq_length: int, num_proc: int | None = None) -> int:
     """How many sentences alone exceed an instance (max_seq_length - 3 tokens). `truncate_seq_pair` cuts them to
-    fit, so the report counts them instead of losing their tokens silently (reliability (issue 9))."""
+    fit, so the report counts them instead of losing their tokens silently."""
     limit = max_seq_length - 3
     counts = tokenized.map(
         lambda batch: {"long": [sum(len(s) > limit for s in document) for document in batch["sentence_ids"]]},

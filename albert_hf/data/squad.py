@@ -74,7 +74,7 @@ def _iter_raw_records(path: str):
         yield from _iter_json_lines(path)
         return
     try:
-        content = json.loads(read_utf8(path))  # reliability (issue 9): bad bytes name file and line
+        content = json.loads(read_utf8(path))  # bad bytes: the error names file and line
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
     data = content.get("data") if isinstance(content, dict) else content
@@ -88,7 +88,7 @@ def _iter_raw_records(path: str):
 
 
 def _iter_json_lines(path: str):
-    with io.StringIO(read_utf8(path), newline=None) as handle:  # reliability (issue 9): bad bytes name file and line
+    with io.StringIO(read_utf8(path), newline=None) as handle:  # bad bytes: the error names file and line
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

@@ -187,7 +187,7 @@ class CorpusStats:
     train_documents: int | None = None
     eval_documents: int | None = None
     skipped_single_sentence_documents: int | None = None
-    sentences_longer_than_max_seq_length: int | None = None  # truncated to fit (reliability (issue 9))
+    sentences_longer_than_max_seq_length: int | None = None  # truncated to fit, and counted
     train_instances: int | None = None
     eval_instances: int | None = None
 
@@ -232,7 +232,7 @@ def make_instances(
     """
     num_proc, per_batch = data_args.preprocessing_num_workers, data_args.documents_per_batch
     tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=per_batch)
-    if isinstance(tokenized, Dataset):  # reliability (issue 9): never truncate silently
+    if isinstance(tokenized, Dataset):  # never truncate silently: the report counts what was cut
         long_sentences = count_long_sentences(tokenized, data_args.max_seq_length, num_proc=num_proc)
         if long_sentences:
             logger.warning("%d sentences are longer than --max_seq_length %d: they are truncated.", long_sentences,
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length)
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
 
-    # reliability (issue 9): --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir.
+    # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts a job.
     checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()  # model + tokenizer, loadable with from_pretrained

@@ -54,7 +54,7 @@ class PretrainingArguments(TrainingArguments):
     adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
 
 
-class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # reliability (issue 9): atomic checkpoints, NaN guard
+class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpoints and a NaN guard: runs last days
     """`Trainer` for [`AlbertForPreTraining`]-style models (MLM + sentence-order heads).
 
     The model's forward must take `num_items_in_batch` and `num_sequences_in_batch` and return `loss`,
