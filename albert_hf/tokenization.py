@@ -17,10 +17,10 @@ transformers users rely on for free and correctly: batching, padding, truncation
 stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
 accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
 backed class would have to rebuild offsets and all of that in Python, one text at a time.
-Measured (`benchmarks/run.py --cases tokenize`, all 67,349 SST-2 training sentences, same run, 2 cores):
-transformers' AlbertTokenizer, whose pipeline is shorter and not exact, is about 1.2-1.5x faster; the gap is the
-extra normalizer steps and the user-defined-symbol split that exactness needs. The Python step below is no longer
-part of it: `_Backend` runs it only on the texts it can change.
+Speed (`benchmarks/bench_tokenizer.py`, side by side with transformers' AlbertTokenizer): exactness costs few steps
+beyond transformers' pipeline: one per-character whitespace rewrite instead of a regex over runs and a second strip,
+no user-defined-symbol split where the vocabulary already forces those pieces (ALBERT's does), no quote rewrites by
+default, and the Python steps only on the texts they can change (`_Backend`).
 
 The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_OriginalPieceMarks`,
 `_JoinAfterAddedTokens`):
