@@ -1,10 +1,11 @@
 """ALBERT's tokenizer: the original SentencePiece tokenization, exactly, as a transformers tokenizer.
 
 ALBERT checkpoints only work with the tokenization they were pretrained with. The original (google-research/albert,
-`tokenization.py`) does, for every text:
+`tokenization.py`, as `run_classifier.py` and `run_pretraining.py`'s data script call it) does, for every text:
 
-1. `preprocess_text`: collapse whitespace (`" ".join(text.split())`), turn `` and '' into ", NFKD and drop combining
-   characters (unless `keep_accents`), lowercase (unless `do_lower_case=False`);
+1. `preprocess_text`: collapse whitespace (`" ".join(text.split())`), NFKD and drop combining characters (unless
+   `keep_accents`), lowercase with Python's `str.lower` (unless `do_lower_case=False`). It leaves `` and '' alone
+   (XLNet's version and transformers v4's AlbertTokenizer turn them into "; `replace_quotes=True` does that here);
 2. SentencePiece `EncodeAsPieces` on the result (the model's own normalization rule, e.g. `nmt_nfkc`, its whitespace
    handling and dummy "▁" prefix, then Unigram Viterbi);
 3. re-split every piece that ends in a digit followed by a comma ("▁1990," -> "▁1990" ","), so that numbers are
@@ -16,21 +17,22 @@ transformers users rely on for free and correctly: batching, padding, truncation
 stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
 accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
 backed class would have to rebuild offsets and all of that in Python, one text at a time.
-Measured (`benchmarks/run.py --cases tokenize`, all 67,349 SST-2 training sentences, same run, 2 cores):
-transformers' AlbertTokenizer, whose pipeline is shorter and not exact, is about 1.2-1.5x faster; the gap is the
-extra normalizer steps and the user-defined-symbol split that exactness needs. The Python step below is no longer
-part of it: `_Backend` runs it only on the texts it can change.
+Speed (`benchmarks/bench_tokenizer.py`, side by side with transformers' AlbertTokenizer): exactness costs few steps
+beyond transformers' pipeline: one per-character whitespace rewrite instead of a regex over runs and a second strip,
+no user-defined-symbol split where the vocabulary already forces those pieces (ALBERT's does), no quote rewrites by
+default, and the Python steps only on the texts they can change (`_Backend`).
 
-The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_OriginalPieceMarks`):
+The pipeline, step by step (`build_normalizer`, `build_pre_tokenizer`, `_OriginalPieceMarks`,
+`_JoinAfterAddedTokens`):
 
-- normalizer: Python's whitespace set -> one space, strip; `` and '' -> "; NFKD and removal of every character whose
-  canonical combining class is not 0 (exactly `unicodedata.combining`, not the same set as `StripAccents`);
-  lowercase; the model's precompiled SentencePiece charsmap (e.g. nmt_nfkc); SentencePiece's removal of extra
-  spaces; then `_OriginalPieceMarks`, a small Python step;
+- normalizer: the whitespace characters that no later step turns into a space -> " "; NFKD and removal of every
+  character whose canonical combining class is not 0 (exactly `unicodedata.combining`, not the same set as
+  `StripAccents`); Python's word-final sigma, then lowercase; the model's precompiled SentencePiece charsmap (e.g.
+  nmt_nfkc); SentencePiece's removal of extra spaces and the original's strip; then `_OriginalPieceMarks`, a small
+  Python step;
 - pre-tokenizer: split on spaces, "▁" in front of every word (SentencePiece's dummy prefix and escaped spaces), every
-  user-defined symbol of the model as a piece of its own (SentencePiece always emits them alone), and a split
-  wherever `_OriginalPieceMarks` left a marker (that split and the Python step run only where `_Backend` finds a
-  text they can change);
+  user-defined symbol of the model as a piece of its own (SentencePiece always emits them alone; a split only where
+  the vocabulary does not already force it), and a split wherever `_OriginalPieceMarks` left a marker;
 - model: Unigram with the model's pieces and scores;
 - post-processor: `[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`, token type ids 0 / 1, returned by default
   (transformers 5's `AlbertTokenizer` stops returning them, its issue #48128).
@@ -42,12 +44,20 @@ concerned it computes the original's pieces and marks their boundaries, so the m
 split. A Python component cannot be serialized by `tokenizers`, so `save_pretrained` writes `spiece.model` (the
 format of the official ALBERT repos) and pickling rebuilds the pipeline.
 
-Ids equal the original's on all the text of the shared data (262,000 texts, `benchmarks/tokenizer_agreement.py`)
-except 10 long paragraphs where SentencePiece's float32 running sum cannot tell apart two segmentations whose scores
-differ by less than 1e-3 (ours takes the higher-scoring one, as SentencePiece does on the word alone).
+Ids equal google-research's code on all the text of the shared data (262,000 texts,
+`benchmarks/tokenizer_agreement.py`) except 5 distinct texts where two segmentations of one word score the same or
+within 1e-3 ("66" "6" against "6" "66"): SentencePiece adds scores in float32 along the whole text, and the rounding
+of that running sum, not the scores of the word, decides between them.
 
 Special-token strings written in the text ("[MASK]", "<unk>") are recognized as those tokens, as in every
-transformers tokenizer; `split_special_tokens=True` treats them as plain text, as the original always did.
+transformers tokenizer; `split_special_tokens=True` treats them as plain text, as the original always did. Text
+written right after an added token, with no space between, continues the word the token stands for and gets no "▁"
+of its own: "吾輩は[MASK]である。" gives "▁吾輩は" [MASK] "である" "。" (not a stray "▁" piece before "である"), as
+the original's pretraining data has it after masking a piece of "▁吾輩は" "猫" "である" "。"; in English
+"Paris is the [MASK]." gives [MASK] "." as the masked "▁france" "." would. Text after a space keeps its "▁"
+("the [MASK] is" -> "▁the" [MASK] "▁is", as before). A token with rstrip=True absorbs the space after it, so the
+text after it continues the word too. Languages written without spaces (Japanese, Chinese) thus get pieces the
+model saw in pretraining on both sides of [MASK].
 
 `train_tokenizer` trains a new vocabulary with the ALBERT recipe (SentencePiece Unigram, 30,000 pieces, `<pad>`=0
 `<unk>`=1 `[CLS]`=2 `[SEP]`=3 `[MASK]`=4, character coverage 0.99995, the same normalization) and writes a folder
@@ -211,9 +221,9 @@ def _regex_char_class(chars: Iterable[str]) -> str:
 
 
 @functools.cache
-def _python_whitespace_class(excluding: str = "") -> str:
-    """Characters `str.split()` splits on (more than Unicode White_Space: also \\x1c-\\x1f), but `excluding`."""
-    return _regex_char_class(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c) not in excluding)
+def _python_whitespace() -> tuple[str, ...]:
+    """Characters `str.split()` splits on (more than Unicode White_Space: also \\x1c-\\x1f)."""
+    return tuple(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
 
 
 @functools.cache
@@ -222,34 +232,64 @@ def _combining_class() -> str:
     return _regex_char_class(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c)))
 
 
+# Python's Final_Sigma context (CPython's unicodeobject.c): the nearest character before that is not case-ignorable
+# is cased (up to 20 case-ignorable ones between), and the nearest one after that is not case-ignorable is not cased.
+_FINAL_SIGMA = r"(?<=[\p{Cased}&&\P{Case_Ignorable}]\p{Case_Ignorable}{0,20})Σ(?!\p{Case_Ignorable}*+\p{Cased})"
+
+
 def build_normalizer(
-    precompiled_charsmap: bytes, do_lower_case: bool = True, remove_space: bool = True, keep_accents: bool = False
+    precompiled_charsmap: bytes,
+    do_lower_case: bool = True,
+    remove_space: bool = True,
+    keep_accents: bool = False,
+    replace_quotes: bool = False,
 ) -> list[normalizers.Normalizer]:
-    """The serializable normalizer steps: the original `preprocess_text`, then SentencePiece's own normalization."""
-    steps: list[normalizers.Normalizer] = []
-    if remove_space:  # " ".join(text.strip().split()); single plain spaces are left alone (fewer rewrites)
-        whitespace, other_whitespace = _python_whitespace_class(), _python_whitespace_class(" ")
-        steps += [normalizers.Replace(Regex(f"{whitespace}{{2,}}|{other_whitespace}"), " "), normalizers.Strip()]
-    steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    """The serializable normalizer steps: the original `preprocess_text`, then SentencePiece's own normalization.
+
+    `preprocess_text` collapses runs of Python's whitespace into one space and strips the ends; SentencePiece's
+    `remove_extra_whitespaces` does the same with spaces at the end of the pipeline. So whitespace is rewritten here
+    one character at a time, and the final collapse and strip do the rest: the same text, with one cheap step instead
+    of a regex over runs and a second strip. With accents stripped, only the characters that the steps in between do
+    not already turn into a space need that rewrite (for ALBERT's nmt_nfkc model: \\v, \\x1c-\\x1f and \\x85).
+    """
+    middle: list[normalizers.Normalizer] = []
+    if replace_quotes:
+        middle += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
     if not keep_accents:
-        steps += [normalizers.NFKD(), normalizers.Replace(Regex(_combining_class()), "")]
-    if do_lower_case:
-        steps.append(normalizers.Lowercase())
+        middle += [normalizers.NFKD(), normalizers.Replace(Regex(_combining_class()), "")]
+    if do_lower_case:  # Python's str.lower() writes a word-final capital sigma as "ς"; Rust lowercases per character
+        middle += [normalizers.Replace(Regex(_FINAL_SIGMA), "ς"), normalizers.Lowercase()]
     if precompiled_charsmap:
-        steps.append(normalizers.Precompiled(precompiled_charsmap))
-    # SentencePiece's remove_extra_whitespaces (the charsmap can map characters to spaces).
-    steps += [normalizers.Replace(Regex(" {2,}"), " "), normalizers.Strip()]
-    return steps
+        middle.append(normalizers.Precompiled(precompiled_charsmap))
+    # SentencePiece's remove_extra_whitespaces (the charsmap can map characters to spaces), and the original's strip.
+    end = [normalizers.Replace(Regex(" {2,}"), " "), normalizers.Strip()]
+    if not remove_space:
+        return middle + end
+    if keep_accents:  # combining marks reach the charsmap, which maps some "<space><mark>" pairs as one unit
+        unmapped = [char for char in _python_whitespace() if char != " "]
+    else:  # per character: NFKD, mark removal and lower-casing are, and no mark is left for the charsmap to join
+        rest = normalizers.Sequence(middle)
+        unmapped = [char for char in _python_whitespace() if rest.normalize_str(f"a{char}a") != "a a"]
+    return ([normalizers.Replace(Regex(_regex_char_class(unmapped)), " ")] if unmapped else []) + middle + end
 
 
-def build_pre_tokenizer(user_defined_symbols: Iterable[str]) -> pre_tokenizers.PreTokenizer:
-    """Words with a "▁" prefix and user-defined symbols isolated (`_Backend` adds the split at the marks)."""
+def build_pre_tokenizer(user_defined_symbols: Iterable[str], pieces: Iterable[str] = ()) -> pre_tokenizers.PreTokenizer:
+    """Words with a "▁" prefix and user-defined symbols isolated (`_Backend` adds the split at the marks).
+
+    SentencePiece always emits a user-defined symbol as a piece of its own. When every symbol is one character that no
+    other piece of the vocabulary contains, Viterbi can only cover that character with the symbol's own piece, so the
+    segmentation is the same without splitting there, and the split (a regex over every word) is left out.
+    """
     steps = [
         pre_tokenizers.WhitespaceSplit(),
         pre_tokenizers.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True),
     ]
-    if pattern := _alternation(user_defined_symbols):
-        steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    symbols = set(user_defined_symbols)
+    forced = all(len(symbol) == 1 for symbol in symbols) and not any(
+        symbol in piece for piece in pieces if piece not in symbols for symbol in symbols
+    )
+    if symbols and not forced:
+        steps.append(pre_tokenizers.Split(Regex(_alternation(symbols)), behavior="isolated"))
     return pre_tokenizers.Sequence(steps)
 
 
@@ -365,6 +405,34 @@ class _OriginalPieceMarks:
             yield start, text[start:]
 
 
+class _JoinAfterAddedTokens:
+    """Custom pre-tokenizer (the first step): no "▁" in front of text that directly follows an added token.
+
+    SentencePiece puts "▁" in front of a word, i.e. after a space or at the start of the text. Text that follows a
+    token such as [MASK] with no space between continues the word the token stands for: in pretraining, the original
+    masks pieces of already-tokenized text, so "吾輩は猫である。" ("▁吾輩は" "猫" "である" "。") becomes
+    "▁吾輩は" [MASK] "である" "。", never "▁" "である". Without this step every segment between added tokens would get a
+    dummy "▁" prefix, a stray "▁" piece wherever no piece starts with "▁" and the rest. Text after a space keeps its
+    "▁" ("the [MASK] is" gives "▁is"), so English fill-mask input is unchanged.
+
+    A segment that starts right after an added token (the split before it holds a token) and not with whitespace
+    gets `_SPLIT_MARKER` in front: the Metaspace step then adds no "▁" of its own, and the last step removes the
+    marker together with any "▁" before it.
+    """
+
+    def pre_tokenize(self, pretokenized) -> None:
+        seen: set[int] = set()
+
+        def split(index: int, normalized: NormalizedString) -> list[NormalizedString]:
+            follows_token = index > 0 and index - 1 not in seen
+            seen.add(index)
+            if follows_token and normalized.normalized and not normalized.normalized[0].isspace():
+                normalized.prepend(_SPLIT_MARKER)
+            return [normalized]
+
+        pretokenized.split(split)
+
+
 class _Backend:
     """The Rust tokenizer, with the Python step `_OriginalPieceMarks` run only on the texts it can change.
 
@@ -385,15 +453,23 @@ class _Backend:
         own(self, "rust", rust)
         own(self, "_marks", marks)
         own(self, "_rust_normalizer", rust.normalizer)
-        own(self, "_exact_normalizer", normalizers.Sequence([rust.normalizer, normalizers.Normalizer.custom(marks)]))
+        # The exact path keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
+        # text after "[MASK] " from text right after "[MASK]".
+        steps = [rust.normalizer[index] for index in range(len(rust.normalizer))]
+        if steps and isinstance(steps[-1], normalizers.Strip):
+            steps[-1] = normalizers.Strip(left=False, right=True)
+        own(self, "_exact_normalizer", normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)]))
         # The marks are only ever inserted by the Python step, so only its path splits (and drops) them.
         own(self, "_rust_pre_tokenizer", rust.pre_tokenizer)
-        own(
-            self,
-            "_exact_pre_tokenizer",
-            pre_tokenizers.Sequence([rust.pre_tokenizer, pre_tokenizers.CharDelimiterSplit(_SPLIT_MARKER)]),
-        )
+        # The marks (and a "▁" the Metaspace step put in front of one) are dropped where the pre-tokenizer splits.
+        exact_pre_tokenizer = [
+            pre_tokenizers.PreTokenizer.custom(_JoinAfterAddedTokens()),
+            rust.pre_tokenizer,
+            pre_tokenizers.Split(Regex(f"{SPIECE_UNDERLINE}?{_SPLIT_MARKER}"), behavior="removed"),
+        ]
+        own(self, "_exact_pre_tokenizer", pre_tokenizers.Sequence(exact_pre_tokenizer))
         own(self, "_ascii_screen", self._build_ascii_screen())
+        own(self, "_joins_screen_cache", (None, None))
 
     # -- which texts need the Python step ----------------------------------------------------------------------------
 
@@ -421,14 +497,37 @@ class _Backend:
         pattern = f"{any_of(digits)}{between}{any_of(commas)}|{any_of(starts)}"
         return re.compile(pattern)
 
-    def needs_python_step(self, item: str | Sequence) -> bool:
-        """Whether a text, a pair or pre-tokenized words may be changed by `_OriginalPieceMarks`."""
+    def _joins_screen(self) -> re.Pattern:
+        """Matches an added token directly followed by text (see `_JoinAfterAddedTokens`), any case.
+
+        A token with rstrip=True absorbs the whitespace after it, so it matches whatever follows.
+        """
+        tokens = self.rust.get_added_tokens_decoder()
+        key = tuple((token.content, token.rstrip) for token in tokens.values())
+        cached_key, screen = self._joins_screen_cache
+        if key != cached_key:
+            plain = _alternation(content for content, rstrip in key if not rstrip)
+            absorbing = _alternation(content for content, rstrip in key if rstrip)
+            parts = ([f"(?:{plain})(?=\\S)"] if plain else []) + ([f"(?:{absorbing})"] if absorbing else [])
+            screen = re.compile("|".join(parts) or "(?!)", re.IGNORECASE)
+            object.__setattr__(self, "_joins_screen_cache", (key, screen))
+        return screen
+
+    def needs_python_step(self, item: str | Sequence, joins: re.Pattern | None = None) -> bool:
+        """Whether a text, a pair or pre-tokenized words may be changed by the Python steps.
+
+        That is `_OriginalPieceMarks` (a "<digit>," or a control-piece string after normalization) or
+        `_JoinAfterAddedTokens` (an added token directly followed by text, as in fill-mask input without spaces).
+        """
+        joins = joins or self._joins_screen()
         if isinstance(item, str):
+            if joins.search(item):
+                return True
             if item.isascii():
                 return self._ascii_screen.search(item) is not None
             # Rare (under 1% of GLUE): normalize here and ask the step itself.
             return self._marks.changes(self._rust_normalizer.normalize_str(item))
-        return any(self.needs_python_step(part) for part in item)
+        return any(self.needs_python_step(part, joins) for part in item)
 
     @contextlib.contextmanager
     def _python_step(self) -> Iterator[None]:
@@ -449,7 +548,8 @@ class _Backend:
 
     def encode_batch(self, inputs, is_pretokenized: bool = False, add_special_tokens: bool = True):
         options = dict(is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
-        needed = [self.needs_python_step(item) for item in inputs]
+        joins = self._joins_screen()
+        needed = [self.needs_python_step(item, joins) for item in inputs]
         if not any(needed):
             return self.rust.encode_batch(inputs, **options)
         if all(needed):
@@ -526,6 +626,11 @@ class AlbertHFTokenizer(TokenizersBackend):
     `AutoTokenizer`. Sequences are `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, with `token_type_ids` (0 for A, 1 for B)
     returned by default.
 
+    Fill-mask input: text written directly after [MASK] (or any added token), with no space between, continues the
+    masked word and gets no "▁" of its own, so text without spaces has no stray "▁" piece around [MASK]:
+    "吾輩は[MASK]である。" -> "▁吾輩は" [MASK] "である" "。"; "the [MASK]." -> "▁the" [MASK] ".". Text after a space
+    starts a new word as usual: "the [MASK] is" -> "▁the" [MASK] "▁is".
+
     Args:
         vocab_file: the SentencePiece model (`spiece.model`).
         tokenizer_file: a `tokenizer.json` saved by transformers' `AlbertTokenizer`, used when there is no
@@ -533,6 +638,9 @@ class AlbertHFTokenizer(TokenizersBackend):
         do_lower_case: lowercase the input (the released models are uncased).
         remove_space: collapse runs of whitespace into one space and strip the ends.
         keep_accents: keep accents; by default the input is NFKD-normalized and combining characters are dropped.
+        replace_quotes: turn `` and '' into " before anything else, as XLNet's tokenizer and transformers v4's
+            AlbertTokenizer do. Off by default: google-research's ALBERT code (and so its pretraining data) keeps
+            them, and SentencePiece then gives "``" as <unk> with the released vocabulary.
         bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token: the special tokens.
     """
 
@@ -547,6 +655,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         do_lower_case: bool = True,
         remove_space: bool = True,
         keep_accents: bool = False,
+        replace_quotes: bool = False,
         bos_token: str = "[CLS]",
         eos_token: str = "[SEP]",
         unk_token: str = "<unk>",
@@ -569,6 +678,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         self.sp_model_proto = proto.SerializeToString()
         self.vocab_file = str(vocab_file) if vocab_file is not None else None
         self.do_lower_case, self.remove_space, self.keep_accents = do_lower_case, remove_space, keep_accents
+        self.replace_quotes = replace_quotes
         self._tokenizer = self._build_backend(proto)
         # Drop kwargs that only describe other backends (written by transformers' AlbertTokenizer).
         for key in ("add_prefix_space", "trim_offsets", "unk_id", "vocab", "_spm_precompiled_charsmap", "backend"):
@@ -589,6 +699,7 @@ class AlbertHFTokenizer(TokenizersBackend):
             do_lower_case=do_lower_case,
             remove_space=remove_space,
             keep_accents=keep_accents,
+            replace_quotes=replace_quotes,
             bos_token=bos_token,
             eos_token=eos_token,
             unk_token=unk_token,
@@ -616,10 +727,14 @@ class AlbertHFTokenizer(TokenizersBackend):
         rust = Tokenizer(Unigram(vocab, unk_id=proto.trainer_spec.unk_id, byte_fallback=False))
         rust.normalizer = normalizers.Sequence(
             build_normalizer(
-                proto.normalizer_spec.precompiled_charsmap, self.do_lower_case, self.remove_space, self.keep_accents
+                proto.normalizer_spec.precompiled_charsmap,
+                self.do_lower_case,
+                self.remove_space,
+                self.keep_accents,
+                self.replace_quotes,
             )
         )
-        rust.pre_tokenizer = build_pre_tokenizer(user_defined)
+        rust.pre_tokenizer = build_pre_tokenizer(user_defined, (piece.piece for piece in proto.pieces))
         rust.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True)
         return _Backend(rust, _OriginalPieceMarks(proto))
 

@@ -1,64 +1,55 @@
-"""Test helpers for the tokenizer: the original ALBERT algorithm, and every text of the shared data by source.
+"""Test helpers for the tokenizer: google-research's ALBERT tokenization, and every text of the shared data by source.
 
-`reference_ids` is google-research/albert's `tokenization.py` (`preprocess_text` + `encode_pieces` + `PieceToId`)
-written again from its description, on top of the `sentencepiece` package: it shares no code with
-`albert_hf.tokenization`, which reproduces the same algorithm with Rust `tokenizers` components. The benchmarks
-import this module too (`benchmarks/tokenizer_agreement.py`).
+The reference is google-research/albert's own `tokenization.py`, from the albert-tensorflow 1.1 wheel (a test
+dependency), imported with a stand-in for tensorflow (`tensorflow_stand_in.py`). It is run as `run_classifier.py`
+runs it: `preprocess_text(text, lower=do_lower_case)`, then `FullTokenizer(None, spm_model_file=...).tokenize`,
+whose SentencePiece step is `encode_pieces(sp_model, text)` (EncodeAsPieces, then the re-split of "<digit>," pieces),
+then `PieceToId` of each piece. It shares no code with `albert_hf.tokenization`, which reproduces the same result
+with Rust `tokenizers` components. The benchmarks import this module too (`benchmarks/tokenizer_agreement.py`).
+
+Two options have no counterpart in google-research's code, so they are applied to the text before it:
+`keep_accents=True` runs its whitespace clean-up and lower-casing without the NFKD accent stripping (the same
+`preprocess_text` as XLNet's and transformers' `keep_accents`), and `replace_quotes=True` turns `` and '' into "
+first, as XLNet's and transformers v4's tokenizers do.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 import sentencepiece as spm
+from tensorflow_stand_in import import_google_tokenization
 
-SPIECE_UNDERLINE = "▁"
+google = import_google_tokenization()
 
 
-def preprocess_text(text: str, remove_space: bool = True, lower: bool = True, keep_accents: bool = False) -> str:
-    """The original preprocessing, before SentencePiece sees the text."""
+def preprocess_text(
+    text: str, remove_space: bool = True, lower: bool = True, keep_accents: bool = False, replace_quotes: bool = False
+) -> str:
+    """The text google-research's code hands to SentencePiece (`preprocess_text`, plus the two options above)."""
+    if replace_quotes:
+        text = text.replace("``", '"').replace("''", '"')
+    if not keep_accents:
+        return google.preprocess_text(text, remove_space=remove_space, lower=lower)
     if remove_space:
         text = " ".join(text.strip().split())
-    text = text.replace("``", '"').replace("''", '"')
-    if not keep_accents:
-        text = unicodedata.normalize("NFKD", text)
-        text = "".join(char for char in text if not unicodedata.combining(char))
-    if lower:
-        text = text.lower()
-    return text
-
-
-def resplit_digit_comma(sp: spm.SentencePieceProcessor, pieces: list[str]) -> list[str]:
-    """The original's fix-up: a piece like "▁1990," or "9," is re-encoded without its comma, then "," follows."""
-    new_pieces = []
-    for piece in pieces:
-        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-            cur_pieces = sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
-            if piece[0] != SPIECE_UNDERLINE and cur_pieces[0][0] == SPIECE_UNDERLINE:
-                if len(cur_pieces[0]) == 1:
-                    cur_pieces = cur_pieces[1:]
-                else:
-                    cur_pieces[0] = cur_pieces[0][1:]
-            cur_pieces.append(piece[-1])
-            new_pieces.extend(cur_pieces)
-        else:
-            new_pieces.append(piece)
-    return new_pieces
+    return text.lower() if lower else text
 
 
 def reference_pieces(sp: spm.SentencePieceProcessor, texts: list[str], **preprocess) -> list[list[str]]:
-    """Pieces of each text as the original tokenizer produces them."""
-    batch = sp.encode([preprocess_text(text, **preprocess) for text in texts], out_type=str)
-    return [resplit_digit_comma(sp, pieces) for pieces in batch]
+    """Pieces of each text as google-research's `FullTokenizer.tokenize` produces them."""
+    return [google.encode_pieces(sp, preprocess_text(text, **preprocess), return_unicode=False) for text in texts]
 
 
 def reference_ids(sp: spm.SentencePieceProcessor, texts: list[str], **preprocess) -> list[list[int]]:
-    """Ids of each text (no special tokens) as the original tokenizer produces them: PieceToId of every piece."""
-    return [[sp.piece_to_id(piece) for piece in pieces] for pieces in reference_pieces(sp, texts, **preprocess)]
+    """Ids of each text (no special tokens): `FullTokenizer.convert_tokens_to_ids` of its pieces."""
+    return [
+        [sp.PieceToId(google.printable_text(piece)) for piece in pieces]
+        for pieces in reference_pieces(sp, texts, **preprocess)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
