@@ -192,10 +192,14 @@ def japanese_tokenizer(tmp_path_factory):
     text = JAPANESE_SAMPLE.read_text(encoding="utf-8") + "\n吾輩は猫である。名前はまだ無い。\n"
     corpus = tmp_path_factory.mktemp("ja") / "corpus.txt"
     corpus.write_text(text, encoding="utf-8")
-    return train_tokenizer(corpus, corpus.parent / "tokenizer", vocab_size=420, lowercase=False, show_progress=False)
+    return train_tokenizer(corpus, corpus.parent / "tokenizer", vocab_size=400, lowercase=False, show_progress=False)
 
 
-@pytest.mark.xfail(strict=True, reason="the tokenizer puts a stray '▁' piece after [MASK] in text without spaces")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the tokenizer puts a stray '▁' piece after [MASK] in text without spaces",
+)
 @pytest.mark.parametrize("text", ["吾輩は[MASK]である。", "今日は[MASK]が降っている。"])
 def test_fill_mask_on_japanese_has_no_stray_piece(japanese_tokenizer, text):
     from transformers import pipeline
