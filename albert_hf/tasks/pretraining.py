@@ -491,7 +491,7 @@ CJK_CHARACTER_COVERAGE = 0.9995
 
 def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_given: bool) -> dict:
     """train_tokenizer options for the corpus: the ALBERT recipe, or for mostly Chinese/Japanese/Korean text a
-    character coverage of 0.9995 and (unless --vocab_size was given) room for twice the characters that coverage
+    character coverage of 0.9995 and (unless --vocab_size was given) 1.5 times as many pieces as the characters that coverage
     keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
     from collections import Counter
 
@@ -507,7 +507,7 @@ def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_g
         if covered >= CJK_CHARACTER_COVERAGE * counts.total():
             break
     if not vocab_size_given:
-        vocab_size = max(vocab_size, 2 * needed)
+        vocab_size = max(vocab_size, needed * 3 // 2)
     print(
         f"      {share:.0%} of the text is Chinese/Japanese/Korean: character coverage {CJK_CHARACTER_COVERAGE} "
         f"({needed} characters), {vocab_size} pieces"
