@@ -491,8 +491,8 @@ CJK_CHARACTER_COVERAGE = 0.9995
 
 def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_given: bool) -> dict:
     """train_tokenizer options for the corpus: the ALBERT recipe, or for mostly Chinese/Japanese/Korean text a
-    character coverage of 0.9995 and (unless --vocab_size was given) 1.5 times as many pieces as the characters that coverage
-    keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
+    character coverage of 0.9995 and (unless --vocab_size was given) 1.5 times as many pieces as the characters
+    that coverage keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
     from collections import Counter
 
     from ..tokenization import ALBERT_CHARACTER_COVERAGE
