@@ -214,6 +214,14 @@ def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
     ]
 
 
+def _normalization_rows(tokenizer: PreTrainedTokenizerBase | None) -> list[tuple[str, str]]:
+    if tokenizer is None or not hasattr(tokenizer, "keep_accents"):
+        return []
+    case = "lowercased" if getattr(tokenizer, "do_lower_case", True) else "case kept"
+    accents = "accents kept" if tokenizer.keep_accents else "accents stripped (NFKD, combining characters dropped)"
+    return [("Tokenizer normalization", f"{case}, {accents}")]
+
+
 def render_model_card(
     model: AlbertPreTrainedModel,
     *,
@@ -223,6 +231,7 @@ def render_model_card(
     training_args: TrainingArguments | None = None,
     files: Iterable[str] = (),
     template: str | os.PathLike | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> ModelCard:
     """Fill `model_cards/template.md` for `model`: YAML metadata (with `model-index` when there are eval results),
     architecture, how to load it, the training recipe, the results, the files of the repository, the citation.
@@ -235,6 +244,8 @@ def render_model_card(
         training_args: the run's TrainingArguments, for the training recipe section.
         files: the files the repository holds, listed in the card.
         template: another Jinja2 template with the same variables.
+        tokenizer: the model's tokenizer, whose normalization the card states (a Japanese vocabulary keeps accents:
+            stripping them would turn が into か).
     """
     info = info or CardInfo()
     class_name = type(model).__name__
@@ -267,7 +278,7 @@ def render_model_card(
         description=info.description,
         class_name=class_name,
         auto_class=AUTO_CLASS_OF[class_name],
-        architecture=_architecture_rows(model),
+        architecture=_architecture_rows(model) + _normalization_rows(tokenizer),
         sharing=model.config.sharing,
         max_position_embeddings=model.config.max_position_embeddings,
         base_model=info.base_model,

@@ -83,9 +83,15 @@ def test_japanese_without_lowercasing_or_accent_stripping(tmp_path):
     assert ids == reference_ids(sp, lines, lower=False, keep_accents=True)
 
 
-def test_japanese_with_the_english_defaults_loses_dakuten(tmp_path):
-    tokenizer = train_tokenizer(JAPANESE_SAMPLE, tmp_path, vocab_size=380, show_progress=False)
-    assert "が" not in tokenizer.decode(tokenizer("雨が降っている")["input_ids"])
+def test_japanese_with_accent_stripping_asked_for_is_refused(tmp_path):
+    # stripping would turn が into か and merge words: refused, naming the flag; left unset, accents are kept
+    with pytest.raises(ValueError, match="--keep_accents"):
+        train_tokenizer(JAPANESE_SAMPLE, tmp_path, vocab_size=380, strip_accents=True, show_progress=False)
+
+
+def test_english_defaults_still_strip_accents(english_tokenizer):
+    tokenizer, _ = english_tokenizer
+    assert tokenizer.keep_accents is False and tokenizer.do_lower_case is True
 
 
 def test_train_from_a_datasets_dataset(shared_data, tmp_path):

@@ -29,6 +29,7 @@ from transformers.trainer_callback import ProgressCallback
 from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
 from ..data.pretraining import (
+    cjk_character_share,
     count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
@@ -105,6 +106,13 @@ class PretrainingDataArguments:
     )
     lines_are_paragraphs: bool = field(
         default=False, metadata={"help": "Split each line into sentences (files with one paragraph per line)."}
+    )
+    sentence_splitter: str | None = field(
+        default=None,
+        metadata={
+            "help": "What --lines_are_paragraphs splits with: 'default' (rules for English, Japanese and Chinese "
+            "punctuation) or 'package.module:function' taking a text and returning its sentences."
+        },
     )
     max_seq_length: int = field(default=512, metadata={"help": "Instance length, [CLS] and [SEP]s included."})
     short_seq_prob: float = field(default=0.1, metadata={"help": "Probability of a shorter random target length."})
@@ -200,7 +208,11 @@ def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Data
     """(training documents, held-out documents) from the text files of the arguments."""
     if not data_args.train_files:
         raise ValueError("No training text: pass --train_files (one sentence per line, blank lines between documents).")
-    read = dict(split_lines=data_args.lines_are_paragraphs, cache_dir=data_args.cache_dir)
+    read = dict(
+        split_lines=data_args.lines_are_paragraphs,
+        sentence_splitter=data_args.sentence_splitter,
+        cache_dir=data_args.cache_dir,
+    )
     train = load_text_documents(
         data_args.train_files, streaming=data_args.streaming, num_proc=data_args.preprocessing_num_workers, **read
     )
@@ -426,6 +438,7 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     from ..tokenization import train_tokenizer
 
     args = quickstart_arguments(argv)
+    argv_given = {item.split("=", 1)[0] for item in (sys.argv[1:] if argv is None else argv)}
     started = time.time()
     set_seed(args.seed)
     output_dir = Path(args.output_dir)
@@ -437,10 +450,11 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     held_out = max(1, round(len(documents) * args.held_out_fraction))
     split = documents.train_test_split(test_size=held_out, seed=args.seed)
 
-    print(f"[1/4] Training a {args.vocab_size}-piece SentencePiece tokenizer")
     sentences = Dataset.from_dict({"text": [s for document in split["train"]["sentences"] for s in document]})
+    tokenizer_options = quickstart_tokenizer_options(sentences["text"], args.vocab_size, "--vocab_size" in argv_given)
+    print(f"[1/4] Training a {tokenizer_options['vocab_size']}-piece SentencePiece tokenizer")
     try:
-        tokenizer = train_tokenizer(sentences, output_dir, vocab_size=args.vocab_size, show_progress=False)
+        tokenizer = train_tokenizer(sentences, output_dir, show_progress=False, **tokenizer_options)
     except ValueError as error:  # SentencePiece cannot learn more pieces than a small corpus holds
         raise ValueError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
 
@@ -467,6 +481,38 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     print(_quickstart_report(args, trainer, metrics, split, train_dataset, eval_dataset, skipped, plot_path,
                              time.time() - started))
     return 0
+
+
+# SentencePiece's advice for languages with a large character set (Japanese, Chinese): cover 99.95% of the characters
+# rather than 99.995%, the rest becoming <unk>. Such a corpus also needs more pieces than an English one: a few
+# thousand characters each take a piece before any word can.
+CJK_CHARACTER_COVERAGE = 0.9995
+
+
+def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_given: bool) -> dict:
+    """train_tokenizer options for the corpus: the ALBERT recipe, or for mostly Chinese/Japanese/Korean text a
+    character coverage of 0.9995 and (unless --vocab_size was given) 1.5 times as many pieces as the characters
+    that coverage keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
+    from collections import Counter
+
+    from ..tokenization import ALBERT_CHARACTER_COVERAGE
+
+    share = cjk_character_share(texts)
+    if share < 0.3:
+        return dict(vocab_size=vocab_size, character_coverage=ALBERT_CHARACTER_COVERAGE)
+    counts = Counter(char for text in texts for char in text if not char.isspace())
+    needed, covered = 0, 0
+    for needed, (_, count) in enumerate(counts.most_common(), start=1):
+        covered += count
+        if covered >= CJK_CHARACTER_COVERAGE * counts.total():
+            break
+    if not vocab_size_given:
+        vocab_size = max(vocab_size, needed * 3 // 2)
+    print(
+        f"      {share:.0%} of the text is Chinese/Japanese/Korean: character coverage {CJK_CHARACTER_COVERAGE} "
+        f"({needed} characters), {vocab_size} pieces"
+    )
+    return dict(vocab_size=vocab_size, character_coverage=CJK_CHARACTER_COVERAGE)
 
 
 def _quickstart_training_arguments(args: argparse.Namespace) -> PretrainingArguments:
