@@ -278,6 +278,20 @@ def test_single_sentence_documents_are_counted(tokenizer):
     assert len(instances) == 1
 
 
+def test_counts_read_arrow_offsets_of_the_selected_rows():
+    """The counts (read from Arrow list offsets) agree with counting the Python lists, on a shuffled selection."""
+    from albert_hf.data.pretraining import count_long_sentences
+
+    generator = random.Random(5)
+    documents = [
+        [[7] * generator.choice([1, 3, 30, 61, 62, 200]) for _ in range(generator.randint(0, 4))] for _ in range(300)
+    ]
+    tokenized = Dataset.from_dict({"sentence_ids": documents}).shuffle(seed=1).select(range(0, 300, 3))
+    rows = tokenized["sentence_ids"]
+    assert count_single_sentence_documents(tokenized) == sum(len(document) < 2 for document in rows)
+    assert count_long_sentences(tokenized, 64) == sum(len(s) > 61 for document in rows for s in document) > 0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

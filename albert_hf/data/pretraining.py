@@ -41,6 +41,7 @@ from typing import Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, Features, IterableDataset, List, Value
 from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
@@ -254,29 +255,34 @@ def tokenizer_fingerprint(tokenizer) -> str:
         )
 
 
+def _sentence_id_batches(tokenized: Dataset) -> Iterator[pa.Array | pa.ChunkedArray]:
+    # Arrow batches (selections and shuffles applied) read straight from the memory-mapped file: counting needs only
+    # the list offsets, and turning every token into a Python int to count them cost more than creating instances.
+    for batch in tokenized.with_format("arrow").iter(batch_size=10_000):
+        yield batch.column("sentence_ids")
+
+
 def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = None) -> int:
-    """How many documents have fewer than two sentences (no sentence-order pair can be built from them)."""
-    short = tokenized.filter(
-        lambda batch: [len(document) < 2 for document in batch["sentence_ids"]],
-        batched=True,
-        num_proc=_workers(num_proc),
-        desc="Counting single-sentence documents",
+    """How many documents have fewer than two sentences (no sentence-order pair can be built from them).
+
+    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
+    """
+    return sum(
+        int(pc.sum(pc.less(pc.list_value_length(column), 2)).as_py() or 0) for column in _sentence_id_batches(tokenized)
     )
-    return len(short)
 
 
 def count_long_sentences(tokenized: Dataset, max_seq_length: int, num_proc: int | None = None) -> int:
     """How many sentences alone exceed an instance (max_seq_length - 3 tokens). `truncate_seq_pair` cuts them to
-    fit, so the report counts them instead of losing their tokens silently (reliability (issue 9))."""
+    fit, so the report counts them instead of losing their tokens silently (reliability (issue 9)).
+
+    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
+    """
     limit = max_seq_length - 3
-    counts = tokenized.map(
-        lambda batch: {"long": [sum(len(s) > limit for s in document) for document in batch["sentence_ids"]]},
-        batched=True,
-        remove_columns=tokenized.column_names,
-        num_proc=_workers(num_proc),
-        desc="Counting over-long sentences",
+    return sum(
+        int(pc.sum(pc.greater(pc.list_value_length(pc.list_flatten(column)), limit)).as_py() or 0)
+        for column in _sentence_id_batches(tokenized)
     )
-    return sum(counts["long"])
 
 
 # --------------------------------------------------------------------------------------------------------------------
