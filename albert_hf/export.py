@@ -212,7 +212,7 @@ def save_pytorch_int8(model: AlbertPreTrainedModel, path: str | Path) -> Path:
 def load_pytorch_int8(model_class, config, path: str | Path) -> torch.nn.Module:
     """The int8 model saved by [`save_pytorch_int8`]: a fresh `model_class(config)`, quantized, then loaded."""
     model = quantize_pytorch(model_class(config))
-    model.load_state_dict(torch.load(path, weights_only=False))
+    model.load_state_dict(torch.load(path, weights_only=True))
     return model.eval()
 
 
@@ -233,6 +233,14 @@ def export(
 
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
         raise ValueError(f"quantize must be one of {QUANTIZE_CHOICES} or None, got {quantize!r}.")
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import onnxscript  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            f"export needs onnx, onnxscript and onnxruntime ({error}): pip install 'albert_hf[onnx]'"
+        ) from None
     source, output_dir = Path(model_name_or_path), Path(output_dir)
     if not (source / "config.json").is_file():
         raise FileNotFoundError(f"{source}: no config.json here; pass a folder saved with save_pretrained.")
