@@ -162,9 +162,9 @@ def test_short_target_probability():
     # max_num_tokens is short_seq_prob * P(randint(2, 61) < 61) = 0.1 * 59/60.
     rng = random.Random(2)
     document = numbered_document([1] * 200_000)
-    lengths = np.array([
-        len(a) + len(b) for a, b, _ in sentence_pairs_from_document([document], 0, rng, max_num_tokens=61)
-    ])[:-1]  # the document's last chunk ends where the document ends
+    lengths = np.array(
+        [len(a) + len(b) for a, b, _ in sentence_pairs_from_document([document], 0, rng, max_num_tokens=61)]
+    )[:-1]  # the document's last chunk ends where the document ends
     short = lengths < 61
     assert abs(short.mean() - 0.1 * 59 / 60) < 4 * np.sqrt(0.1 * 0.9 / len(lengths))
     assert lengths[short].min() >= 2
@@ -228,8 +228,9 @@ def test_instances_on_real_text(wikitext_tokenized, tokenizer):
         assert types == [0] * (first_sep + 1) + [1] * (len(ids) - first_sep - 1)
         tokens_a, tokens_b = ids[1:first_sep], ids[first_sep + 1 : -1]
         # Both segments occur, as consecutive runs, in one document (rows come out grouped by document).
-        assert any(_contains_in_order(document, tokens_a, tokens_b, row["sentence_order_label"])
-                   for document in documents)
+        assert any(
+            _contains_in_order(document, tokens_a, tokens_b, row["sentence_order_label"]) for document in documents
+        )
 
 
 def _contains_in_order(document, tokens_a, tokens_b, label) -> bool:
@@ -255,8 +256,9 @@ def test_deterministic_across_num_proc_and_streaming(wikitext_file, wikitext_doc
     parallel = build_pretraining_dataset(wikitext_documents, tokenizer, num_proc=2, **kwargs)
     assert parallel["input_ids"] == serial["input_ids"]
     assert parallel["sentence_order_label"] == serial["sentence_order_label"]
-    streamed = build_pretraining_dataset(load_text_documents(wikitext_file, split_lines=True, streaming=True),
-                                         tokenizer, **kwargs)
+    streamed = build_pretraining_dataset(
+        load_text_documents(wikitext_file, split_lines=True, streaming=True), tokenizer, **kwargs
+    )
     assert [row["input_ids"] for row in streamed] == serial["input_ids"]
     other_seed = build_pretraining_dataset(wikitext_documents, tokenizer, **{**kwargs, "seed": 8})
     assert other_seed["input_ids"] != serial["input_ids"]
@@ -276,12 +278,90 @@ def test_single_sentence_documents_are_counted(tokenizer):
     assert len(instances) == 1
 
 
+def test_counts_read_arrow_offsets_of_the_selected_rows():
+    """The counts (read from Arrow list offsets) agree with counting the Python lists, on a shuffled selection."""
+    from albert_hf.data.pretraining import count_long_sentences
+
+    generator = random.Random(5)
+    documents = [
+        [[7] * generator.choice([1, 3, 30, 61, 62, 200]) for _ in range(generator.randint(0, 4))] for _ in range(300)
+    ]
+    tokenized = Dataset.from_dict({"sentence_ids": documents}).shuffle(seed=1).select(range(0, 300, 3))
+    rows = tokenized["sentence_ids"]
+    assert count_single_sentence_documents(tokenized) == sum(len(document) < 2 for document in rows)
+    assert count_long_sentences(tokenized, 64) == sum(len(s) > 61 for document in rows for s in document) > 0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
-    [(dict(objective="mlm"), "objective"), (dict(max_seq_length=4), "max_seq_length"),
-     (dict(short_seq_prob=1.5), "short_seq_prob"), (dict(dupe_factor=0), "dupe_factor")],
+    [
+        (dict(objective="mlm"), "objective"),
+        (dict(max_seq_length=4), "max_seq_length"),
+        (dict(short_seq_prob=1.5), "short_seq_prob"),
+        (dict(dupe_factor=0), "dupe_factor"),
+    ],
 )
 def test_invalid_options_are_refused(kwargs, message):
     tokenized = Dataset.from_dict({"sentence_ids": [[[5, 6], [7, 8]]]})
     with pytest.raises(ValueError, match=message):
         create_sentence_order_instances(tokenized, CLS, SEP, **kwargs)
+
+
+# ---- the span/Arrow implementation equals the token-list algorithm it replaced ---------------------------------------
+
+
+def test_spans_reproduce_the_token_list_algorithm_on_random_pools():
+    """Random pools (empty documents, one-sentence documents, over-long sentences): the same pairs, labels and
+    truncation as the former implementation kept in tests/pretraining_reference.py, draw for draw."""
+    import pretraining_reference as reference  # tests/ is on sys.path (no __init__.py, like tokenization_reference)
+
+    generator = random.Random(0)
+    for case in range(400):
+        pool = [
+            numbered_document([generator.randint(1, 90) for _ in range(generator.choice([0, 1, 2, 3, 8, 20]))], d)
+            for d in range(generator.randint(1, 4))
+        ]
+        objective = generator.choice(["sop", "nsp"])
+        max_num_tokens, short = generator.choice([2, 7, 61, 125]), generator.choice([0.0, 0.1, 0.9])
+        for index in range(len(pool)):
+            if not pool[index]:
+                continue  # the batch function is never asked for an empty document's pairs... but the pool holds it
+            seed = case * 100 + index
+            expected = list(
+                reference.sentence_pairs_from_document(
+                    pool, index, random.Random(seed), max_num_tokens, short, objective
+                )
+            )
+            actual = list(
+                sentence_pairs_from_document(pool, index, random.Random(seed), max_num_tokens, short, objective)
+            )
+            assert actual == expected, (case, index, objective, max_num_tokens, short)
+
+
+@pytest.mark.parametrize("objective", ["sop", "nsp"])
+def test_dataset_instances_equal_the_token_list_algorithm(wikitext_tokenized, objective):
+    """create_sentence_order_instances (Arrow batches, token spans) == the former per-document Python loop over
+    token lists, batch by batch, with dupe_factor 2 and short targets: every instance, segment and label."""
+    import pretraining_reference as reference  # tests/ is on sys.path (no __init__.py, like tokenization_reference)
+
+    from albert_hf.data.pretraining import _document_rng
+
+    options = dict(max_seq_length=64, short_seq_prob=0.3, dupe_factor=2, objective=objective)
+    actual = create_sentence_order_instances(wikitext_tokenized, CLS, SEP, seed=3, documents_per_batch=3, **options)
+    expected = {"input_ids": [], "token_type_ids": [], "sentence_order_label": []}
+    documents = wikitext_tokenized["sentence_ids"]
+    for start in range(0, len(documents), 3):
+        batch = reference.instances(
+            documents[start : start + 3],
+            list(range(start, min(start + 3, len(documents)))),
+            lambda dupe, index: _document_rng(3, dupe, index),
+            cls=CLS,
+            sep=SEP,
+            **options,
+        )
+        for key, values in batch.items():
+            expected[key] += values
+    assert len(expected["input_ids"]) > 50
+    assert actual["input_ids"] == expected["input_ids"]
+    assert actual["token_type_ids"] == expected["token_type_ids"]
+    assert actual["sentence_order_label"] == expected["sentence_order_label"]

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, Features, IterableDataset, List, Value
 from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
@@ -155,8 +157,10 @@ def _generate_documents(
                 try:
                     line = raw_line.decode("utf-8").strip()
                 except UnicodeDecodeError as error:
-                    raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
-                                     f"{error.start}); pretraining text files must be UTF-8.") from None
+                    raise ValueError(
+                        f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
+                        f"{error.start}); pretraining text files must be UTF-8."
+                    ) from None
                 if not line:  # a blank line ends the document
                     if sentences:
                         yield {"sentences": sentences}
@@ -216,7 +220,7 @@ def load_text_documents(
             _generate_documents,
             features=DOCUMENT_FEATURES,
             gen_kwargs=gen_kwargs,
-            num_proc=num_proc if num_proc and len(signatures) > 1 else None,
+            num_proc=_workers(num_proc) if len(signatures) > 1 else None,
             cache_dir=cache_dir,
         )
     except DatasetGenerationError as error:
@@ -255,8 +259,13 @@ def documents_from_texts(
 def _tokenize_batch(batch: dict, tokenizer) -> dict:
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
     flat = [sentence for document in batch["sentences"] for sentence in document]
-    ids = tokenizer(flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False,
-                    verbose=False)["input_ids"] if flat else []
+    ids = (
+        tokenizer(
+            flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+        )["input_ids"]
+        if flat
+        else []
+    )
     documents, start = [], 0
     for document in batch["sentences"]:
         # Sentences that tokenize to nothing (stray markup) are dropped, as in the original.
@@ -312,29 +321,34 @@ def tokenizer_fingerprint(tokenizer) -> str:
         )
 
 
+def _sentence_id_batches(tokenized: Dataset) -> Iterator[pa.Array | pa.ChunkedArray]:
+    # Arrow batches (selections and shuffles applied) read straight from the memory-mapped file: counting needs only
+    # the list offsets, and turning every token into a Python int to count them cost more than creating instances.
+    for batch in tokenized.with_format("arrow").iter(batch_size=10_000):
+        yield batch.column("sentence_ids")
+
+
 def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = None) -> int:
-    """How many documents have fewer than two sentences (no sentence-order pair can be built from them)."""
-    short = tokenized.filter(
-        lambda batch: [len(document) < 2 for document in batch["sentence_ids"]],
-        batched=True,
-        num_proc=num_proc,
-        desc="Counting single-sentence documents",
+    """How many documents have fewer than two sentences (no sentence-order pair can be built from them).
+
+    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
+    """
+    return sum(
+        int(pc.sum(pc.less(pc.list_value_length(column), 2)).as_py() or 0) for column in _sentence_id_batches(tokenized)
     )
-    return len(short)
 
 
 def count_long_sentences(tokenized: Dataset, max_seq_length: int, num_proc: int | None = None) -> int:
     """How many sentences alone exceed an instance (max_seq_length - 3 tokens). `truncate_seq_pair` cuts them to
-    fit, so the report counts them instead of losing their tokens silently."""
+    fit, so the report counts them instead of losing their tokens silently.
+
+    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
+    """
     limit = max_seq_length - 3
-    counts = tokenized.map(
-        lambda batch: {"long": [sum(len(s) > limit for s in document) for document in batch["sentence_ids"]]},
-        batched=True,
-        remove_columns=tokenized.column_names,
-        num_proc=num_proc,
-        desc="Counting over-long sentences",
+    return sum(
+        int(pc.sum(pc.greater(pc.list_value_length(pc.list_flatten(column)), limit)).as_py() or 0)
+        for column in _sentence_id_batches(tokenized)
     )
-    return sum(counts["long"])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -349,37 +363,108 @@ def _draw_target_length(rng: random.Random, max_num_tokens: int, short_seq_prob:
     return max_num_tokens
 
 
-def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
-    """Trim the longer segment, one token at a time from a random end, until the pair fits (in place)."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        # Random end, so that neither the starts nor the ends of segments are systematically lost.
+# A segment of an instance is always a run of consecutive tokens of one document (consecutive sentences, trimmed at
+# the ends), so the algorithm below works on spans (document, first token, end token) and sentence lengths only: the
+# tokens are copied once, by the caller, as array slices. That keeps the per-token work out of Python.
+Span = tuple[int, int, int]
+
+
+def _truncate_spans(span_a: list[int], span_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """`truncate_seq_pair` on [document, start, end] spans (in place): the same random draws, the same result."""
+    while (span_a[2] - span_a[1]) + (span_b[2] - span_b[1]) > max_num_tokens:
+        longer = span_a if span_a[2] - span_a[1] > span_b[2] - span_b[1] else span_b
         if rng.random() < 0.5:
-            del longer[0]
+            longer[1] += 1
         else:
-            longer.pop()
+            longer[2] -= 1
 
 
-def _flatten(segments: Sequence[Sequence[int]]) -> list[int]:
-    return [token for segment in segments for token in segment]
+def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """Trim the longer segment, one token at a time from a random end, until the pair fits (in place).
+
+    Random end, so that neither the starts nor the ends of segments are systematically lost."""
+    span_a, span_b = [0, 0, len(tokens_a)], [1, 0, len(tokens_b)]
+    _truncate_spans(span_a, span_b, max_num_tokens, rng)
+    tokens_a[:] = tokens_a[span_a[1] : span_a[2]]
+    tokens_b[:] = tokens_b[span_b[1] : span_b[2]]
 
 
-def _random_segment_run(
-    pool: Sequence[Sequence[Sequence[int]]], document_index: int, target_length: int, rng: random.Random
-) -> list[int]:
-    """NSP's random B: consecutive sentences of another document of `pool`, from a random start, up to the target."""
+def _random_segment_span(
+    lengths: Sequence[Sequence[int]], document_index: int, target_length: int, rng: random.Random
+) -> Span:
+    """NSP's random B: consecutive sentences of another document of the pool, from a random start, up to the target."""
     for _ in range(10):  # as the original: ten tries to find another document, else use this one
-        random_index = rng.randint(0, len(pool) - 1)
-        if random_index != document_index and pool[random_index]:
+        random_index = rng.randint(0, len(lengths) - 1)
+        if random_index != document_index and lengths[random_index]:
             break
     # A document whose sentences all tokenized to nothing is empty: fall back to this (non-empty) one.
-    document = pool[random_index] or pool[document_index]
-    tokens: list[int] = []
-    for segment in document[rng.randint(0, len(document) - 1) :]:
-        tokens.extend(segment)
-        if len(tokens) >= target_length:
+    if not lengths[random_index]:
+        random_index = document_index
+    document = lengths[random_index]
+    first = rng.randint(0, len(document) - 1)
+    start = sum(document[:first])
+    end = start
+    for length in document[first:]:
+        end += length
+        if end - start >= target_length:
             break
-    return tokens
+    return random_index, start, end
+
+
+def sentence_pair_spans(
+    lengths: Sequence[Sequence[int]],
+    document_index: int,
+    rng: random.Random,
+    max_num_tokens: int,
+    short_seq_prob: float = 0.1,
+    objective: Objective = "sop",
+) -> Iterator[tuple[Span, Span, int]]:
+    """Yield (span_a, span_b, label) for `lengths[document_index]`, the token counts of a document's sentences.
+
+    A span is (document index in the pool, first token, end token) within that document's concatenated sentences.
+    Sentences are gathered into a chunk until it reaches a target length (max_num_tokens, or with probability
+    short_seq_prob a random shorter one); the chunk is cut at a random sentence boundary into A and B. SOP swaps A
+    and B with probability 0.5 (label 1); NSP replaces B with sentences of another document of the pool with
+    probability 0.5 (label 1). The pair is then truncated to max_num_tokens.
+    """
+    document = lengths[document_index]
+    if objective == "sop" and len(document) < 2:
+        return
+    chunk_start_sentence, chunk_start_token = 0, 0
+    chunk_length = 0
+    target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
+    i = 0
+    while i < len(document):
+        chunk_length += document[i]
+        chunk_sentences = i + 1 - chunk_start_sentence
+        if not _chunk_is_complete(chunk_sentences, chunk_length, target_length, i, len(document), objective):
+            i += 1
+            continue
+        a_end = rng.randint(1, chunk_sentences - 1) if chunk_sentences >= 2 else 1
+        a_end_token = chunk_start_token + sum(document[chunk_start_sentence : chunk_start_sentence + a_end])
+        span_a = [document_index, chunk_start_token, a_end_token]
+        chunk_end_token = chunk_start_token + chunk_length
+        if objective == "sop":
+            span_b = [document_index, a_end_token, chunk_end_token]
+            label = int(rng.random() < 0.5)
+            if label:
+                span_a, span_b = span_b, span_a
+        elif chunk_sentences == 1 or rng.random() < 0.5:
+            label = 1
+            span_b = list(
+                _random_segment_span(lengths, document_index, target_length - (a_end_token - chunk_start_token), rng)
+            )
+            # The sentences of the chunk after A were not used: put them back for the next chunk.
+            i -= chunk_sentences - a_end
+            chunk_end_token = a_end_token
+        else:
+            label = 0
+            span_b = [document_index, a_end_token, chunk_end_token]
+        _truncate_spans(span_a, span_b, max_num_tokens, rng)
+        yield tuple(span_a), tuple(span_b), label
+        i += 1
+        chunk_start_sentence, chunk_start_token, chunk_length = i, chunk_end_token, 0
+        target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
 
 
 def sentence_pairs_from_document(
@@ -390,50 +475,43 @@ def sentence_pairs_from_document(
     short_seq_prob: float = 0.1,
     objective: Objective = "sop",
 ) -> Iterator[tuple[list[int], list[int], int]]:
-    """Yield (tokens_a, tokens_b, label) from `pool[document_index]`, a list of tokenized sentences.
+    """Yield (tokens_a, tokens_b, label) from `pool[document_index]`, a list of tokenized sentences: the token lists
+    of [`sentence_pair_spans`] (same draws, same pairs)."""
+    lengths = _LazyLengths(pool)
+    flat: dict[int, list[int]] = {}
+    for span_a, span_b, label in sentence_pair_spans(
+        lengths, document_index, rng, max_num_tokens, short_seq_prob, objective
+    ):
+        tokens = []
+        for document, start, end in (span_a, span_b):
+            if document not in flat:
+                flat[document] = [token for sentence in pool[document] for token in sentence]
+            tokens.append(flat[document][start:end])
+        yield tokens[0], tokens[1], label
 
-    Sentences are gathered into a chunk until it reaches a target length (max_num_tokens, or with probability
-    short_seq_prob a random shorter one); the chunk is cut at a random sentence boundary into A and B. SOP swaps A
-    and B with probability 0.5 (label 1); NSP replaces B with sentences of another document of `pool` with
-    probability 0.5 (label 1). The pair is then truncated to max_num_tokens.
-    """
-    document = pool[document_index]
-    if objective == "sop" and len(document) < 2:
-        return
-    chunk: list[Sequence[int]] = []
-    chunk_length = 0
-    target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
-    i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_length += len(document[i])
-        if not _chunk_is_complete(chunk, chunk_length, target_length, i, len(document), objective):
-            i += 1
-            continue
-        a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-        tokens_a = _flatten(chunk[:a_end])
-        if objective == "sop":
-            tokens_b = _flatten(chunk[a_end:])
-            label = int(rng.random() < 0.5)
-            if label:
-                tokens_a, tokens_b = tokens_b, tokens_a
-        elif len(chunk) == 1 or rng.random() < 0.5:
-            label = 1
-            tokens_b = _random_segment_run(pool, document_index, target_length - len(tokens_a), rng)
-            # The sentences of the chunk after A were not used: put them back for the next chunk.
-            i -= len(chunk) - a_end
-        else:
-            label = 0
-            tokens_b = _flatten(chunk[a_end:])
-        truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-        yield tokens_a, tokens_b, label
-        chunk, chunk_length = [], 0
-        target_length = _draw_target_length(rng, max_num_tokens, short_seq_prob)
-        i += 1
+
+class _LazyLengths:
+    """Sentence lengths of the documents of a pool of token lists, computed when a document is first looked at."""
+
+    def __init__(self, pool: Sequence[Sequence[Sequence[int]]]):
+        self.pool, self.cache = pool, {}
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    def __getitem__(self, index: int) -> list[int]:
+        if index not in self.cache:
+            self.cache[index] = [len(sentence) for sentence in self.pool[index]]
+        return self.cache[index]
 
 
 def _chunk_is_complete(
-    chunk: list, chunk_length: int, target_length: int, position: int, document_length: int, objective: Objective
+    chunk_sentences: int,
+    chunk_length: int,
+    target_length: int,
+    position: int,
+    document_length: int,
+    objective: Objective,
 ) -> bool:
     is_last_sentence = position == document_length - 1
     if objective == "nsp":
@@ -441,7 +519,7 @@ def _chunk_is_complete(
     # SOP needs two sentences per chunk, and must not leave the document's last sentence alone for the next chunk.
     if is_last_sentence:
         return True
-    return chunk_length >= target_length and len(chunk) >= 2 and position != document_length - 2
+    return chunk_length >= target_length and chunk_sentences >= 2 and position != document_length - 2
 
 
 def _document_rng(seed: int, dupe: int, document_index: int) -> random.Random:
@@ -451,8 +529,39 @@ def _document_rng(seed: int, dupe: int, document_index: int) -> random.Random:
     return random.Random(int(state[0]) << 64 | int(state[1]))
 
 
+class _ArrowPool:
+    """A batch's `sentence_ids` column (Arrow list<list<int32>>) as numpy offsets over one flat token array, without
+    turning every token into a Python int: documents -> sentences -> tokens."""
+
+    def __init__(self, column: pa.Array | pa.ChunkedArray):
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        sentences = column.values  # ListArray offsets index the child array as stored (slice offsets included)
+        self.document_offsets = column.offsets.to_numpy()
+        self.token_offsets = sentences.offsets.to_numpy()
+        self.tokens = sentences.values.to_numpy(zero_copy_only=False)
+        self.lengths = _ArrowLengths(self)
+
+    def document_start(self, document: int) -> int:
+        return int(self.token_offsets[self.document_offsets[document]])
+
+
+class _ArrowLengths:
+    def __init__(self, pool: _ArrowPool):
+        self.pool, self.cache = pool, {}
+
+    def __len__(self) -> int:
+        return len(self.pool.document_offsets) - 1
+
+    def __getitem__(self, index: int) -> list[int]:
+        if index not in self.cache:
+            first, last = self.pool.document_offsets[index], self.pool.document_offsets[index + 1]
+            self.cache[index] = np.diff(self.pool.token_offsets[first : last + 1]).tolist()
+        return self.cache[index]
+
+
 def _instances_batch(
-    batch: dict,
+    batch: pa.Table,
     indices: list[int],
     *,
     max_seq_length: int,
@@ -462,19 +571,41 @@ def _instances_batch(
     seed: int,
     cls_token_id: int,
     sep_token_id: int,
-) -> dict:
-    pool = batch["sentence_ids"]
-    output: dict[str, list] = {"input_ids": [], "token_type_ids": [], "sentence_order_label": []}
+) -> pa.Table:
+    pool = _ArrowPool(batch.column("sentence_ids"))
+    cls, sep = np.array([cls_token_id], dtype=np.int32), np.array([sep_token_id], dtype=np.int32)
+    pieces, offsets, types, labels = [], [0], [], []
     for dupe in range(dupe_factor):
         for position, document_index in enumerate(indices):
             rng = _document_rng(seed, dupe, document_index)
-            for tokens_a, tokens_b, label in sentence_pairs_from_document(
-                pool, position, rng, max_seq_length - 3, short_seq_prob, objective
+            for span_a, span_b, label in sentence_pair_spans(
+                pool.lengths, position, rng, max_seq_length - 3, short_seq_prob, objective
             ):
-                output["input_ids"].append([cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id])
-                output["token_type_ids"].append([0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1))
-                output["sentence_order_label"].append(label)
-    return output
+                (doc_a, start_a, end_a), (doc_b, start_b, end_b) = span_a, span_b
+                base_a, base_b = pool.document_start(doc_a), pool.document_start(doc_b)
+                pieces += [
+                    cls,
+                    pool.tokens[base_a + start_a : base_a + end_a],
+                    sep,
+                    pool.tokens[base_b + start_b : base_b + end_b],
+                    sep,
+                ]
+                length_a, length_b = end_a - start_a, end_b - start_b
+                offsets.append(offsets[-1] + length_a + length_b + 3)
+                types.append((length_a + 2, length_b + 1))
+                labels.append(label)
+    tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
+    segment_lengths = np.array(types, dtype=np.int64).reshape(-1)
+    token_types = np.repeat(np.tile(np.array([0, 1], dtype=np.int8), len(types)), segment_lengths)
+    offsets = pa.array(np.array(offsets, dtype=np.int32))
+    return pa.Table.from_arrays(
+        [
+            pa.ListArray.from_arrays(offsets, pa.array(tokens, type=pa.int32())),
+            pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
+            pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
+        ],
+        names=["input_ids", "token_type_ids", "sentence_order_label"],
+    )
 
 
 def create_sentence_order_instances(
@@ -520,8 +651,9 @@ def create_sentence_order_instances(
         cls_token_id=cls_token_id,
         sep_token_id=sep_token_id,
     )
-    return _map(
-        tokenized,
+    # Batches as Arrow tables: the tokens are sliced as arrays and never become Python ints (see _ArrowPool).
+    instances = _map(
+        tokenized.with_format("arrow"),
         _instances_batch,
         with_indices=True,
         batch_size=documents_per_batch,
@@ -531,6 +663,7 @@ def create_sentence_order_instances(
         num_proc=num_proc,
         desc=f"Creating {objective.upper()} instances",
     )
+    return instances.with_format(None)
 
 
 def build_pretraining_dataset(
@@ -560,9 +693,17 @@ def build_pretraining_dataset(
     )
 
 
-def _map(dataset: Dataset | IterableDataset, function: Callable, num_proc: int | None = None, desc: str = "",
-         **kwargs) -> Dataset | IterableDataset:
+def _workers(num_proc: int | None) -> int | None:
+    """`num_proc` for `datasets`: None (work in this process) unless more than one process is asked for. `datasets`
+    starts a pool even for num_proc=1, which pickles the tokenizer into a second process and doubles the memory for
+    no parallelism."""
+    return num_proc if num_proc is not None and num_proc > 1 else None
+
+
+def _map(
+    dataset: Dataset | IterableDataset, function: Callable, num_proc: int | None = None, desc: str = "", **kwargs
+) -> Dataset | IterableDataset:
     """`dataset.map(batched=True)` for both kinds: an IterableDataset maps lazily and takes no num_proc/desc."""
     if isinstance(dataset, IterableDataset):
         return dataset.map(function, batched=True, **kwargs)
-    return dataset.map(function, batched=True, num_proc=num_proc, desc=desc, **kwargs)
+    return dataset.map(function, batched=True, num_proc=_workers(num_proc), desc=desc, **kwargs)
