@@ -345,11 +345,14 @@ class ReliableTrainerMixin:
 
     Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
     same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
-    Limitations: with `push_to_hub`, Trainer pushes from the staging folder (before the rename); DeepSpeed's own loss
-    scale is not reported (only `GradScaler`'s).
+    With `push_to_hub`, a checkpoint is uploaded only once it is complete under its final name (Trainer would start
+    the upload from the folder being written), and a failed upload is logged and never stops training: the next save
+    uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported (only
+    `GradScaler`'s).
     """
 
     _staging_root: str | None = None
+    _push_requested: bool = False
 
     # ---- atomic checkpoints -----------------------------------------------------------------------------------------
 
@@ -370,6 +373,7 @@ class ReliableTrainerMixin:
         self.accelerator.wait_for_everyone()  # nobody writes into it before it is cleared
 
         self._staging_root = staging_root
+        self._push_requested = False
         try:
             super()._save_checkpoint(model, trial)
         finally:
@@ -377,8 +381,16 @@ class ReliableTrainerMixin:
         self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
 
         self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
+        final_dir = os.path.join(run_dir, name)
         if self.args.should_save:
-            publish_checkpoint(staging_dir, os.path.join(run_dir, name))
+            publish_checkpoint(staging_dir, final_dir)
+        if self._push_requested:  # only now is there a complete checkpoint to upload
+            self._push_requested = False
+            self._push_complete_checkpoint(final_dir)
+        if self.args.should_save and self._uploading_other_than(final_dir):
+            # Rotation could delete the older checkpoint being uploaded: it waits for a save without such an upload.
+            logger.info("A Hub upload of an older checkpoint is running: old checkpoints are rotated at a later save.")
+        elif self.args.should_save:
             # Only now may older checkpoints go: the new one is complete.
             rotate_checkpoints(
                 output_dir=run_dir,
@@ -404,6 +416,51 @@ class ReliableTrainerMixin:
                 self.state.best_model_checkpoint = best_dir
                 if self.args.should_save:
                     self.state.save_to_json(os.path.join(staging_dir, TRAINER_STATE_NAME))
+
+    # ---- uploads of complete checkpoints ------------------------------------------------------------------------------
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        # Trainer calls this from `_save_checkpoint`, i.e. while the checkpoint is still in the staging area: the
+        # upload is deferred until the folder is complete under its final name.
+        if self._staging_root is not None:
+            self._push_requested = True
+            return
+        self._push_complete_checkpoint(checkpoint_folder)
+
+    def _push_complete_checkpoint(self, checkpoint_folder: str) -> None:
+        """Trainer's background upload of `checkpoint_folder`; a failure to start or to finish one is logged (with
+        the checkpoint's name) and counted in `failed_pushes`, never raised: losing an upload must not lose the run."""
+        jobs_before = list(self._push_jobs())
+        try:
+            super()._push_from_checkpoint(checkpoint_folder)
+        except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
+            self._report_failed_push(checkpoint_folder, error)
+            return
+        for job in self._push_jobs():
+            if not any(job is old for old in jobs_before):
+                self._uploads = [*getattr(self, "_uploads", []), (checkpoint_folder, job)]
+                job.add_done_callback(lambda done, folder=checkpoint_folder: self._check_push(folder, done))
+
+    def _push_jobs(self) -> list:
+        in_progress = getattr(self, "push_in_progress", None)
+        return in_progress.jobs if in_progress is not None else []
+
+    def _uploading_other_than(self, folder: str) -> bool:
+        """Whether an upload from a checkpoint folder other than `folder` is still running."""
+        self._uploads = [(source, job) for source, job in getattr(self, "_uploads", []) if not job.done()]
+        return any(source != folder for source, _ in self._uploads)
+
+    def _check_push(self, checkpoint_folder: str, job) -> None:
+        error = None if job.cancelled() else job.exception()
+        if error is not None:
+            self._report_failed_push(checkpoint_folder, error)
+
+    def _report_failed_push(self, checkpoint_folder: str, error: BaseException) -> None:
+        self.failed_pushes = [*getattr(self, "failed_pushes", []), (checkpoint_folder, repr(error))]
+        logger.error(
+            "Uploading %s to the Hub failed (%r). Training continues; the next checkpoint's upload sends the "
+            "latest files again, and `trainer.push_to_hub()` retries at the end.", checkpoint_folder, error,
+        )
 
     # ---- numerical health -------------------------------------------------------------------------------------------
 
