@@ -42,8 +42,9 @@ def perturbed_labels(gold: np.ndarray, task: str, rng: np.random.Generator) -> n
     return np.where(flip, 1 - gold, gold)
 
 
-@pytest.mark.parametrize(("task", "folder"), [("mrpc", "MRPC"), ("cola", "CoLA"), ("stsb", "STS-B"), ("sst2", "SST-2"),
-                                              ("rte", "RTE")])
+@pytest.mark.parametrize(
+    ("task", "folder"), [("mrpc", "MRPC"), ("cola", "CoLA"), ("stsb", "STS-B"), ("sst2", "SST-2"), ("rte", "RTE")]
+)
 def test_glue_module_equals_the_function_on_real_dev_sets(shared_data, task, folder):
     dev = read_glue_tsv(str(shared_data / "glue" / folder / "dev.tsv"), get_glue_task(task), labelled=True)
     gold = np.asarray([row["label"] for row in dev], dtype=np.float32 if task == "stsb" else np.int64)
@@ -81,8 +82,9 @@ def perturbed_answer(answer: str, rng: random.Random) -> str:
 
 
 def squad_rows(answers: dict[str, list[str]], predictions: dict[str, str], na_probs: dict[str, float] | None = None):
-    references = [{"id": key, "answers": {"text": texts, "answer_start": [0] * len(texts)}}
-                  for key, texts in answers.items()]
+    references = [
+        {"id": key, "answers": {"text": texts, "answer_start": [0] * len(texts)}} for key, texts in answers.items()
+    ]
     rows = [{"id": key, "prediction_text": predictions[key]} for key in answers]
     if na_probs is not None:
         rows = [{**row, "no_answer_probability": na_probs[row["id"]]} for row in rows]
@@ -104,8 +106,10 @@ def test_squad_v2_module_equals_the_function_on_the_real_dev_sample(shared_data,
     answers = gold_answers(load_squad_examples(shared_data / "squad" / "dev-v2.0.json"))
     assert any(not texts for texts in answers.values()) and any(answers.values())
     rng = random.Random(1)
-    predictions = {key: perturbed_answer(rng.choice(texts), rng) if texts else rng.choice(["", "some span"])
-                   for key, texts in answers.items()}
+    predictions = {
+        key: perturbed_answer(rng.choice(texts), rng) if texts else rng.choice(["", "some span"])
+        for key, texts in answers.items()
+    }
     na_probs = {key: rng.uniform(-1, 1) for key in answers}
     expected = squad_v2_scores(predictions, answers, na_probs=na_probs, na_prob_thresh=threshold)
     rows, references = squad_rows(answers, predictions, na_probs)
@@ -155,8 +159,9 @@ def test_the_jobs_score_through_the_modules(monkeypatch):
     labels = ["O", "B-PER", "I-PER"]
     token_logits = np.eye(3)[[[1, 2, 0, 0]]] + 0.0
     ner = ner_compute_metrics(labels)
-    assert ner(EvalPrediction(token_logits, np.array([[1, 2, 0, -100]]))) == ner_metrics([["B-PER", "I-PER", "O"]],
-                                                                                         [["B-PER", "I-PER", "O"]])
+    assert ner(EvalPrediction(token_logits, np.array([[1, 2, 0, -100]]))) == ner_metrics(
+        [["B-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O"]]
+    )
     assert loaded == [("glue", "mrpc"), ("seqeval", None)]  # loaded once per job, at the first evaluation
 
 

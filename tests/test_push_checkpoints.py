@@ -33,9 +33,12 @@ class FakeHfApi:
         return SimpleNamespace(repo_id=f"user/{repo_id}")
 
     def upload_folder(self, *, repo_id, folder_path, path_in_repo=None, run_as_future=False, **kwargs):
-        record = {"folder": Path(folder_path), "path_in_repo": path_in_repo,
-                  # What a reader of the folder sees at the moment the upload is asked for.
-                  "problem_at_call": checkpoint_problem(folder_path) if path_in_repo else None}
+        record = {
+            "folder": Path(folder_path),
+            "path_in_repo": path_in_repo,
+            # What a reader of the folder sees at the moment the upload is asked for.
+            "problem_at_call": checkpoint_problem(folder_path) if path_in_repo else None,
+        }
         self.uploads.append(record)
         if self.fail == "at_call":
             raise ConnectionError("fake network down")
@@ -65,8 +68,9 @@ def fake_api(monkeypatch):
 
 
 def push_arguments(output_dir: Path, **overrides):
-    return tiny_arguments(output_dir, push_to_hub=True, hub_model_id="run", hub_strategy="checkpoint",
-                          hub_always_push=True, **overrides)
+    return tiny_arguments(
+        output_dir, push_to_hub=True, hub_model_id="run", hub_strategy="checkpoint", hub_always_push=True, **overrides
+    )
 
 
 def test_only_complete_checkpoints_under_their_final_name_are_uploaded(fake_api, tmp_path):
@@ -86,8 +90,9 @@ def test_only_complete_checkpoints_under_their_final_name_are_uploaded(fake_api,
 def test_an_older_checkpoint_being_uploaded_is_not_rotated_away(fake_api, tmp_path):
     api = fake_api()
     api.release.clear()  # uploads hang until released
-    trainer = ReliableTrainer(model=tiny_classifier(), args=push_arguments(tmp_path, save_total_limit=1),
-                              train_dataset=RandomSequences())
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=push_arguments(tmp_path, save_total_limit=1), train_dataset=RandomSequences()
+    )
     releaser = threading.Timer(2.0, api.release.set)  # the end of training waits for the uploads: let them finish
     releaser.start()
     try:
