@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 from transformers import Trainer
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, rotate_checkpoints
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
 
 logger = logging.getLogger(__name__)
 
@@ -497,6 +497,30 @@ class ReliableTrainerMixin:
             return message + " No checkpoint was written yet."
         return message + (f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
                           "bf16 instead of fp16, or gradient clipping.")
+
+    # ---- position in a stream ---------------------------------------------------------------------------------------
+
+    def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
+                             trial):
+        """Trainer's resumed state; for a training set without a length (a stream), the data position read from the
+        saved epoch instead of from the step count.
+
+        A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
+        x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
+        off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
+        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
+        pass (also the shuffle's epoch) and the batches to skip within it.
+        """
+        epochs_trained, steps_trained = super()._init_training_state(
+            max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
+        )
+        if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
+            return epochs_trained, steps_trained
+        batches_per_epoch = max_steps * self.args.gradient_accumulation_steps
+        epoch = self.state.epoch or 0.0
+        epochs_trained = int(epoch)
+        steps_trained = round((epoch - epochs_trained) * batches_per_epoch)
+        return epochs_trained, steps_trained
 
     # ---- checked resumption -----------------------------------------------------------------------------------------
 
