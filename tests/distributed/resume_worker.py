@@ -65,7 +65,7 @@ def arguments(engine: str, output_dir: Path) -> TrainingArguments:
             fsdp_config={
                 "fsdp_version": 2,
                 "transformer_layer_cls_to_wrap": ["AlbertLayerGroup"],
-                "state_dict_type": "SHARDED_STATE_DICT",
+                "state_dict_type": "FULL_STATE_DICT",
                 "reshard_after_forward": True,
             },
         )
