@@ -14,6 +14,8 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from transformers import EvalPrediction
 
+from . import load as load_metric_module
+
 GLUE_METRIC_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
 
@@ -45,13 +47,20 @@ def logits_to_predictions(task_name: str, logits: np.ndarray) -> np.ndarray:
 
 
 def glue_compute_metrics(task_name: str) -> Callable[[EvalPrediction], dict[str, float]]:
-    """A Trainer `compute_metrics` for `task_name`: model logits and gold labels -> the official metric."""
+    """A Trainer `compute_metrics` for `task_name`: model logits and gold labels -> the official metric, through the
+    package's `evaluate` module "glue" (same numbers as `glue_metric`)."""
     if task_name not in GLUE_METRIC_TASKS:
         raise ValueError(f"Unknown GLUE task {task_name!r}; choose one of {GLUE_METRIC_TASKS}.")
 
+    metric = None
+
     def compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
+        nonlocal metric
         logits = eval_prediction.predictions
         logits = logits[0] if isinstance(logits, tuple) else logits
-        return glue_metric(task_name, logits_to_predictions(task_name, logits), eval_prediction.label_ids)
+        if metric is None:  # loaded at the first evaluation, then reused
+            metric = load_metric_module("glue", task_name)
+        predictions = logits_to_predictions(task_name, logits)
+        return metric.compute(predictions=predictions, references=eval_prediction.label_ids)
 
     return compute_metrics

@@ -9,6 +9,7 @@ from seqeval.metrics import accuracy_score, classification_report
 from transformers import EvalPrediction
 
 from ..data.ner import IGNORE_INDEX
+from . import load as load_metric_module
 
 
 def ner_metrics(references: Sequence[Sequence[str]], predictions: Sequence[Sequence[str]]) -> dict[str, float]:
@@ -54,13 +55,19 @@ def tags_from_token_ids(
 def ner_compute_metrics(label_list: Sequence[str]) -> Callable[[EvalPrediction], dict[str, float]]:
     """A Trainer `compute_metrics`: token logits [batch, seq_len, num_labels] and aligned labels -> `ner_metrics`.
 
-    With first-sub-token labels (how evaluation sets are built) the labelled positions are exactly the words.
+    With first-sub-token labels (how evaluation sets are built) the labelled positions are exactly the words. Scored
+    through the package's `evaluate` module "seqeval" (same numbers as `ner_metrics`).
     """
 
+    metric = None
+
     def compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
+        nonlocal metric
         logits = eval_prediction.predictions
         logits = logits[0] if isinstance(logits, tuple) else logits
         references, predictions = tags_from_token_ids(np.argmax(logits, axis=-1), eval_prediction.label_ids, label_list)
-        return ner_metrics(references, predictions)
+        if metric is None:  # loaded at the first evaluation, then reused
+            metric = load_metric_module("seqeval")
+        return metric.compute(predictions=predictions, references=references)
 
     return compute_metrics

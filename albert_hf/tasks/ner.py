@@ -29,7 +29,8 @@ from ..data.ner import (
     write_conll_predictions,
 )
 from ..hub import CardInfo
-from ..metrics.ner import ner_compute_metrics, ner_metrics
+from ..metrics import load as load_metric_module
+from ..metrics.ner import ner_compute_metrics
 from ..modeling import AlbertForTokenClassification
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
@@ -186,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             logger.warning(
                 "test: %d words lay beyond max_seq_length=%d and were predicted 'O'.", num_cut, data_args.max_seq_length
             )
-        metrics = {f"predict_{key}": value for key, value in ner_metrics(raw["test"]["ner_tags"], predicted).items()}
+        scores = load_metric_module("seqeval").compute(predictions=predicted, references=raw["test"]["ner_tags"])
+        metrics = {f"predict_{key}": value for key, value in scores.items()}
         metrics.update(predict_samples=len(predicted), predict_words_beyond_max_seq_length=num_cut)
         if trainer.is_world_process_zero():
             trainer.log_metrics("predict", metrics)

@@ -34,7 +34,7 @@ from ..data.squad import (
     write_prediction_files,
 )
 from ..hub import CardInfo
-from ..metrics.squad import squad_v1_scores, squad_v2_scores
+from ..metrics import load as load_metric_module
 from ..modeling import AlbertForQuestionAnswering
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
@@ -155,13 +155,21 @@ def squad_metrics(
     v1.1: `exact_match`, `f1`. v2.0: `exact`, `f1` and their HasAns/NoAns breakdowns at the fixed threshold, and
     `best_exact`/`best_f1` with their thresholds, searched over the null odds of the evaluation set as the original
     does. Scoring the best non-null spans with the null odds at the fixed threshold is the same as scoring
-    `predictions.json`; the threshold search needs the non-null spans.
+    `predictions.json`; the threshold search needs the non-null spans. Scored through the package's `evaluate`
+    modules "squad" and "squad_v2" (same numbers as `squad_v1_scores` and `squad_v2_scores`).
     """
     references = gold_answers(examples)
+    gold = [{"id": key, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
+            for key, texts in references.items()]
     if not version_2_with_negative:
-        return squad_v1_scores(predictions.predictions, references)
-    return squad_v2_scores(
-        predictions.best_spans, references, na_probs=predictions.null_odds, na_prob_thresh=null_score_diff_threshold
+        answers = [{"id": key, "prediction_text": predictions.predictions[key]} for key in references]
+        return load_metric_module("squad").compute(predictions=answers, references=gold)
+    answers = [
+        {"id": key, "prediction_text": predictions.best_spans[key], "no_answer_probability": predictions.null_odds[key]}
+        for key in references
+    ]
+    return load_metric_module("squad_v2").compute(
+        predictions=answers, references=gold, no_answer_threshold=null_score_diff_threshold
     )
 
 

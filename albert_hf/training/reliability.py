@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 from transformers import Trainer
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, rotate_checkpoints
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
 
 from .checkpoints import weights_file_problem
 
@@ -309,11 +309,14 @@ class ReliableTrainerMixin:
 
     Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
     same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
-    Limitations: with `push_to_hub`, Trainer pushes from the staging folder (before the rename); DeepSpeed's own loss
-    scale is not reported (only `GradScaler`'s).
+    With `push_to_hub`, a checkpoint is uploaded only once it is complete under its final name (Trainer would start
+    the upload from the folder being written), and a failed upload is logged and never stops training: the next save
+    uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported (only
+    `GradScaler`'s).
     """
 
     _staging_root: str | None = None
+    _push_requested: bool = False
 
     # ---- atomic checkpoints -----------------------------------------------------------------------------------------
 
@@ -334,6 +337,7 @@ class ReliableTrainerMixin:
         self.accelerator.wait_for_everyone()  # nobody writes into it before it is cleared
 
         self._staging_root = staging_root
+        self._push_requested = False
         try:
             super()._save_checkpoint(model, trial)
         finally:
@@ -341,8 +345,16 @@ class ReliableTrainerMixin:
         self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
 
         self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
+        final_dir = os.path.join(run_dir, name)
         if self.args.should_save:
-            publish_checkpoint(staging_dir, os.path.join(run_dir, name))
+            publish_checkpoint(staging_dir, final_dir)
+        if self._push_requested:  # only now is there a complete checkpoint to upload
+            self._push_requested = False
+            self._push_complete_checkpoint(final_dir)
+        if self.args.should_save and self._uploading_other_than(final_dir):
+            # Rotation could delete the older checkpoint being uploaded: it waits for a save without such an upload.
+            logger.info("A Hub upload of an older checkpoint is running: old checkpoints are rotated at a later save.")
+        elif self.args.should_save:
             # Only now may older checkpoints go: the new one is complete.
             rotate_checkpoints(
                 output_dir=run_dir,
@@ -368,6 +380,51 @@ class ReliableTrainerMixin:
                 self.state.best_model_checkpoint = best_dir
                 if self.args.should_save:
                     self.state.save_to_json(os.path.join(staging_dir, TRAINER_STATE_NAME))
+
+    # ---- uploads of complete checkpoints ------------------------------------------------------------------------------
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        # Trainer calls this from `_save_checkpoint`, i.e. while the checkpoint is still in the staging area: the
+        # upload is deferred until the folder is complete under its final name.
+        if self._staging_root is not None:
+            self._push_requested = True
+            return
+        self._push_complete_checkpoint(checkpoint_folder)
+
+    def _push_complete_checkpoint(self, checkpoint_folder: str) -> None:
+        """Trainer's background upload of `checkpoint_folder`; a failure to start or to finish one is logged (with
+        the checkpoint's name) and counted in `failed_pushes`, never raised: losing an upload must not lose the run."""
+        jobs_before = list(self._push_jobs())
+        try:
+            super()._push_from_checkpoint(checkpoint_folder)
+        except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
+            self._report_failed_push(checkpoint_folder, error)
+            return
+        for job in self._push_jobs():
+            if not any(job is old for old in jobs_before):
+                self._uploads = [*getattr(self, "_uploads", []), (checkpoint_folder, job)]
+                job.add_done_callback(lambda done, folder=checkpoint_folder: self._check_push(folder, done))
+
+    def _push_jobs(self) -> list:
+        in_progress = getattr(self, "push_in_progress", None)
+        return in_progress.jobs if in_progress is not None else []
+
+    def _uploading_other_than(self, folder: str) -> bool:
+        """Whether an upload from a checkpoint folder other than `folder` is still running."""
+        self._uploads = [(source, job) for source, job in getattr(self, "_uploads", []) if not job.done()]
+        return any(source != folder for source, _ in self._uploads)
+
+    def _check_push(self, checkpoint_folder: str, job) -> None:
+        error = None if job.cancelled() else job.exception()
+        if error is not None:
+            self._report_failed_push(checkpoint_folder, error)
+
+    def _report_failed_push(self, checkpoint_folder: str, error: BaseException) -> None:
+        self.failed_pushes = [*getattr(self, "failed_pushes", []), (checkpoint_folder, repr(error))]
+        logger.error(
+            "Uploading %s to the Hub failed (%r). Training continues; the next checkpoint's upload sends the "
+            "latest files again, and `trainer.push_to_hub()` retries at the end.", checkpoint_folder, error,
+        )
 
     # ---- numerical health -------------------------------------------------------------------------------------------
 
@@ -404,6 +461,30 @@ class ReliableTrainerMixin:
             return message + " No checkpoint was written yet."
         return message + (f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
                           "bf16 instead of fp16, or gradient clipping.")
+
+    # ---- position in a stream ---------------------------------------------------------------------------------------
+
+    def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
+                             trial):
+        """Trainer's resumed state; for a training set without a length (a stream), the data position read from the
+        saved epoch instead of from the step count.
+
+        A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
+        x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
+        off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
+        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
+        pass (also the shuffle's epoch) and the batches to skip within it.
+        """
+        epochs_trained, steps_trained = super()._init_training_state(
+            max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
+        )
+        if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
+            return epochs_trained, steps_trained
+        batches_per_epoch = max_steps * self.args.gradient_accumulation_steps
+        epoch = self.state.epoch or 0.0
+        epochs_trained = int(epoch)
+        steps_trained = round((epoch - epochs_trained) * batches_per_epoch)
+        return epochs_trained, steps_trained
 
     # ---- checked resumption -----------------------------------------------------------------------------------------
 
