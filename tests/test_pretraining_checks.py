@@ -189,7 +189,8 @@ def assert_states_equal(left: tuple[dict, dict], right: tuple[dict, dict]) -> No
 
 
 def guarded_run(tokenizer, features: list[dict], tmp_path, callbacks=(), corrupt_batch: int | None = None, **args):
-    """`STEPS` AdamW steps of batch 4 over `features` in order (an IterableDataset: no shuffling), guard on."""
+    """`STEPS` AdamW steps of batch 4 over `features` in order, guard on. One epoch: the features that rollbacks skip
+    must be in it (the epoch's loop has one iteration per batch)."""
     torch.manual_seed(0)
     model = AlbertForPreTraining(config_for(tokenizer))
     collator = DataCollatorForSOP(tokenizer, seed=0)
@@ -198,10 +199,11 @@ def guarded_run(tokenizer, features: list[dict], tmp_path, callbacks=(), corrupt
     defaults = dict(output_dir=str(tmp_path), report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
                     seed=0, per_device_train_batch_size=4, max_steps=STEPS, optimizer="adamw", learning_rate=2e-3,
                     lr_schedule="trainer", lr_scheduler_type="linear", warmup_steps=0, logging_steps=1,
-                    dataloader_num_workers=0, divergence_snapshot_steps=1, divergence_min_history=5)
+                    dataloader_num_workers=0, divergence_snapshot_steps=1, divergence_min_history=5,
+                    train_sampling_strategy="sequential")
     arguments = PretrainingArguments(**{**defaults, **args})
-    dataset = Dataset.from_list(features).to_iterable_dataset()
-    trainer = AlbertPretrainingTrainer(model=model, args=arguments, data_collator=collator, train_dataset=dataset,
+    trainer = AlbertPretrainingTrainer(model=model, args=arguments, data_collator=collator,
+                                       train_dataset=Dataset.from_list(features),
                                        callbacks=list(callbacks))
     trainer.train()
     return trainer
