@@ -59,6 +59,8 @@ def test_tiny_albert_memorizes_a_handful_of_sequences(tmp_path):
         per_device_train_batch_size=SEQUENCES, max_steps=STEPS, optimizer="adamw", learning_rate=1e-3,
         lr_schedule="trainer", lr_scheduler_type="constant", weight_decay=0.0, logging_steps=50,
         dataloader_num_workers=0,
+        # Off: memorizing drives the loss towards 0, where ordinary step-to-step noise exceeds 3 x the median.
+        divergence_guard=False,
     )
     trainer = AlbertPretrainingTrainer(model=model, args=arguments, data_collator=DataCollatorForSOP(tokenizer, seed=0),
                                        train_dataset=instances)

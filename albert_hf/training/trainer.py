@@ -70,6 +70,9 @@ class PretrainingArguments(TrainingArguments):
         default=3.0, metadata={"help": "A step's loss above this multiple of the running median is a spike."}
     )
     divergence_window: int = field(default=100, metadata={"help": "Steps in the running median of the loss."})
+    divergence_min_history: int = field(
+        default=10, metadata={"help": "Steps of history needed before a spike can be called (non-finite: always)."}
+    )
     divergence_snapshot_steps: int = field(
         default=50, metadata={"help": "Refresh the in-memory good state every this many steps."}
     )
@@ -87,6 +90,7 @@ class PretrainingArguments(TrainingArguments):
         return DivergenceGuardConfig(
             spike_factor=self.divergence_spike_factor,
             window=self.divergence_window,
+            min_history=self.divergence_min_history,
             snapshot_steps=self.divergence_snapshot_steps,
             max_rollbacks=self.divergence_max_rollbacks,
             lr_factor=self.divergence_lr_factor,
