@@ -98,7 +98,7 @@ class SplittingTokenizer(AlbertTokenizer):
 
 
 def test_mask_not_a_single_token(tokenizer):
-    splitting = SplittingTokenizer.from_pretrained(tokenizer.name_or_path)
+    splitting = SplittingTokenizer(vocab_file=tokenizer.vocab_file)
     with pytest.raises(PretrainingSetupError, match=r"splits mask_token '\[MASK\]' into 6 tokens .* not the single id "
                                                     rf"mask_token_id={tokenizer.mask_token_id}"):
         check_single_token(splitting, "mask_token")
@@ -147,13 +147,15 @@ BAD_STEP = 20  # 1-based: the optimizer step that is disturbed
 
 
 class LearningRateJump(TrainerCallback):
-    """Multiplies the learning rate of one optimizer step by `factor` (the scheduler resets it at the next step)."""
+    """Multiplies the learning rate of one optimizer step by `factor`, once (the scheduler resets it at the next
+    step). Just before the optimizer step, after the guard has judged the step's loss, as a bad rate would act."""
 
     def __init__(self, step: int, factor: float):
-        self.step, self.factor = step, factor
+        self.step, self.factor, self.fired = step, factor, False
 
-    def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
-        if state.global_step == self.step - 1:
+    def on_pre_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+        if state.global_step == self.step - 1 and not self.fired:
+            self.fired = True
             for group in optimizer.param_groups:
                 group["lr"] *= self.factor
 
