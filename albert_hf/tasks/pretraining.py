@@ -40,6 +40,7 @@ from ..data.pretraining import (
 from ..distributed import init_distributed
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
+from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from ..training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from .common import ModelArguments, build_config, build_model, load_tokenizer
 
@@ -295,23 +296,23 @@ def prepare_datasets(
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def build_pretraining_model(model_args: ModelArguments, tokenizer, max_seq_length: int) -> AlbertForPreTraining:
-    """A fresh ALBERT sized to the tokenizer (or the checkpoint of --model_name_or_path)."""
-    special = dict(
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id
-    )
-    config = build_config(
-        model_args, **({} if model_args.model_name_or_path else {"vocab_size": len(tokenizer)}), **special
-    )
-    if config.vocab_size < len(tokenizer):
-        raise ValueError(
-            f"The model's vocabulary ({config.vocab_size}) is smaller than the tokenizer's ({len(tokenizer)})."
-        )
-    if config.max_position_embeddings < max_seq_length:
-        raise ValueError(
-            f"--max_seq_length {max_seq_length} exceeds the model's max_position_embeddings "
-            f"({config.max_position_embeddings})."
-        )
+def build_pretraining_model(
+    model_args: ModelArguments, tokenizer, max_seq_length: int, sanity_checks: bool = True
+) -> AlbertForPreTraining:
+    """A fresh ALBERT sized to the tokenizer, or the checkpoint of --model_name_or_path, which must fit the tokenizer:
+    same vocabulary and special ids (`check_tokenizer_matches_config`), never silently overridden. Without
+    `sanity_checks`, a checkpoint's config takes the tokenizer's special ids and nothing is compared."""
+    special = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+                   eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id)
+    if model_args.model_name_or_path:
+        config = build_config(model_args, **({} if sanity_checks else special))
+        config_source = f"the config of {model_args.model_name_or_path}"
+    else:
+        config = build_config(model_args, vocab_size=len(tokenizer), **special)
+        config_source = f"the {model_args.config_preset} config"
+    if sanity_checks:
+        check_tokenizer_matches_config(tokenizer, config, config_source)
+        check_sequence_length(max_seq_length, config, config_source)
     return build_model(AlbertForPreTraining, model_args, config)
 
 
@@ -341,6 +342,15 @@ def build_trainer(
     )
 
 
+def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8) -> None:
+    """Collate the first training sequences as training will and check the batch (`check_batch`)."""
+    dataset = trainer.train_dataset
+    features = list(dataset.take(num_sequences)) if isinstance(dataset, IterableDataset) else [
+        dataset[i] for i in range(min(num_sequences, len(dataset)))]
+    if features:
+        check_batch(trainer.data_collator(features), trainer.processing_class, trainer.model.config)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`albert-hf pretrain`: pretrain ALBERT on text files, save model + tokenizer, report MLM/SOP metrics."""
     model_args, data_args, recipe_args, training_args = parse_pretraining_args(argv)
@@ -351,8 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = load_tokenizer(model_args)
     train_dataset, eval_dataset, stats = prepare_datasets(data_args, tokenizer, training_args.seed)
     logger.info("Pretraining data: %s", stats.describe())
-    model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length)
+    model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length, training_args.sanity_checks)
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
+    if training_args.sanity_checks:
+        check_first_batch(trainer)
 
     # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts a job.
     checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)

@@ -46,6 +46,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_
 
 from .checkpoints import weights_file_problem
 
+from .divergence import DivergenceGuard
+
 logger = logging.getLogger(__name__)
 
 # Where checkpoints are written before they get their final name. Starts with "." so that neither Trainer's
@@ -317,6 +319,24 @@ class ReliableTrainerMixin:
 
     _staging_root: str | None = None
     _push_requested: bool = False
+    # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
+    divergence_guard: DivergenceGuard | None = None
+
+    def train(self, *args: Any, **kwargs: Any):
+        if self.divergence_guard is not None:  # a fresh history and snapshot for every run
+            self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
+        return super().train(*args, **kwargs)
+
+    def _maybe_log_save_evaluate(self, *args: Any, **kwargs: Any) -> None:
+        """Roll back a step the guard judged bad before anything logs, evaluates or saves its weights."""
+        if self.divergence_guard is not None and self.divergence_guard.maybe_rollback(self):
+            self.control.should_log = self.control.should_save = self.control.should_evaluate = False
+            self.log(dict(self.divergence_guard.events[-1]))
+            return
+        super()._maybe_log_save_evaluate(*args, **kwargs)
+
+    def discard_training_log_sums(self) -> None:
+        """Forget what was summed for the next training log (after a rollback); subclasses add their own sums."""
 
     # ---- atomic checkpoints -----------------------------------------------------------------------------------------
 
@@ -429,8 +449,20 @@ class ReliableTrainerMixin:
     # ---- numerical health -------------------------------------------------------------------------------------------
 
     def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch=None) -> torch.Tensor:
-        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients."""
+        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients.
+
+        With a [`DivergenceGuard`] the guard judges each optimizer step's loss instead (non-finite or a spike) and
+        rolls a bad step back after the loop has taken it; without one, a non-finite loss stops the run here.
+        """
+        guard = self.divergence_guard
+        if guard is not None:
+            guard.before_micro_batch(self.state.global_step)
         loss = super().training_step(model, inputs, num_items_in_batch)
+        if guard is not None:
+            guard.add_micro_batch(loss)
+            if self.accelerator.sync_gradients:  # the step's last micro-batch: the optimizer step comes next
+                guard.check_step(self)
+            return loss
         # One device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` check already costs.
         non_finite = (~torch.isfinite(loss.detach())).any().float()
         if self.accelerator.num_processes > 1:

@@ -14,6 +14,7 @@ What it adds to transformers' `Trainer`:
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,9 +22,12 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
+from .divergence import DivergenceGuard, DivergenceGuardConfig
 from .lamb import Lamb, lamb_parameter_groups
 from .reliability import ReliableTrainerMixin
 from .schedules import get_albert_polynomial_decay_schedule
+
+logger = logging.getLogger(__name__)
 
 # Per-batch sums behind the logged metrics; sums (not means) so that micro-batches, logging windows and processes
 # add up exactly.
@@ -52,6 +56,45 @@ class PretrainingArguments(TrainingArguments):
     )
     weight_decay: float = field(default=0.01, metadata={"help": "Decoupled weight decay (ALBERT: 0.01)."})
     adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
+    sanity_checks: bool = field(
+        default=True,
+        metadata={"help": "Before training, check that tokenizer, model config and a first batch fit together "
+                          "(vocabulary, special ids, lengths, no padding as a target); --no_sanity_checks skips it."},
+    )
+    divergence_guard: bool = field(
+        default=True,
+        metadata={"help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
+                          "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."},
+    )
+    divergence_spike_factor: float = field(
+        default=3.0, metadata={"help": "A step's loss above this multiple of the running median is a spike."}
+    )
+    divergence_window: int = field(default=100, metadata={"help": "Steps in the running median of the loss."})
+    divergence_min_history: int = field(
+        default=10, metadata={"help": "Steps of history needed before a spike can be called (non-finite: always)."}
+    )
+    divergence_snapshot_steps: int = field(
+        default=50, metadata={"help": "Refresh the in-memory good state every this many steps."}
+    )
+    divergence_max_rollbacks: int = field(
+        default=5, metadata={"help": "Stop with an error after this many rollbacks (the run keeps diverging)."}
+    )
+    divergence_lr_factor: float = field(
+        default=1.0, metadata={"help": "Multiply the learning rate by this at each rollback (1: keep it)."}
+    )
+
+    def divergence_guard_config(self) -> DivergenceGuardConfig | None:
+        """The guard's settings, or None when it is off."""
+        if not self.divergence_guard:
+            return None
+        return DivergenceGuardConfig(
+            spike_factor=self.divergence_spike_factor,
+            window=self.divergence_window,
+            min_history=self.divergence_min_history,
+            snapshot_steps=self.divergence_snapshot_steps,
+            max_rollbacks=self.divergence_max_rollbacks,
+            lr_factor=self.divergence_lr_factor,
+        )
 
 
 class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpoints and a NaN guard: runs last days
@@ -81,6 +124,12 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
         )
         self._num_sequences_in_batch: torch.Tensor | None = None
         self._metric_sums = {"train": None, "eval": None}
+        guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
+        if guard_config is not None:
+            if self.is_deepspeed_enabled or self.is_fsdp_enabled:  # sharded states owned by the engine
+                logger.warning("The divergence guard is off under DeepSpeed/FSDP: a non-finite loss stops the run.")
+            else:
+                self.divergence_guard = DivergenceGuard(guard_config)
 
     # ---- optimizer and schedule -------------------------------------------------------------------------------------
 
@@ -152,6 +201,9 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
         return (loss, outputs) if return_outputs else loss
 
     # ---- metrics ----------------------------------------------------------------------------------------------------
+
+    def discard_training_log_sums(self) -> None:
+        self._metric_sums["train"] = None
 
     def _record_metric_sums(self, mode: str, outputs, inputs: dict[str, Any]) -> None:
         sums = pretraining_metric_sums(outputs, inputs.get("labels"), inputs.get("sentence_order_label"))

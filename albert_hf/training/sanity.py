@@ -1,0 +1,95 @@
+"""Start-of-run checks for pretraining: mismatches that would otherwise train for days without a word.
+
+A model config and a tokenizer that disagree (another vocabulary, other special ids), a [MASK] the tokenizer splits
+into pieces, sequences longer than the position embeddings, or padding among the MLM targets all let training run:
+the loss just never gets good, or the model learns to predict padding. Each check raises [`PretrainingSetupError`]
+naming both sides. `albert-hf pretrain` runs them before training (`--no_sanity_checks` skips them).
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Config field -> tokenizer attribute holding the same special id. ALBERT's config calls [CLS] and [SEP] bos / eos.
+SPECIAL_ID_FIELDS = (
+    ("pad_token_id", "pad_token_id", "padding"),
+    ("bos_token_id", "cls_token_id", "[CLS]"),
+    ("eos_token_id", "sep_token_id", "[SEP]"),
+    ("mask_token_id", "mask_token_id", "[MASK]"),
+)
+
+
+class PretrainingSetupError(ValueError):
+    """The tokenizer, the model config and the data do not fit together; the message names both sides."""
+
+
+def check_tokenizer_matches_config(tokenizer, config, config_source: str = "the model config") -> None:
+    """Same vocabulary size and same pad/[CLS]/[SEP]/[MASK] ids on both sides (a missing config field is not
+    compared: configs written by other code may lack mask_token_id); [MASK] and [SEP] single tokens."""
+    name = _tokenizer_name(tokenizer)
+    if len(tokenizer) != config.vocab_size:
+        raise PretrainingSetupError(
+            f"The tokenizer ({name}) has {len(tokenizer)} pieces but {config_source} has vocab_size "
+            f"{config.vocab_size}: the ids would index embedding rows learned for other pieces. Use the tokenizer the "
+            "model was trained with, or start a fresh model (no --model_name_or_path) sized to this tokenizer."
+        )
+    for config_field, tokenizer_field, what in SPECIAL_ID_FIELDS:
+        config_id, tokenizer_id = getattr(config, config_field, None), getattr(tokenizer, tokenizer_field, None)
+        if config_id is not None and config_id != tokenizer_id:
+            raise PretrainingSetupError(
+                f"The {what} id differs: {tokenizer_field}={tokenizer_id} in the tokenizer ({name}) but "
+                f"{config_field}={config_id} in {config_source}."
+            )
+    for token_field in ("mask_token", "sep_token"):
+        check_single_token(tokenizer, token_field)
+
+
+def check_single_token(tokenizer, token_field: str) -> None:
+    """The special token `token_field` ("mask_token", "sep_token") is one token whose id is the tokenizer's id."""
+    token, token_id = getattr(tokenizer, token_field, None), getattr(tokenizer, f"{token_field}_id", None)
+    if token is None or token_id is None:
+        raise PretrainingSetupError(f"The tokenizer ({_tokenizer_name(tokenizer)}) has no {token_field}.")
+    ids = tokenizer(str(token), add_special_tokens=False)["input_ids"]
+    if list(ids) != [token_id]:
+        pieces = tokenizer.convert_ids_to_tokens(list(ids))
+        raise PretrainingSetupError(
+            f"The tokenizer ({_tokenizer_name(tokenizer)}) splits {token_field} {str(token)!r} into {len(ids)} "
+            f"tokens {pieces} (ids {list(ids)}), not the single id {token_field}_id={token_id}: text holding it "
+            "would not reach the model as that token."
+        )
+
+
+def check_sequence_length(max_seq_length: int, config, config_source: str = "the model config") -> None:
+    if max_seq_length > config.max_position_embeddings:
+        raise PretrainingSetupError(
+            f"--max_seq_length {max_seq_length} exceeds max_position_embeddings {config.max_position_embeddings} "
+            f"of {config_source}: positions past it have no embedding."
+        )
+
+
+def check_batch(batch: dict[str, torch.Tensor], tokenizer, config, source: str = "the data collator") -> None:
+    """A collated training batch fits the model: no longer than the position embeddings, no padding as a target."""
+    length = batch["input_ids"].shape[1]
+    if length > config.max_position_embeddings:
+        raise PretrainingSetupError(
+            f"{source} made a batch of length {length}, longer than the model config's max_position_embeddings "
+            f"{config.max_position_embeddings}."
+        )
+    labels = batch.get("labels")
+    if labels is None:
+        return
+    targets = labels != -100
+    pad_id = tokenizer.pad_token_id
+    padded = targets & (batch["attention_mask"] == 0) if "attention_mask" in batch else torch.zeros_like(targets)
+    if padded.any() or (labels[targets] == pad_id).any():
+        count = int((padded | (targets & (labels == pad_id))).sum())
+        raise PretrainingSetupError(
+            f"{source} chose padding as an MLM target {count} times (label = the tokenizer's pad id {pad_id}, or a "
+            "position outside the attention mask): the model would learn to predict padding."
+        )
+
+
+def _tokenizer_name(tokenizer) -> str:
+    return (
+        getattr(tokenizer, "vocab_file", None) or getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
+    )
