@@ -70,7 +70,10 @@ def init_distributed(training_args) -> None:
     if world_size > 1:
         logger.info(
             "Distributed training: process %d of %d (%s, DeepSpeed: %s).",
-            training_args.process_index, world_size, training_args.device, uses_deepspeed(training_args),
+            training_args.process_index,
+            world_size,
+            training_args.device,
+            uses_deepspeed(training_args),
         )
 
 
@@ -105,8 +108,9 @@ def count_parameters(config) -> int:
     ffn = (H * I + I) + (I * H + H) + 2 * H  # two linears + LayerNorm
     applications = config.num_hidden_layers * config.inner_group_num
     layers_per_group = config.inner_group_num
-    num_attention = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "attention", "none") \
-        else applications
+    num_attention = (
+        config.num_hidden_groups * layers_per_group if config.sharing in ("all", "attention", "none") else applications
+    )
     num_ffn = config.num_hidden_groups * layers_per_group if config.sharing in ("all", "ffn", "none") else applications
     pooler = H * H + H
     mlm_head = (H * E + E) + 2 * E + V  # dense, LayerNorm, output bias (the decoder weight is the embedding)

@@ -71,8 +71,13 @@ def deduplicate_initializers(path: str | Path) -> int:
     renamed: dict[str, str] = {}
     kept = []
     for initializer in model.graph.initializer:
-        key = (initializer.data_type, tuple(initializer.dims), hashlib.sha256(initializer.SerializeToString(
-            deterministic=True).replace(initializer.name.encode(), b"")).hexdigest())
+        key = (
+            initializer.data_type,
+            tuple(initializer.dims),
+            hashlib.sha256(
+                initializer.SerializeToString(deterministic=True).replace(initializer.name.encode(), b"")
+            ).hexdigest(),
+        )
         if key in first_of:
             renamed[initializer.name] = first_of[key]
         else:

@@ -571,8 +571,10 @@ def import_official_checkpoint(
     prefix = "" if model_class is AlbertModel else f"{model.base_model_prefix}."
     missing_backbone = [key for key in missing if key.startswith(prefix)]
     if missing_backbone:
-        raise ValueError(f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
-                         "all): it is not a complete ALBERT checkpoint.")
+        raise ValueError(
+            f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
+            "all): it is not a complete ALBERT checkpoint."
+        )
     if missing:
         logger.info("Newly initialised (not in %s): %s", source, ", ".join(missing))
     if output_dir is not None:

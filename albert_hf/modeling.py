@@ -112,7 +112,9 @@ class AlbertLayerNorm(nn.LayerNorm):
     when the weights are fp32 so the residual stream keeps full precision; a no-op change in plain fp32."""
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        output = F.layer_norm(hidden_states.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps)
+        output = F.layer_norm(
+            hidden_states.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps
+        )
         return output.to(torch.promote_types(hidden_states.dtype, self.weight.dtype))
 
 
@@ -132,7 +134,9 @@ class AlbertEmbeddings(nn.Module):
         self.LayerNorm = AlbertLayerNorm(config.embedding_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         # Non-persistent: rebuilt on load, never stored in checkpoints.
-        self.register_buffer("position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)), persistent=False)
+        self.register_buffer(
+            "position_ids", torch.arange(config.max_position_embeddings).expand((1, -1)), persistent=False
+        )
 
     def forward(
         self,
@@ -275,7 +279,9 @@ class AlbertLayer(nn.Module):
         return self.full_layer_layer_norm(attention_output + self.dropout(ffn_output))
 
     def forward(self, hidden_states, attention_mask=None, output_attentions=False, eager_mask=None, **kwargs):
-        attention_output, weights = self.attention(hidden_states, attention_mask, output_attentions, eager_mask, **kwargs)
+        attention_output, weights = self.attention(
+            hidden_states, attention_mask, output_attentions, eager_mask, **kwargs
+        )
         return self.feed_forward(attention_output), weights
 
 
@@ -314,7 +320,9 @@ class AlbertTransformer(nn.Module):
                 [AlbertLayer(config, with_ffn=False) for _ in range(num_applications)]
             )
         if not share_ffn:
-            self.unshared_ffn = nn.ModuleList([AlbertLayer(config, with_attention=False) for _ in range(num_applications)])
+            self.unshared_ffn = nn.ModuleList(
+                [AlbertLayer(config, with_attention=False) for _ in range(num_applications)]
+            )
         self.gradient_checkpointing = False  # set by PreTrainedModel.gradient_checkpointing_enable()
 
     def layer_application(
@@ -492,7 +500,9 @@ class AlbertModel(AlbertPreTrainedModel):
         **kwargs,
     ) -> BaseModelOutputWithPooling | tuple:
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
-        output_hidden_states = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         return_dict = self.config.return_dict if return_dict is None else return_dict
         check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
 
@@ -503,7 +513,9 @@ class AlbertModel(AlbertPreTrainedModel):
         eager_mask = additive_mask(attention_mask, embeddings.dtype) if eager else None
         mask = None
         if (self.config._attn_implementation or "eager") != "eager":
-            mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
+            mask = create_bidirectional_mask(
+                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+            )
         encoder_outputs = self.encoder(
             embeddings, mask, eager_mask, output_attentions, output_hidden_states, **_model_kwargs(kwargs)
         )

@@ -36,8 +36,11 @@ def main() -> None:
         for name, stage, options in ENGINES:
             memory = estimate_memory_per_gpu(config, args.num_gpus, stage, micro_batch, args.seq_len, **options)
             cells = [memory.parameters, memory.gradients, memory.optimizer_states, memory.activations, memory.total]
-            print(f"| {size} | {count_parameters(config) / 1e6:.1f}M | {name} | {micro_batch} | "
-                  + " | ".join(f"{value / GIB:.2f}" for value in cells) + " |")
+            print(
+                f"| {size} | {count_parameters(config) / 1e6:.1f}M | {name} | {micro_batch} | "
+                + " | ".join(f"{value / GIB:.2f}" for value in cells)
+                + " |"
+            )
 
 
 if __name__ == "__main__":

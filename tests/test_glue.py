@@ -345,8 +345,17 @@ def test_paper_preset_keeps_flags_given_with_their_default_value(tmp_path):
 
     from albert_hf.tasks.common import parse_args
 
-    argv = ["--preset", "rte", "--per_device_train_batch_size", "8", "--max_seq_length", "128",
-            "--output_dir", str(tmp_path), "--use_cpu"]
+    argv = [
+        "--preset",
+        "rte",
+        "--per_device_train_batch_size",
+        "8",
+        "--max_seq_length",
+        "128",
+        "--output_dir",
+        str(tmp_path),
+        "--use_cpu",
+    ]
     model_args, data_args, training_args = parse_args((ModelArguments, FineTuningArguments, Arguments), argv)
     apply_paper_preset(model_args, data_args, training_args)
     assert training_args.per_device_train_batch_size == 8 and data_args.max_seq_length == 128

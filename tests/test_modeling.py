@@ -446,15 +446,19 @@ def test_saved_checkpoint_loads_into_transformers(tmp_path):
     ours.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").exists()
     reference, info = transformers.AlbertForPreTraining.from_pretrained(
-        tmp_path, config=transformers.AlbertConfig(**TINY, num_hidden_groups=2, inner_group_num=2),
+        tmp_path,
+        config=transformers.AlbertConfig(**TINY, num_hidden_groups=2, inner_group_num=2),
         output_loading_info=True,
     )
     assert not info["missing_keys"] and not info["unexpected_keys"]
     input_ids, attention_mask, _ = padded_batch()
-    assert max_abs_diff(
-        reference.eval()(input_ids, attention_mask=attention_mask).prediction_logits,
-        ours(input_ids, attention_mask=attention_mask).prediction_logits,
-    ) <= 1e-5
+    assert (
+        max_abs_diff(
+            reference.eval()(input_ids, attention_mask=attention_mask).prediction_logits,
+            ours(input_ids, attention_mask=attention_mask).prediction_logits,
+        )
+        <= 1e-5
+    )
 
 
 def test_tied_embeddings_and_resize(tmp_path):
@@ -563,7 +567,10 @@ def test_mismatched_shapes_are_refused(tmp_path):
         (dict(input_ids=torch.tensor([[2, 99, 3]])), r"input_ids must lie in \[0, 99\)"),
         (dict(input_ids=torch.tensor([[2, -1, 3]])), "input_ids must lie"),
         (dict(input_ids=torch.ones(1, 65, dtype=torch.long)), "exceeds max_position_embeddings"),
-        (dict(input_ids=torch.ones(2, 5, dtype=torch.long), attention_mask=torch.ones(2, 4)), "attention_mask has shape"),
+        (
+            dict(input_ids=torch.ones(2, 5, dtype=torch.long), attention_mask=torch.ones(2, 4)),
+            "attention_mask has shape",
+        ),
         (
             dict(input_ids=torch.ones(2, 5, dtype=torch.long), token_type_ids=torch.zeros(1, 5, dtype=torch.long)),
             "token_type_ids has shape",
@@ -594,8 +601,13 @@ def test_gradient_checkpointing_gives_identical_gradients(sharing):
     model = albert_hf.AlbertForPreTraining(config).train()
     input_ids, attention_mask, token_type_ids = padded_batch()
     labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, -100)
-    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, labels=labels,
-                  sentence_order_label=torch.tensor([0, 1, 0]))
+    inputs = dict(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        labels=labels,
+        sentence_order_label=torch.tensor([0, 1, 0]),
+    )
 
     def gradients():
         torch.manual_seed(1)

@@ -162,9 +162,9 @@ def test_short_target_probability():
     # max_num_tokens is short_seq_prob * P(randint(2, 61) < 61) = 0.1 * 59/60.
     rng = random.Random(2)
     document = numbered_document([1] * 200_000)
-    lengths = np.array([
-        len(a) + len(b) for a, b, _ in sentence_pairs_from_document([document], 0, rng, max_num_tokens=61)
-    ])[:-1]  # the document's last chunk ends where the document ends
+    lengths = np.array(
+        [len(a) + len(b) for a, b, _ in sentence_pairs_from_document([document], 0, rng, max_num_tokens=61)]
+    )[:-1]  # the document's last chunk ends where the document ends
     short = lengths < 61
     assert abs(short.mean() - 0.1 * 59 / 60) < 4 * np.sqrt(0.1 * 0.9 / len(lengths))
     assert lengths[short].min() >= 2
@@ -228,8 +228,9 @@ def test_instances_on_real_text(wikitext_tokenized, tokenizer):
         assert types == [0] * (first_sep + 1) + [1] * (len(ids) - first_sep - 1)
         tokens_a, tokens_b = ids[1:first_sep], ids[first_sep + 1 : -1]
         # Both segments occur, as consecutive runs, in one document (rows come out grouped by document).
-        assert any(_contains_in_order(document, tokens_a, tokens_b, row["sentence_order_label"])
-                   for document in documents)
+        assert any(
+            _contains_in_order(document, tokens_a, tokens_b, row["sentence_order_label"]) for document in documents
+        )
 
 
 def _contains_in_order(document, tokens_a, tokens_b, label) -> bool:
@@ -255,8 +256,9 @@ def test_deterministic_across_num_proc_and_streaming(wikitext_file, wikitext_doc
     parallel = build_pretraining_dataset(wikitext_documents, tokenizer, num_proc=2, **kwargs)
     assert parallel["input_ids"] == serial["input_ids"]
     assert parallel["sentence_order_label"] == serial["sentence_order_label"]
-    streamed = build_pretraining_dataset(load_text_documents(wikitext_file, split_lines=True, streaming=True),
-                                         tokenizer, **kwargs)
+    streamed = build_pretraining_dataset(
+        load_text_documents(wikitext_file, split_lines=True, streaming=True), tokenizer, **kwargs
+    )
     assert [row["input_ids"] for row in streamed] == serial["input_ids"]
     other_seed = build_pretraining_dataset(wikitext_documents, tokenizer, **{**kwargs, "seed": 8})
     assert other_seed["input_ids"] != serial["input_ids"]
@@ -278,8 +280,12 @@ def test_single_sentence_documents_are_counted(tokenizer):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [(dict(objective="mlm"), "objective"), (dict(max_seq_length=4), "max_seq_length"),
-     (dict(short_seq_prob=1.5), "short_seq_prob"), (dict(dupe_factor=0), "dupe_factor")],
+    [
+        (dict(objective="mlm"), "objective"),
+        (dict(max_seq_length=4), "max_seq_length"),
+        (dict(short_seq_prob=1.5), "short_seq_prob"),
+        (dict(dupe_factor=0), "dupe_factor"),
+    ],
 )
 def test_invalid_options_are_refused(kwargs, message):
     tokenized = Dataset.from_dict({"sentence_ids": [[[5, 6], [7, 8]]]})

@@ -147,8 +147,9 @@ def test_best_threshold_equals_brute_force_search(cases, odds):
     has_answer = {q: bool(answers) for q, answers in references.items()}
     scores = squad_v2_scores(predictions, references, na_probs=na_probs)
     raw_f1 = {q: max(f1_score_v2(predictions[q], r) for r in (references[q] or [""])) for q in references}
-    raw_exact = {q: float(normalize_answer(predictions[q]) == normalize_answer((references[q] or [""])[0]))
-                 for q in references}
+    raw_exact = {
+        q: float(normalize_answer(predictions[q]) == normalize_answer((references[q] or [""])[0])) for q in references
+    }
     best_exact, exact_thresh = _brute_force_best(predictions, raw_exact, na_probs, has_answer)
     best_f1, f1_thresh = _brute_force_best(predictions, raw_f1, na_probs, has_answer)
     assert scores["best_exact"] == pytest.approx(best_exact)

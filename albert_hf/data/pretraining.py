@@ -100,8 +100,10 @@ def _generate_documents(files: list[tuple[str, int, int]], split_lines: bool) ->
                 try:
                     line = raw_line.decode("utf-8").strip()
                 except UnicodeDecodeError as error:
-                    raise ValueError(f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
-                                     f"{error.start}); pretraining text files must be UTF-8.") from None
+                    raise ValueError(
+                        f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
+                        f"{error.start}); pretraining text files must be UTF-8."
+                    ) from None
                 if not line:  # a blank line ends the document
                     if sentences:
                         yield {"sentences": sentences}
@@ -189,8 +191,13 @@ def documents_from_texts(
 def _tokenize_batch(batch: dict, tokenizer) -> dict:
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
     flat = [sentence for document in batch["sentences"] for sentence in document]
-    ids = tokenizer(flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False,
-                    verbose=False)["input_ids"] if flat else []
+    ids = (
+        tokenizer(
+            flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+        )["input_ids"]
+        if flat
+        else []
+    )
     documents, start = [], 0
     for document in batch["sentences"]:
         # Sentences that tokenize to nothing (stray markup) are dropped, as in the original.
@@ -494,8 +501,9 @@ def build_pretraining_dataset(
     )
 
 
-def _map(dataset: Dataset | IterableDataset, function: Callable, num_proc: int | None = None, desc: str = "",
-         **kwargs) -> Dataset | IterableDataset:
+def _map(
+    dataset: Dataset | IterableDataset, function: Callable, num_proc: int | None = None, desc: str = "", **kwargs
+) -> Dataset | IterableDataset:
     """`dataset.map(batched=True)` for both kinds: an IterableDataset maps lazily and takes no num_proc/desc."""
     if isinstance(dataset, IterableDataset):
         return dataset.map(function, batched=True, **kwargs)
