@@ -52,7 +52,7 @@ class PretrainingArguments(TrainingArguments):
     mlm_masked_positions_only: bool = field(
         default=True,
         metadata={
-            "help": "Compute MLM logits only at the ~15% masked positions, as the original ALBERT does: the "
+            "help": "Compute MLM logits only at the ~15%% masked positions, as the original ALBERT does: the "
             "same loss and gradients for much less work (the model must support it)."
         },
     )
