@@ -7,7 +7,6 @@ random documents and random logits. `max_examples` is kept small so the whole fi
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 import sentencepiece as spm
 import torch
 from datasets import Dataset
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from tokenization_reference import preprocess_text  # tests/ has no __init__.py: pytest puts it on sys.path
 
@@ -28,19 +27,7 @@ from albert_hf.data.pretraining import (
 from albert_hf.data.squad import postprocess_predictions, prepare_eval_features, truncate_questions
 from albert_hf.tokenization import AlbertTokenizer
 
-settings.register_profile(
-    "default",
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-settings.register_profile(
-    "thorough",
-    max_examples=250,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# Profiles (fixed-seed by default, `HYPOTHESIS_PROFILE=thorough` for 10x more fresh examples): tests/conftest.py.
 
 # Arbitrary Unicode (every category but surrogates), and text dense in what the tokenizer treats specially:
 # whitespace of every kind, accents and combining marks, digit-comma runs (ALBERT's re-split), compatibility forms.

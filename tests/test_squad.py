@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import is_full
 from datasets import Dataset
 from transformers import TrainingArguments
 
@@ -77,7 +78,7 @@ def test_official_and_flattened_layouts_read_the_same_questions(shared_data):
 def test_real_v11_dev_part_reads_completely(shared_data):
     examples = load_squad_examples(squad_file(shared_data, "dev-v1.1-part-a.json"))
     references = gold_answers(examples)
-    assert len(examples) == len(references) == 5696
+    assert len(examples) == len(references) == (5696 if is_full(shared_data) else 1057)  # 24 / 2 articles
     assert all(references.values())  # v1.1: every question is answerable
 
 
@@ -351,8 +352,13 @@ def gold_logits(examples: Dataset, features: Dataset) -> tuple[np.ndarray, np.nd
     return starts, ends, spans
 
 
+FIXTURE_ROUND_TRIP = (1057, 17, 0)  # EM 98.39: Super Bowl scores ("24–10") split inside tokens
+
+
 def test_gold_spans_round_trip_on_real_dev_set(tokenizer, shared_data):
-    """Gold answers -> token spans -> logits -> post-processing -> official metric: EM >= 99% on 5,696 questions.
+    """Gold answers -> token spans -> logits -> post-processing -> official metric: the figures docs/testing.md
+    quotes. On the 5,696 questions of the 24 dev articles: EM 99.49, 29 questions missed (8 of them longer than 30
+    tokens); on the excerpt's 1,057 questions (2 articles): the figures below.
 
     The residue is what the windows cannot represent: an answer boundary inside a SentencePiece token ("gold" in
     "golden", "8" in "18"), or a first reference longer than max_answer_length tokens.
@@ -372,7 +378,6 @@ def test_gold_spans_round_trip_on_real_dev_set(tokenizer, shared_data):
     result = postprocess_predictions(examples, features, starts, ends, max_answer_length=max_answer_length)
     references = gold_answers(examples)
     scores = squad_v1_scores(result.predictions, references)
-    assert scores["exact_match"] >= 99.0
     assert scores["f1"] >= scores["exact_match"]
 
     failures = [
@@ -382,6 +387,10 @@ def test_gold_spans_round_trip_on_real_dev_set(tokenizer, shared_data):
     ]
     unrepresentable = {q for q, span in spans.items() if not span["exact"] or span["length"] > max_answer_length}
     assert set(failures) <= unrepresentable
+    too_long = sum(spans[q]["length"] > max_answer_length for q in failures)
+    questions, missed, missed_too_long = (5696, 29, 8) if is_full(shared_data) else FIXTURE_ROUND_TRIP
+    assert (len(references), len(failures), too_long) == (questions, missed, missed_too_long)
+    assert scores["exact_match"] == pytest.approx(100.0 * (questions - missed) / questions)
     print(
         f"\ngold round trip: EM {scores['exact_match']:.2f} F1 {scores['f1']:.2f}; {len(failures)} of "
         f"{len(references)} questions missed ({sum(spans[q]['length'] > max_answer_length for q in failures)} "
