@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import is_full
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+from test_metrics import reference_f1, reference_matthews, reference_pearson
 from transformers import EvalPrediction, TrainingArguments
 
 from albert_hf.data.glue import (
@@ -293,6 +294,47 @@ def test_gold_labels_give_the_perfect_score_on_real_dev(shared_data, task_name):
     logits = labels[:, None].astype(np.float32) if task.is_regression else np.eye(task.num_labels)[labels]
     metrics = glue_compute_metrics(task_name)(EvalPrediction(logits, labels))
     assert metrics and all(value == pytest.approx(1.0) for value in metrics.values()), metrics
+
+
+def average_ranks(values) -> np.ndarray:
+    """Ranks with ties given their mean rank (STS-B gold scores repeat), as Spearman's rho defines them."""
+    values = np.asarray(values)
+    ranks = np.empty(len(values))
+    ranks[np.argsort(values, kind="stable")] = np.arange(len(values))
+    for value in np.unique(values):
+        ranks[values == value] = ranks[values == value].mean()
+    return ranks
+
+
+@pytest.mark.parametrize("task_name", LOCAL_TASKS)
+def test_wrong_predictions_on_real_dev_score_as_the_formulas_say(shared_data, task_name):
+    """About a third of the real dev labels made wrong (STS-B: gold plus noise): the metric from the logits equals the
+    textbook formulas of tests/test_metrics.py, computed without scikit-learn or scipy."""
+    task = GLUE_TASKS[task_name]
+    dev = load_glue_tsv(glue_dir(shared_data, task_name), task, ["validation"])["validation"]
+    labels = np.asarray(dev["label"])
+    rng = np.random.default_rng(0)
+    if task.is_regression:
+        predicted = labels + rng.normal(0.0, 1.5, len(labels))
+        logits = predicted[:, None].astype(np.float32)
+        predicted = logits[:, 0].astype(np.float64)
+    else:
+        wrong = rng.random(len(labels)) < 0.35
+        predicted = np.where(wrong, (labels + 1) % task.num_labels, labels)
+        logits = np.eye(task.num_labels)[predicted] + rng.uniform(0.0, 0.5, (len(labels), task.num_labels))
+    metrics = glue_compute_metrics(task_name)(EvalPrediction(logits, labels))
+    expected = {"accuracy": float(np.mean(predicted == labels))}
+    if task_name == "cola":
+        expected = {"matthews_correlation": reference_matthews(labels, predicted)}
+    elif task_name == "mrpc":
+        expected["f1"] = reference_f1(labels, predicted)
+    elif task_name == "stsb":
+        expected = {
+            "pearson": reference_pearson(predicted, labels),
+            "spearmanr": reference_pearson(average_ranks(predicted), average_ranks(labels)),
+        }
+    assert metrics == pytest.approx(expected, abs=1e-12)
+    assert all(value < 0.9 for value in metrics.values()), metrics  # the predictions are really wrong
 
 
 # ----------------------------------------------------------------------------------------------------------------------
