@@ -9,7 +9,7 @@ What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hu
     spiece.model            the tokenizer's SentencePiece model
     tokenizer_config.json   its settings, with an `auto_map` to tokenization.py
     tokenization.py         the tokenizer code, loaded by `trust_remote_code=True` too
-    README.md               the model card rendered from `model_cards/template.md`
+    README.md               the model card rendered from `albert_hf/model_cards/template.md`
 
 Besides pushing, this module renders model cards (also for runs pushed by Trainer: `AlbertTrainer`), exports a
 checkpoint to stock transformers ALBERT (model_type "albert", no custom code) where the sharing strategy allows it,
@@ -24,6 +24,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ from .training.reliability import ReliableTrainerMixin
 
 logger = logging.getLogger(__name__)
 
-MODEL_CARDS_DIR = Path(__file__).resolve().parent.parent / "model_cards"
-DEFAULT_TEMPLATE = MODEL_CARDS_DIR / "template.md"
+# The card template is package data (read through importlib.resources), so a wheel install renders cards too.
+DEFAULT_TEMPLATE = resources.files("albert_hf") / "model_cards" / "template.md"
 
 # Files every albert_hf checkpoint folder must hold to load with trust_remote_code=True where albert_hf is absent.
 REMOTE_CODE_FILES = ("config.json", "modeling.py", "configuration.py")
@@ -233,8 +234,8 @@ def render_model_card(
     template: str | os.PathLike | None = None,
     tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> ModelCard:
-    """Fill `model_cards/template.md` for `model`: YAML metadata (with `model-index` when there are eval results),
-    architecture, how to load it, the training recipe, the results, the files of the repository, the citation.
+    """Fill `albert_hf/model_cards/template.md` for `model`: YAML metadata (with `model-index` when there are eval
+    results), architecture, how to load it, the training recipe, the results, the files of the repository, the citation.
 
     Args:
         model: the albert_hf model being shared.
@@ -265,15 +266,14 @@ def render_model_card(
         metrics=sorted(eval_metrics) if eval_metrics else None,
         eval_results=eval_results or None,
     )
-    template_path = Path(template) if template is not None else DEFAULT_TEMPLATE
-    if not template_path.is_file():
+    template_file = Path(template) if template is not None else DEFAULT_TEMPLATE
+    if not template_file.is_file():
         raise FileNotFoundError(
-            f"Model card template {template_path} not found: pass template=<path to a card template> (the default "
-            f"lives in model_cards/template.md of the albert_hf source tree)."
+            f"Model card template {template_file} not found: pass template=<path to a card template>."
         )
     return ModelCard.from_template(
         card_data,
-        template_path=str(template_path),
+        template_str=template_file.read_text(encoding="utf-8"),
         model_name=model_name,
         description=info.description,
         class_name=class_name,
@@ -582,8 +582,10 @@ def import_official_checkpoint(
     prefix = "" if model_class is AlbertModel else f"{model.base_model_prefix}."
     missing_backbone = [key for key in missing if key.startswith(prefix)]
     if missing_backbone:
-        raise ValueError(f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
-                         "all): it is not a complete ALBERT checkpoint.")
+        raise ValueError(
+            f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
+            "all): it is not a complete ALBERT checkpoint."
+        )
     if missing:
         logger.info("Newly initialised (not in %s): %s", source, ", ".join(missing))
     if output_dir is not None:

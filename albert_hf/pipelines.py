@@ -60,15 +60,18 @@ class QuestionAnsweringPipeline(ChunkPipeline):
         **kwargs: Any,
     ) -> tuple[dict, dict, dict]:
         preprocess = _given(max_seq_len=max_seq_len, doc_stride=doc_stride, max_question_len=max_question_len)
-        postprocess = _given(max_answer_len=max_answer_len, top_k=top_k, handle_impossible_answer=handle_impossible_answer)
+        postprocess = _given(
+            max_answer_len=max_answer_len, top_k=top_k, handle_impossible_answer=handle_impossible_answer
+        )
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}.")
         if max_answer_len is not None and max_answer_len < 1:
             raise ValueError(f"max_answer_len must be at least 1, got {max_answer_len}.")
         return preprocess, {}, postprocess
 
-    def __call__(self, *args: Any, question: str | list[str] | None = None, context: str | list[str] | None = None,
-                 **kwargs: Any):
+    def __call__(
+        self, *args: Any, question: str | list[str] | None = None, context: str | list[str] | None = None, **kwargs: Any
+    ):
         if question is not None or context is not None:
             if question is None or context is None:
                 raise ValueError("Pass both question= and context=.")

@@ -42,8 +42,9 @@ def warmup_steps(num_examples: int) -> int:
 
 def read_mrpc(path: Path) -> Dataset:
     rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
-    return Dataset.from_dict({"label": [int(r[0]) for r in rows], "sentence1": [r[3] for r in rows],
-                              "sentence2": [r[4] for r in rows]})
+    return Dataset.from_dict(
+        {"label": [int(r[0]) for r in rows], "sentence1": [r[3] for r in rows], "sentence2": [r[4] for r in rows]}
+    )
 
 
 def accuracy_and_f1(predictions: np.ndarray, labels: np.ndarray) -> dict[str, float]:
@@ -60,19 +61,39 @@ def transformers_recipe(checkpoint: Path, spiece: Path, data_dir: Path, output_d
         train = train.select(range(max_train))
 
     def encode(batch):
-        return tokenizer(batch["sentence1"], batch["sentence2"], padding="max_length", max_length=128, truncation=True,
-                         return_token_type_ids=True)
+        return tokenizer(
+            batch["sentence1"],
+            batch["sentence2"],
+            padding="max_length",
+            max_length=128,
+            truncation=True,
+            return_token_type_ids=True,
+        )
 
     train = train.map(encode, batched=True, remove_columns=["sentence1", "sentence2"])
     dev = dev.map(encode, batched=True, remove_columns=["sentence1", "sentence2"])
     model = transformers.AlbertForSequenceClassification.from_pretrained(checkpoint)
     args = transformers.TrainingArguments(
-        output_dir=str(output_dir), per_device_train_batch_size=PAPER["batch_size"], per_device_eval_batch_size=64,
-        learning_rate=PAPER["learning_rate"], warmup_steps=warmup_steps(len(train)), num_train_epochs=1,
-        seed=PAPER["seed"], use_cpu=True, report_to=[], save_strategy="no", logging_steps=50, disable_tqdm=True,
+        output_dir=str(output_dir),
+        per_device_train_batch_size=PAPER["batch_size"],
+        per_device_eval_batch_size=64,
+        learning_rate=PAPER["learning_rate"],
+        warmup_steps=warmup_steps(len(train)),
+        num_train_epochs=1,
+        seed=PAPER["seed"],
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=50,
+        disable_tqdm=True,
     )
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
-                                   compute_metrics=lambda p: accuracy_and_f1(p.predictions.argmax(-1), p.label_ids))
+    trainer = transformers.Trainer(
+        model=model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=dev,
+        compute_metrics=lambda p: accuracy_and_f1(p.predictions.argmax(-1), p.label_ids),
+    )
     start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - start
@@ -84,13 +105,43 @@ def albert_hf_recipe(checkpoint: Path, spiece: Path, data_dir: Path, output_dir:
     from albert_hf.tasks import glue
 
     argv = [
-        "--task_name", "mrpc", "--data_dir", str(data_dir), "--model_name_or_path", str(checkpoint),
-        "--tokenizer_name_or_path", str(spiece), "--output_dir", str(output_dir), "--do_train", "--do_eval",
-        "--max_seq_length", "128", "--per_device_train_batch_size", str(PAPER["batch_size"]),
-        "--per_device_eval_batch_size", "64", "--learning_rate", str(PAPER["learning_rate"]),
-        "--warmup_steps", str(warmup_steps(max_train or 3668)), "--num_train_epochs", "1", "--seed", str(PAPER["seed"]),
-        "--use_cpu", "--report_to", "none", "--save_strategy", "no", "--logging_steps", "50", "--disable_tqdm", "true",
-        "--train_sampling_strategy", "group_by_length",
+        "--task_name",
+        "mrpc",
+        "--data_dir",
+        str(data_dir),
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(spiece),
+        "--output_dir",
+        str(output_dir),
+        "--do_train",
+        "--do_eval",
+        "--max_seq_length",
+        "128",
+        "--per_device_train_batch_size",
+        str(PAPER["batch_size"]),
+        "--per_device_eval_batch_size",
+        "64",
+        "--learning_rate",
+        str(PAPER["learning_rate"]),
+        "--warmup_steps",
+        str(warmup_steps(max_train or 3668)),
+        "--num_train_epochs",
+        "1",
+        "--seed",
+        str(PAPER["seed"]),
+        "--use_cpu",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--logging_steps",
+        "50",
+        "--disable_tqdm",
+        "true",
+        "--train_sampling_strategy",
+        "group_by_length",
     ]
     if max_train:
         argv += ["--max_train_samples", str(max_train)]
@@ -123,16 +174,25 @@ def main() -> None:
         reference_config = transformers.AlbertConfig(**fields)
         transformers.AlbertForSequenceClassification(reference_config).save_pretrained(workdir / "init")
 
-        ref_seconds, ref_metrics = transformers_recipe(workdir / "init", spiece, mrpc, workdir / "ref", args.max_train_samples)
-        ours_seconds, ours_metrics = albert_hf_recipe(workdir / "init", spiece, mrpc, workdir / "ours",
-                                                      args.max_train_samples)
+        ref_seconds, ref_metrics = transformers_recipe(
+            workdir / "init", spiece, mrpc, workdir / "ref", args.max_train_samples
+        )
+        ours_seconds, ours_metrics = albert_hf_recipe(
+            workdir / "init", spiece, mrpc, workdir / "ours", args.max_train_samples
+        )
 
-    print(f"\nMRPC, one epoch, {args.preset} {args.config_overrides or ''} from the same initial weights, seed {PAPER['seed']}")
+    print(
+        f"\nMRPC, one epoch, {args.preset} {args.config_overrides or ''} from the same initial weights, seed {PAPER['seed']}"
+    )
     print(f"{'recipe':<46} {'train s':>9} {'dev acc':>8} {'dev F1':>7}")
-    print(f"{'transformers run_glue (pad to 128)':<46} {ref_seconds:>9.1f} {ref_metrics['accuracy']:>8.4f} "
-          f"{ref_metrics['f1']:>7.4f}")
-    print(f"{'albert_hf glue (dynamic padding, length groups)':<46} {ours_seconds:>9.1f} {ours_metrics['accuracy']:>8.4f} "
-          f"{ours_metrics['f1']:>7.4f}")
+    print(
+        f"{'transformers run_glue (pad to 128)':<46} {ref_seconds:>9.1f} {ref_metrics['accuracy']:>8.4f} "
+        f"{ref_metrics['f1']:>7.4f}"
+    )
+    print(
+        f"{'albert_hf glue (dynamic padding, length groups)':<46} {ours_seconds:>9.1f} {ours_metrics['accuracy']:>8.4f} "
+        f"{ours_metrics['f1']:>7.4f}"
+    )
     print(f"speed-up: {ref_seconds / ours_seconds:.2f}x")
 
 

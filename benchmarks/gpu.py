@@ -88,8 +88,15 @@ class Context:
     def config(self, size: str) -> AlbertConfig:
         """A released size, or in smoke mode the tiny config whatever size is asked for."""
         if self.smoke:
-            return AlbertConfig(vocab_size=1000, embedding_size=32, hidden_size=64, num_hidden_layers=2,
-                                num_attention_heads=4, intermediate_size=128, max_position_embeddings=128)
+            return AlbertConfig(
+                vocab_size=1000,
+                embedding_size=32,
+                hidden_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=128,
+                max_position_embeddings=128,
+            )
         return AlbertConfig.preset(size)
 
     def autocast(self, enabled: bool = True):
@@ -177,7 +184,7 @@ def section_matmul(ctx: Context) -> dict:
             for _ in range(inner):
                 torch.mm(a, b)
 
-        seconds = statistics.median([timed(matmuls, ctx) for _ in range(ctx.warmup + ctx.steps)][ctx.warmup:]) / inner
+        seconds = statistics.median([timed(matmuls, ctx) for _ in range(ctx.warmup + ctx.steps)][ctx.warmup :]) / inner
         tflops = 2 * size**3 / seconds / 1e12
         data[name] = dict(size=size, seconds=seconds, tflops=tflops)
         rows.append(row(f"matmul {size}^3 {name}", ours=f"{tflops:.3g} TFLOP/s"))
@@ -214,9 +221,11 @@ def fp32_agreement(reference, ours, batch: dict) -> dict:
     with torch.no_grad():
         ref_out, ours_out = reference(**batch), ours(**batch)
         masked_loss = ours(**batch, masked_positions_only=True).loss
-        result = dict(logits_max_diff=max_diff(ref_out.prediction_logits, ours_out.prediction_logits),
-                      loss_diff=abs(ref_out.loss.item() - ours_out.loss.item()),
-                      masked_only_loss_diff=abs(masked_loss.item() - ours_out.loss.item()))
+        result = dict(
+            logits_max_diff=max_diff(ref_out.prediction_logits, ours_out.prediction_logits),
+            loss_diff=abs(ref_out.loss.item() - ours_out.loss.item()),
+            masked_only_loss_diff=abs(masked_loss.item() - ours_out.loss.item()),
+        )
     reference.train(), ours.train()
     del ref_out, ours_out
     result["passed"] = max(result.values()) <= FP32_TOLERANCE
@@ -259,15 +268,23 @@ def section_throughput(ctx: Context) -> dict:
         for batch_size, seq_len in shapes:
             batch = to_device(masked_batch(config, batch_size, seq_len), ctx)
             check = fp32_agreement(reference, ours, batch)
-            steps = {name: training_step(models[name], optimizers[name], batch, ctx)
-                     for name in ("transformers", "albert_hf")}
-            steps["albert_hf masked-only"] = training_step(ours, optimizers["albert_hf"], batch, ctx,
-                                                           masked_positions_only=True)
+            steps = {
+                name: training_step(models[name], optimizers[name], batch, ctx)
+                for name in ("transformers", "albert_hf")
+            }
+            steps["albert_hf masked-only"] = training_step(
+                ours, optimizers["albert_hf"], batch, ctx, masked_positions_only=True
+            )
             seconds = interleaved(steps, ctx)
             if flash_missing is None:  # timed on their own, so a kernel error cannot cost the sdpa figures
                 try:
-                    seconds |= interleaved({name: training_step(models[name], optimizers[name], batch, ctx)
-                                            for name in ("transformers fa2", "albert_hf fa2")}, ctx)
+                    seconds |= interleaved(
+                        {
+                            name: training_step(models[name], optimizers[name], batch, ctx)
+                            for name in ("transformers fa2", "albert_hf fa2")
+                        },
+                        ctx,
+                    )
                 except Exception as error:
                     flash_missing = f"flash_attention_2 step failed: {type(error).__name__}: {error}"
 
@@ -277,23 +294,43 @@ def section_throughput(ctx: Context) -> dict:
             flops = {name: 3 * (encoder + tokens * mlm_head_flops(config)) for name in seconds}
             flops["albert_hf masked-only"] = 3 * (encoder + masked * mlm_head_flops(config))  # the work it really does
             case = f"{size} pretrain step {batch_size}x{seq_len} bf16"
-            entry = dict(size=size, batch_size=batch_size, seq_len=seq_len, masked_tokens=masked, fp32_check=check,
-                         seconds=seconds, tokens_per_s={n: tokens / s for n, s in seconds.items()},
-                         mfu={n: mfu(flops[n], s, ctx) for n, s in seconds.items()}, flops_per_step=flops)
+            entry = dict(
+                size=size,
+                batch_size=batch_size,
+                seq_len=seq_len,
+                masked_tokens=masked,
+                fp32_check=check,
+                seconds=seconds,
+                tokens_per_s={n: tokens / s for n, s in seconds.items()},
+                mfu={n: mfu(flops[n], s, ctx) for n, s in seconds.items()},
+                flops_per_step=flops,
+            )
             data.append(entry)
             t_ref = seconds["transformers"]
             check_note = f"fp32 logits diff {check['logits_max_diff']:.1e} {'ok' if check['passed'] else 'FAIL'}"
             for name in ("albert_hf", "albert_hf masked-only"):
-                rows.append(row(f"{case} ({name} vs transformers sdpa)", ms(t_ref), ms(seconds[name]),
-                                t_ref / seconds[name],
-                                f"{tokens / seconds[name] / 1e3:.0f}k tok/s, MFU {percent(entry['mfu'][name])} "
-                                f"(ref {percent(entry['mfu']['transformers'])}); {check_note}"))
+                rows.append(
+                    row(
+                        f"{case} ({name} vs transformers sdpa)",
+                        ms(t_ref),
+                        ms(seconds[name]),
+                        t_ref / seconds[name],
+                        f"{tokens / seconds[name] / 1e3:.0f}k tok/s, MFU {percent(entry['mfu'][name])} "
+                        f"(ref {percent(entry['mfu']['transformers'])}); {check_note}",
+                    )
+                )
             if "albert_hf fa2" in seconds:
                 t_fa2 = seconds["transformers fa2"]
-                rows.append(row(f"{case} (fa2: albert_hf vs transformers)", ms(t_fa2), ms(seconds["albert_hf fa2"]),
-                                t_fa2 / seconds["albert_hf fa2"],
-                                f"MFU {percent(entry['mfu']['albert_hf fa2'])} "
-                                f"(ref {percent(entry['mfu']['transformers fa2'])})"))
+                rows.append(
+                    row(
+                        f"{case} (fa2: albert_hf vs transformers)",
+                        ms(t_fa2),
+                        ms(seconds["albert_hf fa2"]),
+                        t_fa2 / seconds["albert_hf fa2"],
+                        f"MFU {percent(entry['mfu']['albert_hf fa2'])} "
+                        f"(ref {percent(entry['mfu']['transformers fa2'])})",
+                    )
+                )
             del batch, steps
             free_memory(ctx)
         del reference, ours, models, optimizers
@@ -311,8 +348,15 @@ def section_throughput(ctx: Context) -> dict:
 def small_config(ctx: Context) -> AlbertConfig:
     if ctx.smoke:
         return ctx.config("tiny")
-    return AlbertConfig(vocab_size=30000, embedding_size=128, hidden_size=256, num_hidden_layers=4,
-                        num_attention_heads=4, intermediate_size=1024, classifier_dropout_prob=0.0)
+    return AlbertConfig(
+        vocab_size=30000,
+        embedding_size=128,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        classifier_dropout_prob=0.0,
+    )
 
 
 def dtype_probe(model) -> tuple[dict[str, set], list]:
@@ -321,8 +365,13 @@ def dtype_probe(model) -> tuple[dict[str, set], list]:
     seen: dict[str, set] = {"LayerNorm": set(), "Linear": set()}
     handles = []
     for module in model.modules():
-        kind = "LayerNorm" if isinstance(module, AlbertLayerNorm) else "Linear" if isinstance(module, torch.nn.Linear) \
+        kind = (
+            "LayerNorm"
+            if isinstance(module, AlbertLayerNorm)
+            else "Linear"
+            if isinstance(module, torch.nn.Linear)
             else None
+        )
         if kind:
             handles.append(module.register_forward_hook(lambda m, i, out, kind=kind: seen[kind].add(str(out.dtype))))
     return seen, handles
@@ -350,23 +399,41 @@ def section_bf16(ctx: Context) -> dict:
         for handle in handles:
             handle.remove()
         if precision == "bf16":
-            dtypes = {"LayerNorm outputs": sorted(seen["LayerNorm"]), "Linear outputs": sorted(seen["Linear"]),
-                      "loss": str(output.loss.dtype), "mlm_loss": str(output.mlm_loss.dtype),
-                      "sop_loss": str(output.sop_loss.dtype)}
+            dtypes = {
+                "LayerNorm outputs": sorted(seen["LayerNorm"]),
+                "Linear outputs": sorted(seen["Linear"]),
+                "loss": str(output.loss.dtype),
+                "mlm_loss": str(output.mlm_loss.dtype),
+                "sop_loss": str(output.sop_loss.dtype),
+            }
         curves[precision] = losses
         del model, optimizer, output
     curve_diff = max(abs(a - b) for a, b in zip(curves["fp32"], curves["bf16"]))
     fp32_kept = dtypes["LayerNorm outputs"] == ["torch.float32"] and dtypes["loss"] == "torch.float32"
     autocast_on = "torch.bfloat16" in dtypes["Linear outputs"]
     free_memory(ctx)
-    data = dict(steps=steps, curves=curves, max_curve_diff=curve_diff, dtypes=dtypes,
-                layernorm_and_loss_fp32=fp32_kept, autocast_active=autocast_on)
+    data = dict(
+        steps=steps,
+        curves=curves,
+        max_curve_diff=curve_diff,
+        dtypes=dtypes,
+        layernorm_and_loss_fp32=fp32_kept,
+        autocast_active=autocast_on,
+    )
     rows = [
-        row(f"bf16 vs fp32: {steps} LAMB steps, loss {curves['fp32'][0]:.3f} ->", f"fp32 {curves['fp32'][-1]:.4f}",
-            f"bf16 {curves['bf16'][-1]:.4f}", None, f"max |curve diff| {curve_diff:.2e}"),
-        row("bf16 autocast dtypes", notes=f"LayerNorm out {','.join(dtypes['LayerNorm outputs'])}, loss "
+        row(
+            f"bf16 vs fp32: {steps} LAMB steps, loss {curves['fp32'][0]:.3f} ->",
+            f"fp32 {curves['fp32'][-1]:.4f}",
+            f"bf16 {curves['bf16'][-1]:.4f}",
+            None,
+            f"max |curve diff| {curve_diff:.2e}",
+        ),
+        row(
+            "bf16 autocast dtypes",
+            notes=f"LayerNorm out {','.join(dtypes['LayerNorm outputs'])}, loss "
             f"{dtypes['loss']}, Linear out {','.join(dtypes['Linear outputs'])}: "
-            f"{'ok' if fp32_kept and autocast_on else 'FAIL'}"),
+            f"{'ok' if fp32_kept and autocast_on else 'FAIL'}",
+        ),
     ]
     return dict(data=data, rows=rows)
 
@@ -411,8 +478,14 @@ def section_memory(ctx: Context) -> dict:
     ref_diff = max(max_diff(grads["albert_hf"][n], grads["transformers"][n]) for n in common)
     same_params = grads["albert_hf"].keys() == grads["albert_hf checkpointing"].keys()
     free_memory(ctx)
-    data = dict(batch_size=batch_size, seq_len=seq_len, peak_mib=peaks, grad_max_diff_checkpointing=ckpt_diff,
-                grad_max_diff_vs_transformers=ref_diff, grads_compared=len(common))
+    data = dict(
+        batch_size=batch_size,
+        seq_len=seq_len,
+        peak_mib=peaks,
+        grad_max_diff_checkpointing=ckpt_diff,
+        grad_max_diff_vs_transformers=ref_diff,
+        grads_compared=len(common),
+    )
 
     def mib(value):
         return "n/a (CPU)" if value is None else f"{value:.0f} MiB"
@@ -421,11 +494,20 @@ def section_memory(ctx: Context) -> dict:
     ratio = peaks["transformers"] / peaks["albert_hf"] if ctx.cuda else None
     ckpt_ratio = peaks["albert_hf"] / peaks["albert_hf checkpointing"] if ctx.cuda else None
     rows = [
-        row(case, mib(peaks["transformers"]), mib(peaks["albert_hf"]), ratio,
-            f"grads vs transformers max diff {ref_diff:.1e}"),
-        row(f"{case}, checkpointing (ref = albert_hf without)", mib(peaks["albert_hf"]),
-            mib(peaks["albert_hf checkpointing"]), ckpt_ratio,
-            f"grads with/without max diff {ckpt_diff:.1e}{'' if same_params else ' (parameter sets differ!)'}"),
+        row(
+            case,
+            mib(peaks["transformers"]),
+            mib(peaks["albert_hf"]),
+            ratio,
+            f"grads vs transformers max diff {ref_diff:.1e}",
+        ),
+        row(
+            f"{case}, checkpointing (ref = albert_hf without)",
+            mib(peaks["albert_hf"]),
+            mib(peaks["albert_hf checkpointing"]),
+            ckpt_ratio,
+            f"grads with/without max diff {ckpt_diff:.1e}{'' if same_params else ' (parameter sets differ!)'}",
+        ),
     ]
     return dict(data=data, rows=rows)
 
@@ -440,8 +522,16 @@ PARITY_ROWS, PARITY_SEQ_LEN, PARITY_BATCH = 16, 12, 8  # tests/test_distributed.
 def parity_fixtures(workdir: Path) -> tuple[Path, Path]:
     """The tiny checkpoint and MLM batches of tests/test_distributed.py's fixtures (`pretraining_checkpoint`,
     `mlm_batches`): one shared layer applied three times, padded rows, 30% masked."""
-    config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                          intermediate_size=37, max_position_embeddings=64, classifier_dropout_prob=0.0)
+    config = AlbertConfig(
+        vocab_size=100,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        classifier_dropout_prob=0.0,
+    )
     torch.manual_seed(0)
     checkpoint = workdir / "pretraining_checkpoint"
     albert_hf.AlbertForPreTraining(config).save_pretrained(checkpoint)
@@ -456,8 +546,16 @@ def parity_fixtures(workdir: Path) -> tuple[Path, Path]:
     labels[masked] = input_ids[masked]
     data = workdir / "mlm_batches.pt"
     sentence_order_label = torch.randint(0, 2, (PARITY_ROWS,), generator=generator)
-    torch.save({"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": torch.zeros_like(input_ids),
-                "labels": labels, "sentence_order_label": sentence_order_label}, data)
+    torch.save(
+        {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": torch.zeros_like(input_ids),
+            "labels": labels,
+            "sentence_order_label": sentence_order_label,
+        },
+        data,
+    )
     return checkpoint, data
 
 
@@ -480,8 +578,10 @@ def parity_worker(engine: str, checkpoint: str, data: str, output_dir: str, batc
         trainer_parity.TrainingArguments = gpu_arguments
     record = trainer_parity.run_training(engine, checkpoint, data, output_dir, int(batch_size))
     distributed = torch.distributed.is_initialized()
-    record.update(backend=torch.distributed.get_backend() if distributed else None,
-                  cuda_peak_bytes=torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0)
+    record.update(
+        backend=torch.distributed.get_backend() if distributed else None,
+        cuda_peak_bytes=torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0,
+    )
     Path(output_dir, "worker.json").write_text(json.dumps(record))
     if distributed:
         torch.distributed.destroy_process_group()
@@ -495,8 +595,9 @@ def launch(command: list[str], env: dict, timeout: int) -> tuple[float, subproce
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - start
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:6])} ... exited {result.returncode}:\n{result.stdout[-2000:]}\n"
-                           f"{result.stderr[-4000:]}")
+        raise RuntimeError(
+            f"{' '.join(command[:6])} ... exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        )
     return wall, result
 
 
@@ -504,8 +605,12 @@ def section_zero3(ctx: Context) -> dict:
     if importlib.util.find_spec("deepspeed") is None:
         raise Skipped("deepspeed is not installed")
     script = str(Path(__file__).resolve())
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         env.pop(name, None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -513,9 +618,20 @@ def section_zero3(ctx: Context) -> dict:
         checkpoint, data = parity_fixtures(workdir)
         # The reference: one process on the CPU, exactly as the test's trainer_reference fixture.
         single_dir = workdir / "single"
-        single_wall, _ = launch([sys.executable, script, "--parity-worker", "single", str(checkpoint), str(data),
-                                 str(single_dir), str(PARITY_BATCH)], {**env, "CUDA_VISIBLE_DEVICES": ""},
-                                ZERO3_TIMEOUT_S)
+        single_wall, _ = launch(
+            [
+                sys.executable,
+                script,
+                "--parity-worker",
+                "single",
+                str(checkpoint),
+                str(data),
+                str(single_dir),
+                str(PARITY_BATCH),
+            ],
+            {**env, "CUDA_VISIBLE_DEVICES": ""},
+            ZERO3_TIMEOUT_S,
+        )
         if not ctx.cuda:
             raise Skipped(f"ZeRO-3 on NCCL needs a GPU (the CPU reference run worked: {single_wall:.0f} s)")
         if not torch.distributed.is_nccl_available():
@@ -524,9 +640,25 @@ def section_zero3(ctx: Context) -> dict:
         # One process: NCCL + zero.Init + consolidated save, not cross-rank parity (that needs 2+ GPUs; the 2-process
         # parity runs on CPU/gloo in tests/test_distributed.py).
         try:
-            wall, _ = launch([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-                              script, "--parity-worker", "zero3", str(checkpoint), str(data), str(zero3_dir),
-                              str(PARITY_BATCH)], env, ZERO3_TIMEOUT_S)
+            wall, _ = launch(
+                [
+                    sys.executable,
+                    "-m",
+                    "torch.distributed.run",
+                    "--standalone",
+                    "--nproc_per_node",
+                    "1",
+                    script,
+                    "--parity-worker",
+                    "zero3",
+                    str(checkpoint),
+                    str(data),
+                    str(zero3_dir),
+                    str(PARITY_BATCH),
+                ],
+                env,
+                ZERO3_TIMEOUT_S,
+            )
         except subprocess.TimeoutExpired as error:
             raise RuntimeError(f"torchrun ZeRO-3 did not finish within {ZERO3_TIMEOUT_S} s") from error
         record = json.loads((zero3_dir / "worker.json").read_text())
@@ -537,18 +669,43 @@ def section_zero3(ctx: Context) -> dict:
         weights = saved.state_dict()
         diff = max(max_diff(weights[name], reference[name]) for name in reference)
         moved = max(max_diff(initial[name], reference[name]) for name in reference)
-    passed = (complete and record["partitioned_after_from_pretrained"] and record["backend"] == "nccl"
-              and record["world_size"] == record["torch_world_size"] == 1 and diff < PARITY_TOLERANCE)
-    data = dict(wall_s=wall, single_cpu_wall_s=single_wall, backend=record["backend"], world_size=record["world_size"],
-                partitioned_after_from_pretrained=record["partitioned_after_from_pretrained"],
-                cuda_peak_bytes=record["cuda_peak_bytes"], saved_checkpoint_complete=complete,
-                max_diff_vs_single_cpu=diff, weights_moved=moved, passed=passed,
-                note="1 GPU: proves NCCL + zero.Init + consolidated save; cross-rank parity needs 2+ GPUs")
-    notes = (f"{'PASS' if passed else 'FAIL'}: backend {record['backend']}, partitioned "
-             f"{record['partitioned_after_from_pretrained']}, save complete {complete}, weights vs 1 CPU process "
-             f"{diff:.1e} (moved {moved:.2f}); 1 GPU, so no cross-rank parity")
-    return dict(data=data, rows=[row("ZeRO-3 torchrun 1 proc (NCCL) trainer_parity", f"cpu ref {single_wall:.0f} s",
-                                     f"{wall:.0f} s wall", None, notes)])
+    passed = (
+        complete
+        and record["partitioned_after_from_pretrained"]
+        and record["backend"] == "nccl"
+        and record["world_size"] == record["torch_world_size"] == 1
+        and diff < PARITY_TOLERANCE
+    )
+    data = dict(
+        wall_s=wall,
+        single_cpu_wall_s=single_wall,
+        backend=record["backend"],
+        world_size=record["world_size"],
+        partitioned_after_from_pretrained=record["partitioned_after_from_pretrained"],
+        cuda_peak_bytes=record["cuda_peak_bytes"],
+        saved_checkpoint_complete=complete,
+        max_diff_vs_single_cpu=diff,
+        weights_moved=moved,
+        passed=passed,
+        note="1 GPU: proves NCCL + zero.Init + consolidated save; cross-rank parity needs 2+ GPUs",
+    )
+    notes = (
+        f"{'PASS' if passed else 'FAIL'}: backend {record['backend']}, partitioned "
+        f"{record['partitioned_after_from_pretrained']}, save complete {complete}, weights vs 1 CPU process "
+        f"{diff:.1e} (moved {moved:.2f}); 1 GPU, so no cross-rank parity"
+    )
+    return dict(
+        data=data,
+        rows=[
+            row(
+                "ZeRO-3 torchrun 1 proc (NCCL) trainer_parity",
+                f"cpu ref {single_wall:.0f} s",
+                f"{wall:.0f} s wall",
+                None,
+                notes,
+            )
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -584,15 +741,30 @@ def section_compile(ctx: Context) -> dict:
     diff = max_diff(compiled_output, step(ours)())  # dropout is 0 in the v2 presets: same computation
     seconds = interleaved({"eager": step(ours), "compiled": step(compiled)}, ctx)
     flops = 3 * batch_size * seq_len * encoder_flops_per_token(config, seq_len)
-    data = dict(compile_s=compile_s, seconds=seconds, bf16_output_max_diff=diff,
-                mfu={name: mfu(flops, s, ctx) for name, s in seconds.items()})
+    data = dict(
+        compile_s=compile_s,
+        seconds=seconds,
+        bf16_output_max_diff=diff,
+        mfu={name: mfu(flops, s, ctx) for name, s in seconds.items()},
+    )
     del ours, compiled
     free_memory(ctx)
-    notes = (f"compile {compile_s:.1f} s; MFU {percent(data['mfu']['compiled'])} (eager "
-             f"{percent(data['mfu']['eager'])}); bf16 out diff {diff:.1e}")
-    return dict(data=data, rows=[row(f"torch.compile albert_hf base fwd+bwd {batch_size}x{seq_len} bf16 (ref = eager)",
-                                     ms(seconds["eager"]), ms(seconds["compiled"]),
-                                     seconds["eager"] / seconds["compiled"], notes)])
+    notes = (
+        f"compile {compile_s:.1f} s; MFU {percent(data['mfu']['compiled'])} (eager "
+        f"{percent(data['mfu']['eager'])}); bf16 out diff {diff:.1e}"
+    )
+    return dict(
+        data=data,
+        rows=[
+            row(
+                f"torch.compile albert_hf base fwd+bwd {batch_size}x{seq_len} bf16 (ref = eager)",
+                ms(seconds["eager"]),
+                ms(seconds["compiled"]),
+                seconds["eager"] / seconds["compiled"],
+                notes,
+            )
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -624,8 +796,12 @@ def run_sections(names: list[str], ctx: Context, budget_s: float) -> dict:
         except Skipped as reason:
             results[name] = dict(status="skipped", reason=str(reason), rows=[])
         except Exception as error:  # one section's failure must not end the run
-            results[name] = dict(status="error", error=f"{type(error).__name__}: {error}",
-                                 traceback=traceback.format_exc()[-6000:], rows=[])
+            results[name] = dict(
+                status="error",
+                error=f"{type(error).__name__}: {error}",
+                traceback=traceback.format_exc()[-6000:],
+                rows=[],
+            )
         finally:
             free_memory(ctx)
         results[name]["seconds"] = time.perf_counter() - start
@@ -644,13 +820,18 @@ def print_table(results: dict, ctx: Context) -> None:
             lines.append((name, result["status"].upper(), "", "", "", message.splitlines()[0][:160] if message else ""))
     header = ("section", "case", "reference", "albert_hf", "ratio", "notes")
     widths = [max(len(str(line[i])) for line in [header, *lines]) for i in range(5)]
-    print(f"\n{ctx.meta.get('device_name', ctx.device)} | torch {torch.__version__} | peak for MFU: "
-          f"{ctx.peak_flops / 1e12 if ctx.peak_flops else float('nan'):.3g} TFLOP/s ({ctx.peak_source})"
-          f"{' | SMOKE (tiny config)' if ctx.smoke else ''}")
-    print("ratio = reference time / albert_hf time (> 1: albert_hf faster); 'reference' is transformers unless the "
-          "case says otherwise")
-    formatted = [" | ".join(str(v).ljust(w) for v, w in zip(line[:5], widths)) + " | " + line[5]
-                 for line in [header, *lines]]
+    print(
+        f"\n{ctx.meta.get('device_name', ctx.device)} | torch {torch.__version__} | peak for MFU: "
+        f"{ctx.peak_flops / 1e12 if ctx.peak_flops else float('nan'):.3g} TFLOP/s ({ctx.peak_source})"
+        f"{' | SMOKE (tiny config)' if ctx.smoke else ''}"
+    )
+    print(
+        "ratio = reference time / albert_hf time (> 1: albert_hf faster); 'reference' is transformers unless the "
+        "case says otherwise"
+    )
+    formatted = [
+        " | ".join(str(v).ljust(w) for v, w in zip(line[:5], widths)) + " | " + line[5] for line in [header, *lines]
+    ]
     print(formatted[0])
     print("-" * len(formatted[0]))
     print("\n".join(formatted[1:]))
@@ -665,10 +846,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="tiny config, 2 steps per section (CPU without CUDA)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of: {', '.join(SECTIONS)}")
-    parser.add_argument("--budget-s", type=float, default=420.0,
-                        help="skip the remaining sections once this many seconds have passed")
-    parser.add_argument("--parity-worker", nargs=5, metavar=("ENGINE", "CHECKPOINT", "DATA", "OUTPUT_DIR", "BATCH"),
-                        help=argparse.SUPPRESS)  # internal: the process section 5 launches
+    parser.add_argument(
+        "--budget-s", type=float, default=420.0, help="skip the remaining sections once this many seconds have passed"
+    )
+    parser.add_argument(
+        "--parity-worker",
+        nargs=5,
+        metavar=("ENGINE", "CHECKPOINT", "DATA", "OUTPUT_DIR", "BATCH"),
+        help=argparse.SUPPRESS,
+    )  # internal: the process section 5 launches
     args = parser.parse_args(argv)
     if args.parity_worker:
         parity_worker(*args.parity_worker)
@@ -688,11 +874,16 @@ def main(argv: list[str] | None = None) -> None:
         torch.backends.cudnn.allow_tf32 = False
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     ctx = Context(device=device, smoke=args.smoke, steps=2 if args.smoke else 10, warmup=1 if args.smoke else 3)
-    ctx.meta = dict(device_name=torch.cuda.get_device_name() if ctx.cuda else "cpu", torch=torch.__version__,
-                    transformers=version("transformers"), smoke=args.smoke,
-                    cuda=torch.version.cuda, flash_attn=importlib.util.find_spec("flash_attn") is not None,
-                    deepspeed=importlib.util.find_spec("deepspeed") is not None,
-                    fp32_matmul=getattr(torch.backends.cuda.matmul, "fp32_precision", "allow_tf32=False"))
+    ctx.meta = dict(
+        device_name=torch.cuda.get_device_name() if ctx.cuda else "cpu",
+        torch=torch.__version__,
+        transformers=version("transformers"),
+        smoke=args.smoke,
+        cuda=torch.version.cuda,
+        flash_attn=importlib.util.find_spec("flash_attn") is not None,
+        deepspeed=importlib.util.find_spec("deepspeed") is not None,
+        fp32_matmul=getattr(torch.backends.cuda.matmul, "fp32_precision", "allow_tf32=False"),
+    )
     started = time.perf_counter()
     results = run_sections(names, ctx, args.budget_s)
     ctx.meta.update(total_s=time.perf_counter() - started, peak_flops=ctx.peak_flops, peak_source=ctx.peak_source)

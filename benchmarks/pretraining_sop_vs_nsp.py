@@ -112,8 +112,10 @@ def print_table(rows: list[dict]) -> None:
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['mode'].upper():<10} {row['instances']:>9} {row['steps']:>6} {row['steps_per_second']:>8.2f} "
-              f"{row['mlm_accuracy']:>8.3f} {row['sop_accuracy']:>8.3f} {row['nsp_accuracy']:>8.3f}")
+        print(
+            f"{row['mode'].upper():<10} {row['instances']:>9} {row['steps']:>6} {row['steps_per_second']:>8.2f} "
+            f"{row['mlm_accuracy']:>8.3f} {row['sop_accuracy']:>8.3f} {row['nsp_accuracy']:>8.3f}"
+        )
 
 
 def main() -> None:

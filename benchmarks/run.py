@@ -77,7 +77,9 @@ def mlm_head_flops(config: AlbertConfig) -> float:
 
 def paired(class_name: str, config_kwargs: dict, seed: int = 0):
     torch.manual_seed(seed)
-    reference = getattr(transformers, class_name)(transformers.AlbertConfig(**config_kwargs, attn_implementation="sdpa"))
+    reference = getattr(transformers, class_name)(
+        transformers.AlbertConfig(**config_kwargs, attn_implementation="sdpa")
+    )
     ours = getattr(albert_hf, class_name)(AlbertConfig(**config_kwargs, attn_implementation="sdpa"))
     ours.load_state_dict(reference.state_dict(), strict=True)
     return reference, ours
@@ -115,14 +117,33 @@ def case_model(size: str, seq_len: int, batch_size: int, backward: bool, repeats
     t_ref, t_ours = interleaved_medians(step(reference), step(ours), repeats)
     flops = batch_size * seq_len * encoder_flops_per_token(config, seq_len) * (3 if backward else 1)
     name = f"{size} {'fwd+bwd' if backward else 'fwd'} {batch_size}x{seq_len}{' bf16' if bf16 else ''}"
-    return dict(case=name, reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
-                mfu_reference=flops / t_ref / 1e9 / peak)
+    return dict(
+        case=name,
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops / t_ours / 1e9 / peak,
+        mfu_reference=flops / t_ref / 1e9 / peak,
+    )
 
 
 def _kwargs(config: AlbertConfig) -> dict:
-    fields = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-              "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_act", "hidden_dropout_prob",
-              "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size", "layer_norm_eps")
+    fields = (
+        "vocab_size",
+        "embedding_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_hidden_groups",
+        "num_attention_heads",
+        "intermediate_size",
+        "inner_group_num",
+        "hidden_act",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "layer_norm_eps",
+    )
     return {name: getattr(config, name) for name in fields}
 
 
@@ -137,8 +158,13 @@ def masked_batch(config: AlbertConfig, batch_size: int, seq_len: int, seed: int 
     masked = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
     labels = torch.where(masked, input_ids, -100)
     input_ids = torch.where(masked, 4, input_ids)
-    return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
-                labels=labels, sentence_order_label=torch.randint(0, 2, (batch_size,), generator=generator))
+    return dict(
+        input_ids=input_ids,
+        attention_mask=torch.ones_like(input_ids),
+        token_type_ids=token_type_ids,
+        labels=labels,
+        sentence_order_label=torch.randint(0, 2, (batch_size,), generator=generator),
+    )
 
 
 def case_pretraining_step(size: str, batch_size: int, seq_len: int, repeats: int, peak: float, bf16: bool):
@@ -166,9 +192,14 @@ def case_pretraining_step(size: str, batch_size: int, seq_len: int, repeats: int
     masked = int(batch["labels"].ne(-100).sum())
     flops_ours = 3 * (tokens * encoder_flops_per_token(config, seq_len) + masked * mlm_head_flops(config))
     flops_ref = 3 * (tokens * encoder_flops_per_token(config, seq_len) + tokens * mlm_head_flops(config))
-    return dict(case=f"pretraining step {size} {batch_size}x{seq_len}{' bf16' if bf16 else ''} (AdamW)",
-                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops_ours / t_ours / 1e9 / peak,
-                mfu_reference=flops_ref / t_ref / 1e9 / peak)
+    return dict(
+        case=f"pretraining step {size} {batch_size}x{seq_len}{' bf16' if bf16 else ''} (AdamW)",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops_ours / t_ours / 1e9 / peak,
+        mfu_reference=flops_ref / t_ref / 1e9 / peak,
+    )
 
 
 def glue_sentences(data_dir: Path, task: str, split: str, columns: tuple[int, ...], limit: int | None = None):
@@ -184,8 +215,9 @@ def real_batches(data_dir: Path, task: str, split: str, columns, batch_size: int
     batches = []
     for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]
-        encoded = tokenizer(*zip(*chunk), padding=True, truncation=True, max_length=128, return_tensors="pt",
-                            return_token_type_ids=True)
+        encoded = tokenizer(
+            *zip(*chunk), padding=True, truncation=True, max_length=128, return_tensors="pt", return_token_type_ids=True
+        )
         batches.append(dict(encoded))
     return batches
 
@@ -212,9 +244,14 @@ def case_finetuning(data_dir: Path, size: str, repeats: int, peak: float, bf16: 
     t_ref, t_ours = interleaved_medians(epoch(reference), epoch(ours), repeats)
     flops = sum(3 * b["input_ids"].numel() * encoder_flops_per_token(config, b["input_ids"].shape[1]) for b in batches)
     lengths = [b["input_ids"].shape[1] for b in batches]
-    return dict(case=f"fine-tune {size} MRPC 4x8 real batches (len {min(lengths)}-{max(lengths)})",
-                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
-                mfu_reference=flops / t_ref / 1e9 / peak)
+    return dict(
+        case=f"fine-tune {size} MRPC 4x8 real batches (len {min(lengths)}-{max(lengths)})",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops / t_ours / 1e9 / peak,
+        mfu_reference=flops / t_ref / 1e9 / peak,
+    )
 
 
 def case_inference(data_dir: Path, size: str, repeats: int, peak: float):
@@ -236,9 +273,14 @@ def case_inference(data_dir: Path, size: str, repeats: int, peak: float):
     t_ref, t_ours = interleaved_medians(run_all(reference), run_all(ours), repeats)
     sentences = sum(b["input_ids"].shape[0] for b in batches)
     flops = sum(b["input_ids"].numel() * encoder_flops_per_token(config, b["input_ids"].shape[1]) for b in batches)
-    return dict(case=f"inference {size} SST-2 dev, {sentences} sentences ({sentences / t_ours:.0f}/s ours)",
-                reference_s=t_ref, ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak,
-                mfu_reference=flops / t_ref / 1e9 / peak)
+    return dict(
+        case=f"inference {size} SST-2 dev, {sentences} sentences ({sentences / t_ours:.0f}/s ours)",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops / t_ours / 1e9 / peak,
+        mfu_reference=flops / t_ref / 1e9 / peak,
+    )
 
 
 def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: float, workdir: Path):
@@ -254,8 +296,11 @@ def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: floa
     export_onnx(ours, path)
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
-    feed = dict(input_ids=input_ids.numpy(), attention_mask=torch.ones_like(input_ids).numpy(),
-                token_type_ids=torch.zeros_like(input_ids).numpy())
+    feed = dict(
+        input_ids=input_ids.numpy(),
+        attention_mask=torch.ones_like(input_ids).numpy(),
+        token_type_ids=torch.zeros_like(input_ids).numpy(),
+    )
 
     def run_reference():
         with torch.inference_mode():
@@ -265,8 +310,14 @@ def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: floa
     t_ref, t_ours = interleaved_medians(run_reference, lambda: session.run(None, feed), repeats)
     flops = batch_size * seq_len * encoder_flops_per_token(config, seq_len)
     megabytes = path.stat().st_size / 2**20
-    return dict(case=f"onnxruntime {size} {batch_size}x{seq_len} ({megabytes:.0f} MiB file)", reference_s=t_ref,
-                ours_s=t_ours, max_diff=diff, mfu_ours=flops / t_ours / 1e9 / peak, mfu_reference=flops / t_ref / 1e9 / peak)
+    return dict(
+        case=f"onnxruntime {size} {batch_size}x{seq_len} ({megabytes:.0f} MiB file)",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops / t_ours / 1e9 / peak,
+        mfu_reference=flops / t_ref / 1e9 / peak,
+    )
 
 
 def case_tokenization(data_dir: Path, repeats: int) -> dict:
@@ -284,11 +335,16 @@ def case_tokenization(data_dir: Path, repeats: int) -> dict:
     )
     sample = sentences[::20]
     differ = sum(
-        a != b
-        for a, b in zip(reference(sample, return_token_type_ids=False)["input_ids"], ours(sample)["input_ids"])
+        a != b for a, b in zip(reference(sample, return_token_type_ids=False)["input_ids"], ours(sample)["input_ids"])
     )
-    return dict(case=f"tokenize SST-2 train, {len(sentences)} sentences ({len(sentences) / t_ours:,.0f}/s ours)",
-                reference_s=t_ref, ours_s=t_ours, max_diff=differ / len(sample), mfu_ours=None, mfu_reference=None)
+    return dict(
+        case=f"tokenize SST-2 train, {len(sentences)} sentences ({len(sentences) / t_ours:,.0f}/s ours)",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=differ / len(sample),
+        mfu_ours=None,
+        mfu_reference=None,
+    )
 
 
 def case_compile(size: str, seq_len: int, batch_size: int, repeats: int, peak: float) -> dict:
@@ -316,9 +372,15 @@ def case_compile(size: str, seq_len: int, batch_size: int, repeats: int, peak: f
         diff = max_diff(reference(input_ids).last_hidden_state, ours(input_ids).last_hidden_state)
     t_ref, t_ours = interleaved_medians(run_reference, run_ours, repeats)
     flops = 3 * batch_size * seq_len * encoder_flops_per_token(config, seq_len)
-    return dict(case=f"{size} fwd+bwd {batch_size}x{seq_len} torch.compile (compile {compile_seconds['reference']:.0f}"
-                     f"/{compile_seconds['ours']:.0f} s)", reference_s=t_ref, ours_s=t_ours, max_diff=diff,
-                mfu_ours=flops / t_ours / 1e9 / peak, mfu_reference=flops / t_ref / 1e9 / peak)
+    return dict(
+        case=f"{size} fwd+bwd {batch_size}x{seq_len} torch.compile (compile {compile_seconds['reference']:.0f}"
+        f"/{compile_seconds['ours']:.0f} s)",
+        reference_s=t_ref,
+        ours_s=t_ours,
+        max_diff=diff,
+        mfu_ours=flops / t_ours / 1e9 / peak,
+        mfu_reference=flops / t_ref / 1e9 / peak,
+    )
 
 
 MEMORY_PROBE = """
@@ -357,10 +419,14 @@ def case_memory(size: str, seq_len: int, batch_size: int) -> list[dict]:
     for impl, checkpointing in (("transformers", False), ("albert_hf", False), ("albert_hf", True)):
         output = subprocess.run(
             [sys.executable, "-c", MEMORY_PROBE, impl, str(int(checkpointing)), size, str(seq_len), str(batch_size)],
-            capture_output=True, text=True, check=True, env=os.environ | {"PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=True,
+            env=os.environ | {"PYTHONPATH": str(REPO)},
         ).stdout.split()
-        results.append(dict(impl=impl, checkpointing=checkpointing, peak_mib=int(output[0]) / 1024,
-                            grad_norm=float(output[1])))
+        results.append(
+            dict(impl=impl, checkpointing=checkpointing, peak_mib=int(output[0]) / 1024, grad_norm=float(output[1]))
+        )
     return results
 
 
@@ -370,23 +436,32 @@ def case_memory(size: str, seq_len: int, batch_size: int) -> list[dict]:
 
 
 def print_header(peak: float) -> None:
-    print(f"\nfp32 GEMM peak measured in this run: {peak:.1f} GFLOP/s (2048^3 matmul, {torch.get_num_threads()} threads)")
+    print(
+        f"\nfp32 GEMM peak measured in this run: {peak:.1f} GFLOP/s (2048^3 matmul, {torch.get_num_threads()} threads)"
+    )
     header = f"{'case':<58} {'transformers s':>14} {'albert_hf s':>12} {'speed-up':>9} {'MFU ours':>9} {'MFU ref':>8} {'max diff':>9}"
     print(header)
     print("-" * len(header), flush=True)
 
 
 def print_row(row: dict) -> None:
-    mfu = (f"{row['mfu_ours']:>8.0%} {row['mfu_reference']:>8.0%}" if row["mfu_ours"] is not None
-           else f"{'-':>8} {'-':>8}")
-    print(f"{row['case']:<58} {row['reference_s']:>14.4f} {row['ours_s']:>12.4f} "
-          f"{row['reference_s'] / row['ours_s']:>8.2f}x {mfu} {row['max_diff']:>9.1e}", flush=True)
+    mfu = (
+        f"{row['mfu_ours']:>8.0%} {row['mfu_reference']:>8.0%}" if row["mfu_ours"] is not None else f"{'-':>8} {'-':>8}"
+    )
+    print(
+        f"{row['case']:<58} {row['reference_s']:>14.4f} {row['ours_s']:>12.4f} "
+        f"{row['reference_s'] / row['ours_s']:>8.2f}x {mfu} {row['max_diff']:>9.1e}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="model,pretrain,finetune,inference,tokenize,compile,onnx,memory,bf16",
-                        help="comma list of: model, pretrain, finetune, inference, tokenize, compile, onnx, memory, bf16")
+    parser.add_argument(
+        "--cases",
+        default="model,pretrain,finetune,inference,tokenize,compile,onnx,memory,bf16",
+        help="comma list of: model, pretrain, finetune, inference, tokenize, compile, onnx, memory, bf16",
+    )
     parser.add_argument("--sizes", default="base,large")
     parser.add_argument("--seq-lens", default="128,512")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per side; steps vary by ~10%% here")
@@ -443,8 +518,10 @@ def main(argv: list[str] | None = None) -> None:
         memory = case_memory("base", 512, 4)
         print("\ntraining step memory, base 4x512 (peak RSS growth of a fresh process during forward+backward):")
         for row in memory:
-            print(f"  {row['impl']:<13} checkpointing={str(row['checkpointing']):<5} {row['peak_mib']:>8.0f} MiB   "
-                  f"grad norm {row['grad_norm']:.10e}")
+            print(
+                f"  {row['impl']:<13} checkpointing={str(row['checkpointing']):<5} {row['peak_mib']:>8.0f} MiB   "
+                f"grad norm {row['grad_norm']:.10e}"
+            )
     results = dict(gemm_peak_gflops=peak, bf16_gemm_gflops=bf16_peak, cases=rows, memory=memory)
     args.json.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {args.json}")

@@ -1,4 +1,11 @@
-"""Shared test fixtures: the real data beside the project, and a small CPU budget per test process."""
+"""Shared test fixtures: the real data (the repository's small excerpts, and the full folder beside the project when
+present), derandomized property tests, and a small CPU budget per test process.
+
+Data. `tests/fixtures/` holds exact excerpts of the full data folder in the same layout (sources and licences in its
+README.md), so every test runs from a bare clone. Tests that take `shared_data` run once on the excerpts and, where
+`../shared/data` (or `$ALBERT_HF_SHARED_DATA`) exists, once more on the full data. With `ALBERT_HF_REQUIRE_DATA=1`
+(set by CI) a missing full data folder fails those runs instead of leaving them out.
+"""
 
 from __future__ import annotations
 
@@ -7,38 +14,72 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 SHARED_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
-SPIECE_MODEL = SHARED_DATA / "spiece" / "albert-30k-clean.model"
-SMALL_SPIECE_MODEL = SHARED_DATA / "spiece" / "test_sentencepiece.model"
+REQUIRE_DATA = os.environ.get("ALBERT_HF_REQUIRE_DATA", "") not in ("", "0")
+# The real ALBERT 30k SentencePiece model (a byte-identical copy of the full folder's).
+SPIECE_MODEL = FIXTURES / "spiece" / "albert-30k-clean.model"
+
+# Property tests draw their examples from a fixed seed, so a green (or red) run replays exactly anywhere;
+# HYPOTHESIS_PROFILE=thorough draws 10x more fresh examples (failures kept in .hypothesis/) to search for new bugs.
+_HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+settings.register_profile("default", max_examples=25, derandomize=True, deadline=None, suppress_health_check=_HEALTH)
+settings.register_profile("thorough", max_examples=250, deadline=None, suppress_health_check=_HEALTH)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def data_roots() -> list[str]:
+    """ "fixtures" always; "full" where the full data folder exists or is required."""
+    return ["fixtures", "full"] if SHARED_DATA.is_dir() or REQUIRE_DATA else ["fixtures"]
+
+
+def is_full(root: Path) -> bool:
+    return root != FIXTURES
+
+
+def pytest_generate_tests(metafunc):
+    if "shared_data" in metafunc.fixturenames:
+        metafunc.parametrize("shared_data", data_roots(), indirect=True, scope="session")
+
+
+def pytest_report_header(config):
+    where = SHARED_DATA if SHARED_DATA.is_dir() else f"{SHARED_DATA} absent"
+    return f"albert_hf data: tests/fixtures + full data ({where}; required: {REQUIRE_DATA})"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """../shared/data (or $ALBERT_HF_SHARED_DATA); tests needing it skip with the reason when it is absent."""
+def shared_data(request) -> Path:
+    """The real data folder: the repository's excerpts ("fixtures"), or the full folder ("full")."""
+    if request.param == "fixtures":
+        return FIXTURES
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data folder {SHARED_DATA} is not present (set ALBERT_HF_SHARED_DATA)")
+        pytest.fail(f"ALBERT_HF_REQUIRE_DATA is set but the full data folder {SHARED_DATA} is missing.")
     return SHARED_DATA
 
 
 @pytest.fixture(scope="session")
-def spiece_model(shared_data) -> Path:
+def spiece_model() -> Path:
     """The real ALBERT 30k SentencePiece model."""
-    return shared_data / "spiece" / "albert-30k-clean.model"
+    return SPIECE_MODEL
 
 
 @pytest.fixture(scope="session")
-def wikitext_articles(shared_data, tmp_path_factory):
+def wikitext_articles(tmp_path_factory):
     """`write(n)`: a file with the first n WikiText-2 validation articles (one paragraph per line, a blank line
     between articles), the small real corpus the pretraining tests train on."""
-    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+    text = (FIXTURES / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+    articles = text.split("\n\n")
 
-    def write(articles: int) -> Path:
-        path = tmp_path_factory.mktemp("corpus") / f"wikitext_head_{articles}.txt"
-        path.write_text("\n\n".join(text.split("\n\n")[:articles]) + "\n", encoding="utf-8")
+    def write(count: int) -> Path:
+        if count > len(articles):
+            raise ValueError(f"the WikiText fixture holds {len(articles)} articles, not {count}")
+        path = tmp_path_factory.mktemp("corpus") / f"wikitext_head_{count}.txt"
+        path.write_text("\n\n".join(articles[:count]).rstrip("\n") + "\n", encoding="utf-8")
         return path
 
     return write

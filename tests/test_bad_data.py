@@ -65,8 +65,9 @@ def prepare(tmp_path: Path, tokenizer, text: str, max_seq_length: int = 32):
     from albert_hf.tasks.pretraining import PretrainingDataArguments, prepare_datasets
 
     path = write(tmp_path, "corpus.txt", text)
-    data_args = PretrainingDataArguments(train_files=[str(path)], max_seq_length=max_seq_length,
-                                         cache_dir=str(tmp_path / "cache"))
+    data_args = PretrainingDataArguments(
+        train_files=[str(path)], max_seq_length=max_seq_length, cache_dir=str(tmp_path / "cache")
+    )
     return prepare_datasets(data_args, tokenizer, seed=0)
 
 
@@ -102,8 +103,10 @@ SST2_HEADER = "sentence\tlabel\n"
     [
         ("", r"{path}: empty file"),
         ("text\tlabel\na fine film\t1\n", r"{path}:1: the header has no column 'sentence'"),
-        (SST2_HEADER + "a fine film\t1\nno label column here\n",
-         r"{path}:3: expected 2 tab-separated columns, found 1"),
+        (
+            SST2_HEADER + "a fine film\t1\nno label column here\n",
+            r"{path}:3: expected 2 tab-separated columns, found 1",
+        ),
         (SST2_HEADER + "a fine film\t1\na dull one\tmaybe\n", r"{path}:3: label 'maybe' is not one of \['0', '1'\]"),
         (SST2_HEADER.encode() + b"a fine film\t1\n" + LATIN1_BYTES + b"\t1\n", r"{path}:3: not valid UTF-8"),
     ],
@@ -168,12 +171,16 @@ def squad_file(context: str = "Paris is the capital of France.", answer: str = "
     [
         ("", r"{path}: not valid JSON \(line 1"),
         (squad_file(answer="Lyon"), r"{path}: data\[0\].paragraphs\[0\].qas\[0\]: question 'q1': answer 'Lyon' is not"),
-        (squad_file(start=5), r"{path}: data\[0\].paragraphs\[0\].qas\[0\]: question 'q1': answer 'Paris' is not at "
-                              r"answer_start 5"),
-        (squad_file().replace('"context"', '"text"'),
-         r"{path}: data\[0\].paragraphs\[0\]: a paragraph needs 'context'"),
-        (json.dumps({"data": [{"id": "q", "context": "c", "question": "?"}]}),
-         r"{path}: data\[0\]: 'answers' must be"),
+        (
+            squad_file(start=5),
+            r"{path}: data\[0\].paragraphs\[0\].qas\[0\]: question 'q1': answer 'Paris' is not at "
+            r"answer_start 5",
+        ),
+        (
+            squad_file().replace('"context"', '"text"'),
+            r"{path}: data\[0\].paragraphs\[0\]: a paragraph needs 'context'",
+        ),
+        (json.dumps({"data": [{"id": "q", "context": "c", "question": "?"}]}), r"{path}: data\[0\]: 'answers' must be"),
         (b'{"data": [{"title": "' + LATIN1_BYTES + b'", "paragraphs": []}]}', r"{path}.*not valid UTF-8"),
     ],
     ids=["empty", "answer-not-in-context", "answer-elsewhere", "missing-context", "missing-answers", "non-utf8"],
@@ -199,8 +206,10 @@ def test_squad_json_lines_errors_name_the_line(tmp_path):
 @pytest.mark.parametrize(
     "record, message",
     [
-        ({"sent1": "She opens", "sent2": "the", "ending0": "door.", "label": 0},
-         r"{path}:2: expected ending0..endingN"),
+        (
+            {"sent1": "She opens", "sent2": "the", "ending0": "door.", "label": 0},
+            r"{path}:2: expected ending0..endingN",
+        ),
         ({"article": "a", "question": "q", "options": ["x", "y"], "answer": "E"}, r"{path}:2: answer 'E' is not one"),
         ({"article": "a", "question": "q"}, r"{path}:2: missing fields \['options', 'answer'\]"),
         ({"sent1": LATIN1_BYTES.decode("latin-1")}, r"{path}:2: not valid UTF-8"),

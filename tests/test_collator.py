@@ -117,7 +117,9 @@ def test_whole_words_are_masked_and_specials_never(batches, tokenizer):
                     assert not predicted[position] and batch["input_ids"][i, position] == token
                     continue
                 # the original's rule (create_pretraining_data.py `_is_start_piece`), written out independently
-                starts_word = pieces[token].startswith(("\u2581", "<")) or pieces[token] in set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+                starts_word = pieces[token].startswith(("\u2581", "<")) or pieces[token] in set(
+                    '!"#$%&()*+,-./:;?@[\\]^_`{|}~'
+                )
                 continues_word = not starts_word and ids[position - 1] not in unmaskable
                 if continues_word and token not in tokenizer.all_special_ids:
                     # A piece inside a word is predicted exactly when the piece before it is.
@@ -198,8 +200,10 @@ def test_masks_do_not_depend_on_dataloader_workers(instances, tokenizer):
     [
         ([{"token_type_ids": [0, 0]}], "feature 0 has no 'input_ids'"),
         ([{"input_ids": [2, 50, 3], "token_type_ids": [0, 0]}], "3 input_ids but 2 token_type_ids"),
-        ([{"input_ids": [2, 50, 3], "sentence_order_label": 0}, {"input_ids": [2, 51, 3]}],
-         "feature 1 has no 'sentence_order_label'"),
+        (
+            [{"input_ids": [2, 50, 3], "sentence_order_label": 0}, {"input_ids": [2, 51, 3]}],
+            "feature 1 has no 'sentence_order_label'",
+        ),
         ([{"input_ids": [2, 99999, 3]}], "outside the tokenizer's vocabulary"),
         ([], "empty batch"),
     ],
@@ -211,9 +215,13 @@ def test_bad_features_are_named(tokenizer, features, message):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [(dict(masked_lm_prob=0.0), "masked_lm_prob"), (dict(max_predictions_per_seq=0), "max_predictions_per_seq"),
-     (dict(mask_replace_prob=0.95, random_replace_prob=0.1), "sum to at most 1"), (dict(max_ngram=0), "max_ngram"),
-     (dict(seed=-1), "seed")],
+    [
+        (dict(masked_lm_prob=0.0), "masked_lm_prob"),
+        (dict(max_predictions_per_seq=0), "max_predictions_per_seq"),
+        (dict(mask_replace_prob=0.95, random_replace_prob=0.1), "sum to at most 1"),
+        (dict(max_ngram=0), "max_ngram"),
+        (dict(seed=-1), "seed"),
+    ],
 )
 def test_invalid_settings_are_refused(tokenizer, kwargs, message):
     with pytest.raises(ValueError, match=message):

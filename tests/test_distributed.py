@@ -48,14 +48,26 @@ GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
 
 def tiny_config(**overrides) -> AlbertConfig:
     # One shared layer group applied three times: cross-layer sharing is exercised by every test.
-    fields = dict(vocab_size=100, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                  intermediate_size=37, max_position_embeddings=64, classifier_dropout_prob=0.0)
+    fields = dict(
+        vocab_size=100,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        classifier_dropout_prob=0.0,
+    )
     return AlbertConfig(**{**fields, **overrides})
 
 
 def torchrun(script: Path, *args: str, timeout: int = 420) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         env.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
@@ -105,8 +117,9 @@ def run_job_on_two_processes(module_name: str, argv: list[str], record: Path) ->
     return [json.loads(Path(f"{record}.rank{rank}.json").read_text()) for rank in (0, 1)]
 
 
-def job_reference(module_name: str, argv: list[str], model_class, checkpoint: Path, output_dir: Path,
-                  min_change: float) -> dict:
+def job_reference(
+    module_name: str, argv: list[str], model_class, checkpoint: Path, output_dir: Path, min_change: float
+) -> dict:
     """Run a job in this process from `checkpoint`; its final weights and rows. The comparison with the
     multi-process run only means something if training moved the weights far more than the tolerance."""
     record = run_job(module_name, argv)  # recorded as run_task.py records each rank
@@ -115,8 +128,9 @@ def job_reference(module_name: str, argv: list[str], model_class, checkpoint: Pa
     return {"weights": weights, "rows_per_step": record["rows_per_step"]}
 
 
-def assert_two_processes_match(module_name: str, argv: list[str], model_class, output_dir: Path, engine: str,
-                               reference: dict, record_property) -> None:
+def assert_two_processes_match(
+    module_name: str, argv: list[str], model_class, output_dir: Path, engine: str, reference: dict, record_property
+) -> None:
     """The job under torchrun with 2 processes trained each rank on its half of the reference's rows and ended
     with the reference's weights (saved complete); under ZeRO-3 from_pretrained partitioned every tensor."""
     records = run_job_on_two_processes(module_name, argv, output_dir.with_name(output_dir.name + "_record"))
@@ -159,8 +173,16 @@ def mlm_batches(workdir) -> Path:
     masked = (torch.rand(input_ids.shape, generator=generator) < 0.3) & attention_mask.bool()
     labels[masked] = input_ids[masked]
     path = workdir / "mlm_batches.pt"
-    torch.save({"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": torch.zeros_like(input_ids),
-                "labels": labels, "sentence_order_label": torch.randint(0, 2, (rows,), generator=generator)}, path)
+    torch.save(
+        {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": torch.zeros_like(input_ids),
+            "labels": labels,
+            "sentence_order_label": torch.randint(0, 2, (rows,), generator=generator),
+        },
+        path,
+    )
     return path
 
 
@@ -185,8 +207,19 @@ def trainer_reference(workdir, pretraining_checkpoint, mlm_batches) -> dict:
 @pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
 def test_trainer_two_processes_match_one(engine, workdir, pretraining_checkpoint, mlm_batches, trainer_reference):
     output_dir = workdir / f"trainer_{engine}"
-    torchrun(WORKERS / "trainer_parity.py", "--engine", engine, "--checkpoint", str(pretraining_checkpoint),
-             "--data", str(mlm_batches), "--output_dir", str(output_dir), "--per_device_batch_size", "4")
+    torchrun(
+        WORKERS / "trainer_parity.py",
+        "--engine",
+        engine,
+        "--checkpoint",
+        str(pretraining_checkpoint),
+        "--data",
+        str(mlm_batches),
+        "--output_dir",
+        str(output_dir),
+        "--per_device_batch_size",
+        "4",
+    )
 
     records = [json.loads((output_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
     assert_ranks_split_the_global_batches(records, trainer_reference["rows_per_step"])
@@ -210,11 +243,22 @@ def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_check
     batch = {key: value[:GLOBAL_BATCH] for key, value in torch.load(mlm_batches).items()}
     batch_path = output_dir / "batch.pt"
     torch.save(batch, batch_path)
-    torchrun(WORKERS / "shared_layer_grads.py", "--checkpoint", str(pretraining_checkpoint), "--batch",
-             str(batch_path), "--output_dir", str(output_dir), "--engines", "fsdp2,zero3")
+    torchrun(
+        WORKERS / "shared_layer_grads.py",
+        "--checkpoint",
+        str(pretraining_checkpoint),
+        "--batch",
+        str(batch_path),
+        "--output_dir",
+        str(output_dir),
+        "--engines",
+        "fsdp2,zero3",
+    )
 
     model = AlbertForPreTraining.from_pretrained(pretraining_checkpoint)
-    model(**batch, num_items_in_batch=(batch["labels"] != -100).sum(), num_sequences_in_batch=GLOBAL_BATCH).loss.backward()
+    model(
+        **batch, num_items_in_batch=(batch["labels"] != -100).sum(), num_sequences_in_batch=GLOBAL_BATCH
+    ).loss.backward()
     reference = {name: parameter.grad for name, parameter in model.named_parameters()}
     shared = [name for name in reference if ".albert_layer_groups.0." in name]
     assert model.config.num_hidden_layers == 3 and model.config.num_hidden_groups == 1 and shared
@@ -245,42 +289,101 @@ def pretraining_job_checkpoint(workdir) -> Path:
     return path
 
 
-def pretraining_arguments(corpus: Path, spiece_model: Path, checkpoint: Path, output_dir: Path,
-                          batch: int) -> list[str]:
+def pretraining_arguments(
+    corpus: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int
+) -> list[str]:
     # --global_batch_size makes the job derive gradient accumulation from the world size: 1 in both set-ups (8 = 8 x 1
     # = 4 x 2); a world size seen wrongly gives 2 micro-batches per step, which the row check catches. SGD without
     # clipping and the constant schedule of Trainer (not LAMB, not ALBERT's decay) so that a wrong scale shows.
-    return ["--train_files", str(corpus), "--lines_are_paragraphs", "--max_seq_length", "64",
-            "--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(spiece_model),
-            "--global_batch_size", str(GLOBAL_BATCH), "--per_device_train_batch_size", str(batch),
-            "--max_steps", str(STEPS), "--optimizer", "adamw", "--optim", "sgd", "--lr_schedule", "trainer",
-            "--lr_scheduler_type", "constant", "--learning_rate", "0.5", "--max_grad_norm", "0", "--weight_decay", "0",
-            "--use_cpu", "--seed", "0", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
-            "--cache_dir", str(corpus.parent / "datasets_cache"), "--output_dir", str(output_dir)]
+    return [
+        "--train_files",
+        str(corpus),
+        "--lines_are_paragraphs",
+        "--max_seq_length",
+        "64",
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--global_batch_size",
+        str(GLOBAL_BATCH),
+        "--per_device_train_batch_size",
+        str(batch),
+        "--max_steps",
+        str(STEPS),
+        "--optimizer",
+        "adamw",
+        "--optim",
+        "sgd",
+        "--lr_schedule",
+        "trainer",
+        "--lr_scheduler_type",
+        "constant",
+        "--learning_rate",
+        "0.5",
+        "--max_grad_norm",
+        "0",
+        "--weight_decay",
+        "0",
+        "--use_cpu",
+        "--seed",
+        "0",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--cache_dir",
+        str(corpus.parent / "datasets_cache"),
+        "--output_dir",
+        str(output_dir),
+    ]
 
 
 @pytest.fixture(scope="module")
 def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining_job_checkpoint) -> dict:
     """One process, batch GLOBAL_BATCH, same job and masks (run_task keys them by row content)."""
     output_dir = workdir / "pretraining_single"
-    arguments = pretraining_arguments(pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir,
-                                      GLOBAL_BATCH)
-    return job_reference("albert_hf.tasks.pretraining", arguments, AlbertForPreTraining, pretraining_job_checkpoint,
-                         output_dir, min_change=1000 * TOLERANCE)
+    arguments = pretraining_arguments(
+        pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH
+    )
+    return job_reference(
+        "albert_hf.tasks.pretraining",
+        arguments,
+        AlbertForPreTraining,
+        pretraining_job_checkpoint,
+        output_dir,
+        min_change=1000 * TOLERANCE,
+    )
 
 
 @pytest.mark.distributed
 @pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
-def test_pretraining_script_two_processes_match_one(engine, workdir, pretraining_corpus, spiece_model,
-                                                    pretraining_job_checkpoint, pretraining_reference,
-                                                    record_property):
+def test_pretraining_script_two_processes_match_one(
+    engine,
+    workdir,
+    pretraining_corpus,
+    spiece_model,
+    pretraining_job_checkpoint,
+    pretraining_reference,
+    record_property,
+):
     # Both ranks build the same instances and the sampler's global order: together they train on the reference's
     # rows, each on its half.
     output_dir = workdir / f"pretraining_{engine}"
-    arguments = pretraining_arguments(pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir,
-                                      GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
-    assert_two_processes_match("albert_hf.tasks.pretraining", arguments, AlbertForPreTraining, output_dir, engine,
-                               pretraining_reference, record_property)
+    arguments = pretraining_arguments(
+        pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH // 2
+    ) + deepspeed_arguments(engine, workdir)
+    assert_two_processes_match(
+        "albert_hf.tasks.pretraining",
+        arguments,
+        AlbertForPreTraining,
+        output_dir,
+        engine,
+        pretraining_reference,
+        record_property,
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -297,32 +400,80 @@ def glue_checkpoint(workdir) -> Path:
 
 
 def glue_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
-    return ["--task_name", "mrpc", "--data_dir", str(shared_data / "glue" / "MRPC"),
-            "--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(spiece_model),
-            "--max_seq_length", "32", "--max_train_samples", str(GLOBAL_BATCH * STEPS), "--do_train",
-            "--max_steps", str(STEPS), "--per_device_train_batch_size", str(batch), "--optim", "sgd",
-            "--learning_rate", "0.5", "--lr_scheduler_type", "constant", "--max_grad_norm", "0", "--weight_decay", "0",
-            "--use_cpu", "--seed", "0", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
-            "--output_dir", str(output_dir)]
+    return [
+        "--task_name",
+        "mrpc",
+        "--data_dir",
+        str(shared_data / "glue" / "MRPC"),
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--max_seq_length",
+        "32",
+        "--max_train_samples",
+        str(GLOBAL_BATCH * STEPS),
+        "--do_train",
+        "--max_steps",
+        str(STEPS),
+        "--per_device_train_batch_size",
+        str(batch),
+        "--optim",
+        "sgd",
+        "--learning_rate",
+        "0.5",
+        "--lr_scheduler_type",
+        "constant",
+        "--max_grad_norm",
+        "0",
+        "--weight_decay",
+        "0",
+        "--use_cpu",
+        "--seed",
+        "0",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output_dir),
+    ]
 
 
 @pytest.fixture(scope="module")
 def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
     output_dir = workdir / "glue_single"
     arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH)
-    return job_reference("albert_hf.tasks.glue", arguments, AlbertForSequenceClassification, glue_checkpoint,
-                         output_dir, min_change=100 * TOLERANCE)
+    return job_reference(
+        "albert_hf.tasks.glue",
+        arguments,
+        AlbertForSequenceClassification,
+        glue_checkpoint,
+        output_dir,
+        min_change=100 * TOLERANCE,
+    )
 
 
 @pytest.mark.distributed
 @pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
-def test_glue_script_two_processes_match_one(engine, workdir, shared_data, spiece_model, glue_checkpoint,
-                                             glue_reference, record_property):
+def test_glue_script_two_processes_match_one(
+    engine, workdir, shared_data, spiece_model, glue_checkpoint, glue_reference, record_property
+):
     output_dir = workdir / f"glue_{engine}"
-    arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir,
-                               GLOBAL_BATCH // 2) + deepspeed_arguments(engine, workdir)
-    assert_two_processes_match("albert_hf.tasks.glue", arguments, AlbertForSequenceClassification, output_dir,
-                               engine, glue_reference, record_property)
+    arguments = glue_arguments(
+        shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH // 2
+    ) + deepspeed_arguments(engine, workdir)
+    assert_two_processes_match(
+        "albert_hf.tasks.glue",
+        arguments,
+        AlbertForSequenceClassification,
+        output_dir,
+        engine,
+        glue_reference,
+        record_property,
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -335,31 +486,73 @@ def ner_checkpoint(workdir) -> Path:
     torch.manual_seed(0)
     path = workdir / "ner_checkpoint"
     labels = dict(enumerate(CONLL2003_LABELS))
-    config = tiny_config(vocab_size=30000, num_labels=len(labels), id2label=labels,
-                         label2id={label: index for index, label in labels.items()})
+    config = tiny_config(
+        vocab_size=30000,
+        num_labels=len(labels),
+        id2label=labels,
+        label2id={label: index for index, label in labels.items()},
+    )
     AlbertForTokenClassification(config).save_pretrained(path)
     return path
 
 
 def ner_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
     # Sentences have different numbers of labelled tokens, so a per-process mean would weigh them wrongly.
-    return ["--data_dir", str(shared_data / "conll2003"), "--model_name_or_path", str(checkpoint),
-            "--tokenizer_name_or_path", str(spiece_model), "--max_seq_length", "32",
-            "--max_train_samples", str(GLOBAL_BATCH * STEPS), "--do_train", "--max_steps", str(STEPS),
-            "--per_device_train_batch_size", str(batch), "--optim", "sgd", "--learning_rate", "0.5",
-            "--lr_scheduler_type", "constant", "--max_grad_norm", "0", "--weight_decay", "0", "--use_cpu", "--seed", "0",
-            "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true", "--output_dir", str(output_dir)]
+    return [
+        "--data_dir",
+        str(shared_data / "conll2003"),
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--max_seq_length",
+        "32",
+        "--max_train_samples",
+        str(GLOBAL_BATCH * STEPS),
+        "--do_train",
+        "--max_steps",
+        str(STEPS),
+        "--per_device_train_batch_size",
+        str(batch),
+        "--optim",
+        "sgd",
+        "--learning_rate",
+        "0.5",
+        "--lr_scheduler_type",
+        "constant",
+        "--max_grad_norm",
+        "0",
+        "--weight_decay",
+        "0",
+        "--use_cpu",
+        "--seed",
+        "0",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output_dir),
+    ]
 
 
 @pytest.mark.distributed
 def test_ner_script_two_processes_match_one(workdir, shared_data, spiece_model, ner_checkpoint, record_property):
     reference_dir, output_dir = workdir / "ner_single", workdir / "ner_ddp"
-    reference = job_reference("albert_hf.tasks.ner", ner_arguments(
-        shared_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH), AlbertForTokenClassification,
-        ner_checkpoint, reference_dir, min_change=100 * TOLERANCE)
+    reference = job_reference(
+        "albert_hf.tasks.ner",
+        ner_arguments(shared_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
+        AlbertForTokenClassification,
+        ner_checkpoint,
+        reference_dir,
+        min_change=100 * TOLERANCE,
+    )
     arguments = ner_arguments(shared_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
-    assert_two_processes_match("albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp",
-                               reference, record_property)
+    assert_two_processes_match(
+        "albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp", reference, record_property
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -419,8 +612,14 @@ def test_pretraining_parameter_count_of_released_sizes():
 @pytest.mark.parametrize("sharing,seq_len", [("all", 64), ("none", 32), ("attention", 48)])
 def test_activation_estimate_matches_saved_tensors(sharing, seq_len):
     """Bytes autograd keeps for backward (counted with saved-tensor hooks, fp32, SDPA) within 5% of the formula."""
-    config = tiny_config(vocab_size=300, intermediate_size=80, max_position_embeddings=128, sharing=sharing,
-                         num_hidden_layers=2 if sharing != "all" else 3, attn_implementation="sdpa")
+    config = tiny_config(
+        vocab_size=300,
+        intermediate_size=80,
+        max_position_embeddings=128,
+        sharing=sharing,
+        num_hidden_layers=2 if sharing != "all" else 3,
+        attn_implementation="sdpa",
+    )
     model = AlbertForPreTraining(config)
     parameters = {parameter.untyped_storage().data_ptr() for parameter in model.parameters()}
     saved: dict[int, int] = {}
@@ -464,8 +663,14 @@ def test_zero_stages_partition_what_they_should():
 
 
 def test_accelerate_configs_are_complete_and_consistent():
-    expected = {"single_gpu.yaml": "NO", "multi_gpu_ddp.yaml": "MULTI_GPU", "deepspeed_zero2.yaml": "DEEPSPEED",
-                "deepspeed_zero3.yaml": "DEEPSPEED", "deepspeed_zero3_offload.yaml": "DEEPSPEED", "fsdp2.yaml": "FSDP"}
+    expected = {
+        "single_gpu.yaml": "NO",
+        "multi_gpu_ddp.yaml": "MULTI_GPU",
+        "deepspeed_zero2.yaml": "DEEPSPEED",
+        "deepspeed_zero3.yaml": "DEEPSPEED",
+        "deepspeed_zero3_offload.yaml": "DEEPSPEED",
+        "fsdp2.yaml": "FSDP",
+    }
     for name, distributed_type in expected.items():
         config = yaml.safe_load((CONFIGS / name).read_text())
         assert config["distributed_type"] == distributed_type, name

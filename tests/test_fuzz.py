@@ -7,7 +7,6 @@ random documents and random logits. `max_examples` is kept small so the whole fi
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 import sentencepiece as spm
 import torch
 from datasets import Dataset
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from tokenization_reference import preprocess_text  # tests/ has no __init__.py: pytest puts it on sys.path
 
@@ -28,11 +27,7 @@ from albert_hf.data.pretraining import (
 from albert_hf.data.squad import postprocess_predictions, prepare_eval_features, truncate_questions
 from albert_hf.tokenization import AlbertTokenizer
 
-settings.register_profile("default", max_examples=25, deadline=None,
-                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=250, deadline=None,
-                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# Profiles (fixed-seed by default, `HYPOTHESIS_PROFILE=thorough` for 10x more fresh examples): tests/conftest.py.
 
 # Arbitrary Unicode (every category but surrogates), and text dense in what the tokenizer treats specially:
 # whitespace of every kind, accents and combining marks, digit-comma runs (ALBERT's re-split), compatibility forms.
@@ -149,8 +144,12 @@ def is_run(tokens: list[int]) -> bool:
     return all(b == a + 1 for a, b in zip(tokens, tokens[1:]))
 
 
-@given(pool=documents(), max_num_tokens=st.integers(2, 64), short_seq_prob=st.sampled_from([0.0, 0.1, 1.0]),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    pool=documents(),
+    max_num_tokens=st.integers(2, 64),
+    short_seq_prob=st.sampled_from([0.0, 0.1, 1.0]),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_sop_pairs_are_adjacent_runs_of_the_document_within_the_length(pool, max_num_tokens, short_seq_prob, seed):
     for index, document in enumerate(pool):
         tokens = [token for sentence in document for token in sentence]
@@ -184,25 +183,33 @@ def test_nsp_pairs_within_the_length_and_random_b_from_elsewhere(pool, max_num_t
 @given(pool=documents(), max_num_tokens=st.integers(2, 64), seed=st.integers(0, 2**32 - 1))
 def test_instances_are_a_function_of_the_seed(pool, max_num_tokens, seed):
     def run() -> list:
-        return [list(sentence_pairs_from_document(pool, i, random.Random(seed), max_num_tokens, 0.1))
-                for i in range(len(pool))]
+        return [
+            list(sentence_pairs_from_document(pool, i, random.Random(seed), max_num_tokens, 0.1))
+            for i in range(len(pool))
+        ]
 
     assert run() == run()
 
 
-@given(pool=documents(), max_seq_length=st.integers(5, 48), objective=st.sampled_from(["sop", "nsp"]),
-       seed=st.integers(0, 2**31 - 1))
+@given(
+    pool=documents(),
+    max_seq_length=st.integers(5, 48),
+    objective=st.sampled_from(["sop", "nsp"]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_instances_are_well_formed_and_reproducible(pool, max_seq_length, objective, seed):
     cls, sep = 2, 3
     tokenized = Dataset.from_dict({"sentence_ids": pool})
 
     def build() -> Dataset:
-        return create_sentence_order_instances(tokenized, cls, sep, max_seq_length=max_seq_length,
-                                               objective=objective, seed=seed, documents_per_batch=2)
+        return create_sentence_order_instances(
+            tokenized, cls, sep, max_seq_length=max_seq_length, objective=objective, seed=seed, documents_per_batch=2
+        )
 
     instances = build()
-    for ids, types, label in zip(instances["input_ids"], instances["token_type_ids"],
-                                 instances["sentence_order_label"]):
+    for ids, types, label in zip(
+        instances["input_ids"], instances["token_type_ids"], instances["sentence_order_label"]
+    ):
         assert len(ids) <= max_seq_length and len(types) == len(ids) and label in (0, 1)
         assert ids[0] == cls and ids[-1] == sep and ids.count(sep) == 2
         first_sep = ids.index(sep)
@@ -240,11 +247,13 @@ def sop_features(draw, tokenizer) -> list[dict]:
     for _ in range(draw(st.integers(1, 4))):
         a = draw(st.lists(token, min_size=1, max_size=30))
         b = draw(st.lists(token, min_size=1, max_size=30))
-        features.append({
-            "input_ids": [tokenizer.cls_token_id, *a, tokenizer.sep_token_id, *b, tokenizer.sep_token_id],
-            "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1),
-            "sentence_order_label": draw(st.integers(0, 1)),
-        })
+        features.append(
+            {
+                "input_ids": [tokenizer.cls_token_id, *a, tokenizer.sep_token_id, *b, tokenizer.sep_token_id],
+                "token_type_ids": [0] * (len(a) + 2) + [1] * (len(b) + 1),
+                "sentence_order_label": draw(st.integers(0, 1)),
+            }
+        )
     return features
 
 
@@ -295,12 +304,18 @@ def test_masking_is_a_function_of_the_seed_and_the_batch(tokenizer, collator, da
 # SQuAD post-processing
 # --------------------------------------------------------------------------------------------------------------------
 
-CONTEXTS = st.one_of(st.text(min_size=1, max_size=120), st.text(alphabet=st.sampled_from(list("ab1, é\u0301日 ")),
-                                                                 min_size=1, max_size=120))
+CONTEXTS = st.one_of(
+    st.text(min_size=1, max_size=120),
+    st.text(alphabet=st.sampled_from(list("ab1, é\u0301日 ")), min_size=1, max_size=120),
+)
 
 
-@given(contexts=st.lists(CONTEXTS, min_size=1, max_size=3), questions=st.lists(TEXTS, min_size=3, max_size=3),
-       seed=st.integers(0, 2**32 - 1), version_2=st.booleans())
+@given(
+    contexts=st.lists(CONTEXTS, min_size=1, max_size=3),
+    questions=st.lists(TEXTS, min_size=3, max_size=3),
+    seed=st.integers(0, 2**32 - 1),
+    version_2=st.booleans(),
+)
 def test_squad_answers_are_always_substrings_of_their_context(tokenizer, contexts, questions, seed, version_2):
     examples = Dataset.from_dict(
         {"id": [f"q{i}" for i in range(len(contexts))], "question": questions[: len(contexts)], "context": contexts}
@@ -312,8 +327,13 @@ def test_squad_answers_are_always_substrings_of_their_context(tokenizer, context
     shape = (len(features), 24)
     generator = np.random.default_rng(seed)
     result = postprocess_predictions(
-        examples, features, generator.normal(size=shape), generator.normal(size=shape),
-        n_best_size=5, max_answer_length=8, version_2_with_negative=version_2,
+        examples,
+        features,
+        generator.normal(size=shape),
+        generator.normal(size=shape),
+        n_best_size=5,
+        max_answer_length=8,
+        version_2_with_negative=version_2,
     )
     for question_id, context in zip(examples["id"], contexts):
         assert result.predictions[question_id] in context

@@ -6,7 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import is_full
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+from test_metrics import reference_f1, reference_matthews, reference_pearson
 from transformers import EvalPrediction, TrainingArguments
 
 from albert_hf.data.glue import (
@@ -62,7 +64,11 @@ def write_tsv(path, header, rows):
 def test_real_tsv_files_parse_with_official_row_counts(shared_data, task_name):
     task = get_glue_task(task_name)
     data = load_glue_tsv(glue_dir(shared_data, task_name), task, ["train", "validation", "test"])
-    assert tuple(len(data[split]) for split in ("train", "validation", "test")) == OFFICIAL_SIZES[task_name]
+    sizes = tuple(len(data[split]) for split in ("train", "validation", "test"))
+    if is_full(shared_data):
+        assert sizes == OFFICIAL_SIZES[task_name]
+    else:  # the excerpts: the first 300 / 200 / 20 rows (WNLI's dev has 71 in all)
+        assert sizes == (300, min(200, OFFICIAL_SIZES[task_name][1]), 20)
     expected_texts = {"sentence1"} if len(task.tsv_text_columns) == 1 else {"sentence1", "sentence2"}
     assert set(data["validation"].column_names) == expected_texts | {"label", "idx"}
     assert set(data["test"].column_names) == expected_texts | {"idx"}
@@ -75,7 +81,8 @@ def test_real_tsv_files_parse_with_official_row_counts(shared_data, task_name):
 
 def test_cola_dev_labels_and_headerless_layout(shared_data):
     dev = load_glue_tsv(glue_dir(shared_data, "cola"), GLUE_TASKS["cola"], ["validation"])["validation"]
-    assert np.bincount(dev["label"]).tolist() == [322, 721]  # provenance: labels 1:721 0:322
+    # provenance: labels 1:721 0:322; the first 200 rows (the excerpt) hold 130 ones and 70 zeros
+    assert np.bincount(dev["label"]).tolist() == ([322, 721] if is_full(shared_data) else [70, 130])
     assert dev[0]["sentence1"] == "The sailors rode the breeze clear of the rocks."
 
 
@@ -289,6 +296,47 @@ def test_gold_labels_give_the_perfect_score_on_real_dev(shared_data, task_name):
     assert metrics and all(value == pytest.approx(1.0) for value in metrics.values()), metrics
 
 
+def average_ranks(values) -> np.ndarray:
+    """Ranks with ties given their mean rank (STS-B gold scores repeat), as Spearman's rho defines them."""
+    values = np.asarray(values)
+    ranks = np.empty(len(values))
+    ranks[np.argsort(values, kind="stable")] = np.arange(len(values))
+    for value in np.unique(values):
+        ranks[values == value] = ranks[values == value].mean()
+    return ranks
+
+
+@pytest.mark.parametrize("task_name", LOCAL_TASKS)
+def test_wrong_predictions_on_real_dev_score_as_the_formulas_say(shared_data, task_name):
+    """About a third of the real dev labels made wrong (STS-B: gold plus noise): the metric from the logits equals the
+    textbook formulas of tests/test_metrics.py, computed without scikit-learn or scipy."""
+    task = GLUE_TASKS[task_name]
+    dev = load_glue_tsv(glue_dir(shared_data, task_name), task, ["validation"])["validation"]
+    labels = np.asarray(dev["label"])
+    rng = np.random.default_rng(0)
+    if task.is_regression:
+        predicted = labels + rng.normal(0.0, 1.5, len(labels))
+        logits = predicted[:, None].astype(np.float32)
+        predicted = logits[:, 0].astype(np.float64)
+    else:
+        wrong = rng.random(len(labels)) < 0.35
+        predicted = np.where(wrong, (labels + 1) % task.num_labels, labels)
+        logits = np.eye(task.num_labels)[predicted] + rng.uniform(0.0, 0.5, (len(labels), task.num_labels))
+    metrics = glue_compute_metrics(task_name)(EvalPrediction(logits, labels))
+    expected = {"accuracy": float(np.mean(predicted == labels))}
+    if task_name == "cola":
+        expected = {"matthews_correlation": reference_matthews(labels, predicted)}
+    elif task_name == "mrpc":
+        expected["f1"] = reference_f1(labels, predicted)
+    elif task_name == "stsb":
+        expected = {
+            "pearson": reference_pearson(predicted, labels),
+            "spearmanr": reference_pearson(average_ranks(predicted), average_ranks(labels)),
+        }
+    assert metrics == pytest.approx(expected, abs=1e-12)
+    assert all(value < 0.9 for value in metrics.values()), metrics  # the predictions are really wrong
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # tokenization and prediction files
 
@@ -345,8 +393,17 @@ def test_paper_preset_keeps_flags_given_with_their_default_value(tmp_path):
 
     from albert_hf.tasks.common import parse_args
 
-    argv = ["--preset", "rte", "--per_device_train_batch_size", "8", "--max_seq_length", "128",
-            "--output_dir", str(tmp_path), "--use_cpu"]
+    argv = [
+        "--preset",
+        "rte",
+        "--per_device_train_batch_size",
+        "8",
+        "--max_seq_length",
+        "128",
+        "--output_dir",
+        str(tmp_path),
+        "--use_cpu",
+    ]
     model_args, data_args, training_args = parse_args((ModelArguments, FineTuningArguments, Arguments), argv)
     apply_paper_preset(model_args, data_args, training_args)
     assert training_args.per_device_train_batch_size == 8 and data_args.max_seq_length == 128

@@ -93,8 +93,10 @@ class FakeHub:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(operation.path_or_fileobj, target)
         return CommitInfo(
-            commit_url=f"https://huggingface.co/{repo_id}/commit/0", commit_message=commit_message,
-            commit_description="", oid="0" * 40,
+            commit_url=f"https://huggingface.co/{repo_id}/commit/0",
+            commit_message=commit_message,
+            commit_description="",
+            oid="0" * 40,
         )
 
     def upload_folder(self, api, repo_id, folder_path, ignore_patterns=None, commit_message=None, **kwargs):
@@ -107,8 +109,10 @@ class FakeHub:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder_path / name, target)
         return CommitInfo(
-            commit_url=f"https://huggingface.co/{repo_id}/commit/0", commit_message=commit_message or "",
-            commit_description="", oid="0" * 40,
+            commit_url=f"https://huggingface.co/{repo_id}/commit/0",
+            commit_message=commit_message or "",
+            commit_description="",
+            oid="0" * 40,
         )
 
 
@@ -164,7 +168,12 @@ def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
     result = subprocess.run(
         [sys.executable, "-c", script],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return torch.load(out)
@@ -182,10 +191,21 @@ def encode(tokenizer, texts=TEXTS) -> dict:
 def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(fake_hub, tokenizer, tmp_path):
     torch.manual_seed(0)
     model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3)).eval()
-    info = CardInfo(dataset_id="nyu-mll/glue", dataset_config="mnli", dataset_name="GLUE MNLI",
-                    base_model="albert/albert-base-v2", task_name="Natural language inference")
-    push_to_hub(model, "someone/tiny-albert-mnli", tokenizer=tokenizer, info=info,
-                eval_metrics={"accuracy": 0.8125}, revision="v1")
+    info = CardInfo(
+        dataset_id="nyu-mll/glue",
+        dataset_config="mnli",
+        dataset_name="GLUE MNLI",
+        base_model="albert/albert-base-v2",
+        task_name="Natural language inference",
+    )
+    push_to_hub(
+        model,
+        "someone/tiny-albert-mnli",
+        tokenizer=tokenizer,
+        info=info,
+        eval_metrics={"accuracy": 0.8125},
+        revision="v1",
+    )
 
     kinds = [kind for kind, _ in fake_hub.calls]
     assert kinds == ["create_repo", "create_branch", "create_commit"]  # one commit holds everything
@@ -224,7 +244,11 @@ def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(
     assert card.data.pipeline_tag == "text-classification" and card.data.base_model == "albert/albert-base-v2"
     [result] = card.data.eval_results
     assert (result.dataset_type, result.dataset_config, result.metric_type, result.metric_value) == (
-        "nyu-mll/glue", "mnli", "accuracy", 0.8125)
+        "nyu-mll/glue",
+        "mnli",
+        "accuracy",
+        0.8125,
+    )
     assert "trust_remote_code=True" in card.text and "`tokenization.py`" in card.text
 
     # Someone without albert_hf loads model and tokenizer from those files and gets the same outputs.
@@ -253,8 +277,16 @@ def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokeni
     tokenizer.push_to_hub("someone/tiny-ner")
     assert [kind for kind, _ in fake_hub.calls].count("create_commit") == 2
     remote = fake_hub.folder("someone/tiny-ner")
-    assert {"config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
-            "tokenizer_config.json", "tokenization.py", "README.md"} <= files_in(remote)
+    assert {
+        "config.json",
+        "model.safetensors",
+        "modeling.py",
+        "configuration.py",
+        "spiece.model",
+        "tokenizer_config.json",
+        "tokenization.py",
+        "README.md",
+    } <= files_in(remote)
     assert "auto_map" in json.loads((remote / "config.json").read_text())
     assert "auto_map" in json.loads((remote / "tokenizer_config.json").read_text())
 
@@ -291,18 +323,33 @@ def test_trainer_push_to_hub_sends_the_albert_hf_model_card(fake_hub, tokenizer,
         return {"accuracy": float((prediction.predictions.argmax(-1) == prediction.label_ids).mean())}
 
     trainer = AlbertTrainer(
-        model=model, args=args, train_dataset=dataset, eval_dataset=dataset, processing_class=tokenizer,
-        compute_metrics=accuracy, card_info=CardInfo(dataset_id="nyu-mll/glue", dataset_config="sst2"),
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        eval_dataset=dataset,
+        processing_class=tokenizer,
+        compute_metrics=accuracy,
+        card_info=CardInfo(dataset_id="nyu-mll/glue", dataset_config="sst2"),
     )
     trainer.train()
     metrics = trainer.evaluate()
     trainer.push_to_hub(dataset="GLUE SST-2")
 
     assert ("create_repo", {"repo_id": "someone/tiny-sst2", "token": None, "private": None, "exist_ok": True}) in [
-        (kind, call) for kind, call in fake_hub.calls]
+        (kind, call) for kind, call in fake_hub.calls
+    ]
     remote = fake_hub.folder("someone/tiny-sst2")
-    assert {"README.md", "config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
-            "tokenizer_config.json", "tokenization.py", "training_args.bin"} <= files_in(remote)
+    assert {
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "modeling.py",
+        "configuration.py",
+        "spiece.model",
+        "tokenizer_config.json",
+        "tokenization.py",
+        "training_args.bin",
+    } <= files_in(remote)
     card = ModelCard.load(remote / "README.md")
     assert "albert_hf" in card.data.tags and card.data.model_name == "someone/tiny-sst2"
     reported = {result.metric_type: result.metric_value for result in card.data.eval_results}
@@ -318,8 +365,16 @@ def test_trainer_push_to_hub_sends_the_albert_hf_model_card(fake_hub, tokenizer,
 
 
 def test_metrics_filtering_and_latest_eval_values():
-    assert quality_metrics({"eval_f1": 0.5, "eval_runtime": 2.0, "eval_samples_per_second": 9.0, "epoch": 1.0,
-                            "eval_loss": 0.3, "train_loss": 0.9}) == {"f1": 0.5, "loss": 0.3}
+    assert quality_metrics(
+        {
+            "eval_f1": 0.5,
+            "eval_runtime": 2.0,
+            "eval_samples_per_second": 9.0,
+            "epoch": 1.0,
+            "eval_loss": 0.3,
+            "train_loss": 0.9,
+        }
+    ) == {"f1": 0.5, "loss": 0.3}
     history = [{"loss": 1.0}, {"eval_accuracy": 0.5, "eval_loss": 0.9}, {"eval_accuracy": 0.75, "step": 4}]
     assert latest_eval_metrics(history) == {"accuracy": 0.75, "loss": 0.9}
 
@@ -411,8 +466,16 @@ def test_import_official_checkpoint(tmp_path, spiece_model):
     model = import_official_checkpoint(tmp_path / "official", tmp_path / "imported")
     assert type(model) is albert_hf.AlbertForPreTraining
     imported = tmp_path / "imported"
-    assert {"config.json", "model.safetensors", "modeling.py", "configuration.py", "spiece.model",
-            "tokenizer_config.json", "tokenization.py", "README.md"} <= files_in(imported)
+    assert {
+        "config.json",
+        "model.safetensors",
+        "modeling.py",
+        "configuration.py",
+        "spiece.model",
+        "tokenizer_config.json",
+        "tokenization.py",
+        "README.md",
+    } <= files_in(imported)
     assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
     assert ModelCard.load(imported / "README.md").data.base_model == str(tmp_path / "official")
 

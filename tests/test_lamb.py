@@ -85,8 +85,14 @@ def test_trust_ratio_makes_the_step_proportional_to_the_weight_norm():
 
 def tiny_pretraining_model() -> AlbertForPreTraining:
     config = AlbertConfig.preset(
-        "base-v2", vocab_size=99, embedding_size=16, hidden_size=32, num_attention_heads=2, intermediate_size=37,
-        num_hidden_layers=2, max_position_embeddings=64,
+        "base-v2",
+        vocab_size=99,
+        embedding_size=16,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_hidden_layers=2,
+        max_position_embeddings=64,
     )
     return AlbertForPreTraining(config)
 
@@ -116,9 +122,7 @@ def test_state_dict_round_trip_continues_identically():
     model_a = tiny_pretraining_model()
     model_b = tiny_pretraining_model()
     model_b.load_state_dict(model_a.state_dict())
-    batches = [
-        (torch.randint(5, 99, (2, 12)), torch.randint(0, 2, (2,))) for _ in range(5)
-    ]
+    batches = [(torch.randint(5, 99, (2, 12)), torch.randint(0, 2, (2,))) for _ in range(5)]
 
     def train(model, optimizer, steps):
         model.eval()  # no dropout: both runs must see the same computation
@@ -144,8 +148,12 @@ def test_state_dict_round_trip_continues_identically():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"lr": -1.0}, "learning rate"), ({"betas": (0.9, 1.0)}, "betas"), ({"eps": 0.0}, "eps"),
-     ({"weight_decay": -0.1}, "weight_decay")],
+    [
+        ({"lr": -1.0}, "learning rate"),
+        ({"betas": (0.9, 1.0)}, "betas"),
+        ({"eps": 0.0}, "eps"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+    ],
 )
 def test_rejects_invalid_hyperparameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -194,8 +202,12 @@ def test_schedule_state_resumes():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(num_warmup_steps=5, num_training_steps=0), dict(num_warmup_steps=11, num_training_steps=10),
-               dict(num_warmup_steps=1, num_training_steps=10, power=0.0)],
+    "kwargs",
+    [
+        dict(num_warmup_steps=5, num_training_steps=0),
+        dict(num_warmup_steps=11, num_training_steps=10),
+        dict(num_warmup_steps=1, num_training_steps=10, power=0.0),
+    ],
 )
 def test_schedule_rejects_invalid_arguments(kwargs):
     optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)

@@ -20,8 +20,10 @@ from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
 from albert_hf.training.lamb import Lamb
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 
-TINY_MODEL = "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2," \
-             "max_position_embeddings=64,classifier_dropout_prob=0.0"
+TINY_MODEL = (
+    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
+    "max_position_embeddings=64,classifier_dropout_prob=0.0"
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +51,24 @@ def instances(corpus_file, tokenizer) -> Dataset:
 
 
 def tiny_model(tokenizer, **extra) -> AlbertForPreTraining:
-    overrides = {key: float(value) if "." in value else int(value)
-                 for key, value in (item.split("=") for item in TINY_MODEL.split(","))}
+    overrides = {
+        key: float(value) if "." in value else int(value)
+        for key, value in (item.split("=") for item in TINY_MODEL.split(","))
+    }
     return AlbertForPreTraining(AlbertConfig.preset("base-v2", vocab_size=len(tokenizer), **{**overrides, **extra}))
 
 
 def training_arguments(output_dir, **overrides) -> PretrainingArguments:
-    defaults = dict(output_dir=str(output_dir), report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
-                    seed=0, per_device_eval_batch_size=64, dataloader_num_workers=0)
+    defaults = dict(
+        output_dir=str(output_dir),
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        save_strategy="no",
+        seed=0,
+        per_device_eval_batch_size=64,
+        dataloader_num_workers=0,
+    )
     return PretrainingArguments(**{**defaults, **overrides})
 
 
@@ -75,18 +87,32 @@ def premasked_dataset(instances, tokenizer) -> Dataset:
     return Dataset.from_dict({key: value.tolist() for key, value in batch.items()})
 
 
-def one_sgd_step(dataset, tokenizer, output_dir, per_device: int, accumulation: int,
-                 **overrides) -> dict[str, torch.Tensor]:
+def one_sgd_step(
+    dataset, tokenizer, output_dir, per_device: int, accumulation: int, **overrides
+) -> dict[str, torch.Tensor]:
     """The parameter change of one SGD step (lr 1, no clipping, no decay): minus the gradient of the step."""
     torch.manual_seed(0)
     model = tiny_model(tokenizer)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    args = training_arguments(output_dir, max_steps=1, per_device_train_batch_size=per_device,
-                              gradient_accumulation_steps=accumulation, max_grad_norm=0.0, weight_decay=0.0,
-                              lr_schedule="trainer", lr_scheduler_type="constant", learning_rate=1.0, **overrides)
-    trainer = AlbertPretrainingTrainer(model=model, args=args, train_dataset=dataset,
-                                       data_collator=default_data_collator,
-                                       optimizer_cls_and_kwargs=(torch.optim.SGD, {"lr": 1.0}))
+    args = training_arguments(
+        output_dir,
+        max_steps=1,
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=accumulation,
+        max_grad_norm=0.0,
+        weight_decay=0.0,
+        lr_schedule="trainer",
+        lr_scheduler_type="constant",
+        learning_rate=1.0,
+        **overrides,
+    )
+    trainer = AlbertPretrainingTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        data_collator=default_data_collator,
+        optimizer_cls_and_kwargs=(torch.optim.SGD, {"lr": 1.0}),
+    )
     trainer.train()
     return {name: before[name] - p.detach() for name, p in model.named_parameters()}
 
@@ -96,8 +122,9 @@ def test_gradient_accumulation_gives_the_gradient_of_one_large_batch(instances, 
     large = one_sgd_step(dataset, tokenizer, tmp_path / "large", per_device=8, accumulation=1)
     accumulated = one_sgd_step(dataset, tokenizer, tmp_path / "accumulated", per_device=2, accumulation=4)
     # Logits at every position instead of the masked ones only: the same gradient.
-    full_logits = one_sgd_step(dataset, tokenizer, tmp_path / "full", per_device=2, accumulation=4,
-                               mlm_masked_positions_only=False)
+    full_logits = one_sgd_step(
+        dataset, tokenizer, tmp_path / "full", per_device=2, accumulation=4, mlm_masked_positions_only=False
+    )
     assert any(g.abs().max() > 0 for g in large.values())
     for name in large:
         torch.testing.assert_close(accumulated[name], large[name], rtol=1e-4, atol=1e-7, msg=name)
@@ -107,12 +134,23 @@ def test_gradient_accumulation_gives_the_gradient_of_one_large_batch(instances, 
 @pytest.mark.parametrize("masked_positions_only", [True, False])
 def test_logged_mlm_and_sop_metrics_add_up_to_the_loss(instances, tokenizer, tmp_path, masked_positions_only):
     torch.manual_seed(0)
-    args = training_arguments(tmp_path, max_steps=4, per_device_train_batch_size=8, logging_steps=1,
-                              eval_strategy="steps", eval_steps=2, learning_rate=1e-3,
-                              mlm_masked_positions_only=masked_positions_only)
-    trainer = AlbertPretrainingTrainer(model=tiny_model(tokenizer), args=args, train_dataset=instances,
-                                       eval_dataset=instances.select(range(48)),
-                                       data_collator=DataCollatorForSOP(tokenizer, seed=0))
+    args = training_arguments(
+        tmp_path,
+        max_steps=4,
+        per_device_train_batch_size=8,
+        logging_steps=1,
+        eval_strategy="steps",
+        eval_steps=2,
+        learning_rate=1e-3,
+        mlm_masked_positions_only=masked_positions_only,
+    )
+    trainer = AlbertPretrainingTrainer(
+        model=tiny_model(tokenizer),
+        args=args,
+        train_dataset=instances,
+        eval_dataset=instances.select(range(48)),
+        data_collator=DataCollatorForSOP(tokenizer, seed=0),
+    )
     trainer.train()
     train_logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     eval_logs = [entry for entry in trainer.state.log_history if "eval_loss" in entry]
@@ -133,8 +171,16 @@ def test_refuses_a_model_without_the_count_arguments(instances, tokenizer, tmp_p
     from transformers import AlbertConfig as StockConfig
     from transformers import AlbertForPreTraining as StockAlbert
 
-    stock = StockAlbert(StockConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32,
-                                    num_attention_heads=2, intermediate_size=64, num_hidden_layers=1))
+    stock = StockAlbert(
+        StockConfig(
+            vocab_size=len(tokenizer),
+            embedding_size=16,
+            hidden_size=32,
+            num_attention_heads=2,
+            intermediate_size=64,
+            num_hidden_layers=1,
+        )
+    )
     with pytest.raises(ValueError, match="num_sequences_in_batch"):
         AlbertPretrainingTrainer(model=stock, args=training_arguments(tmp_path), train_dataset=instances)
 
@@ -158,8 +204,9 @@ def test_optimizer_and_schedule_are_chosen_from_the_arguments(instances, tokeniz
         trainer.lr_scheduler.step()
     assert rates == pytest.approx([0.0, 0.005, 0.008, 0.007, 0.006, 0.005])  # ALBERT: decay measured from step 0
 
-    _, _, _, adam_args = parse_pretraining_args(argv + ["--optimizer", "adamw", "--optim", "adamw_torch",
-                                                        "--lr_schedule", "trainer"])
+    _, _, _, adam_args = parse_pretraining_args(
+        argv + ["--optimizer", "adamw", "--optim", "adamw_torch", "--lr_schedule", "trainer"]
+    )
     trainer = AlbertPretrainingTrainer(model=tiny_model(tokenizer), args=adam_args, train_dataset=instances)
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     assert isinstance(trainer.optimizer, torch.optim.AdamW)
@@ -185,13 +232,26 @@ def test_recipes_are_defaults_that_the_command_line_overrides(tmp_path):
 
 def run_lamb(instances, tokenizer, output_dir, resume_from=None) -> AlbertPretrainingTrainer:
     torch.manual_seed(0)
-    args = training_arguments(output_dir, max_steps=6, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-                              learning_rate=5e-3, warmup_steps=2, save_strategy="steps", save_steps=3,
-                              logging_steps=1)
+    args = training_arguments(
+        output_dir,
+        max_steps=6,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=2,
+        learning_rate=5e-3,
+        warmup_steps=2,
+        save_strategy="steps",
+        save_steps=3,
+        logging_steps=1,
+    )
     # With dropout: the resumed run must also restore the random state of the model, not only the data's.
     model = tiny_model(tokenizer, hidden_dropout_prob=0.1, classifier_dropout_prob=0.1)
-    trainer = AlbertPretrainingTrainer(model=model, args=args, train_dataset=instances,
-                                       data_collator=DataCollatorForSOP(tokenizer, seed=0), processing_class=tokenizer)
+    trainer = AlbertPretrainingTrainer(
+        model=model,
+        args=args,
+        train_dataset=instances,
+        data_collator=DataCollatorForSOP(tokenizer, seed=0),
+        processing_class=tokenizer,
+    )
     trainer.train(resume_from_checkpoint=resume_from)
     return trainer
 
@@ -220,11 +280,32 @@ def test_resuming_from_a_checkpoint_is_exact(instances, tokenizer, tmp_path):
 def test_pretrain_command_end_to_end(corpus_file, tokenizer_dir, tmp_path):
     output_dir = tmp_path / "model"
     argv = [
-        "--train_files", str(corpus_file), "--lines_are_paragraphs", "--validation_documents", "2",
-        "--tokenizer_name_or_path", str(tokenizer_dir), "--config_overrides", TINY_MODEL,
-        "--max_seq_length", "64", "--max_steps", "3", "--per_device_train_batch_size", "8",
-        "--logging_steps", "1", "--output_dir", str(output_dir), "--report_to", "none", "--use_cpu",
-        "--disable_tqdm", "true", "--save_strategy", "no",
+        "--train_files",
+        str(corpus_file),
+        "--lines_are_paragraphs",
+        "--validation_documents",
+        "2",
+        "--tokenizer_name_or_path",
+        str(tokenizer_dir),
+        "--config_overrides",
+        TINY_MODEL,
+        "--max_seq_length",
+        "64",
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "8",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(output_dir),
+        "--report_to",
+        "none",
+        "--use_cpu",
+        "--disable_tqdm",
+        "true",
+        "--save_strategy",
+        "no",
     ]
     assert main(argv) == 0
     results = json.loads((output_dir / "eval_results.json").read_text())

@@ -43,8 +43,21 @@ TINY_MODEL = (
     "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
     "max_position_embeddings=64,hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
 )
-COMMON_ARGS = ["--report_to", "none", "--use_cpu", "--disable_tqdm", "true", "--logging_steps", "1",
-               "--dataloader_num_workers", "0", "--save_strategy", "steps", "--save_steps", "2"]
+COMMON_ARGS = [
+    "--report_to",
+    "none",
+    "--use_cpu",
+    "--disable_tqdm",
+    "true",
+    "--logging_steps",
+    "1",
+    "--dataloader_num_workers",
+    "0",
+    "--save_strategy",
+    "steps",
+    "--save_steps",
+    "2",
+]
 
 # Run in the child: append a callback to Trainer's defaults (so the task script needs no change), then run the
 # task's `main`. The callback SIGKILLs the process at the end of step KILL_STEP (before that step's save), or,
@@ -103,14 +116,19 @@ def start_killed_run(module: str, argv: list[str], step: int, in_save: bool = Fa
         env["KILL_IN_SAVE"] = "1"
     return subprocess.Popen(
         [sys.executable, "-c", CHILD_DRIVER, module, *argv],
-        env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
 def wait_killed(process: subprocess.Popen, what: str) -> None:
     output, _ = process.communicate(timeout=600)
-    assert process.returncode == -signal.SIGKILL, f"{what}: expected death by SIGKILL, got {process.returncode}:\n" \
-                                                  f"{output[-3000:]}"
+    assert process.returncode == -signal.SIGKILL, (
+        f"{what}: expected death by SIGKILL, got {process.returncode}:\n{output[-3000:]}"
+    )
 
 
 def max_abs_diff_of_files(a: Path, b: Path) -> float:
@@ -125,7 +143,9 @@ def optimizer_state_diff(a: Path, b: Path) -> float:
     assert first["state"].keys() == second["state"].keys()
     diffs = [
         (torch.as_tensor(first["state"][index][key]).float() - torch.as_tensor(second["state"][index][key]).float())
-        .abs().max().item()
+        .abs()
+        .max()
+        .item()
         for index in first["state"]
         for key in first["state"][index]
     ]
@@ -161,11 +181,34 @@ def corpus_file(wikitext_articles) -> Path:
 
 def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_dir: Path) -> list[str]:
     return [
-        "--train_files", str(corpus), "--lines_are_paragraphs", "--cache_dir", str(cache_dir),
-        "--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_MODEL,
-        "--max_seq_length", "64", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
-        "--max_steps", "6", "--learning_rate", "5e-3", "--warmup_steps", "2", "--optimizer", "lamb",
-        "--seed", "7", "--output_dir", str(output_dir), *COMMON_ARGS,
+        "--train_files",
+        str(corpus),
+        "--lines_are_paragraphs",
+        "--cache_dir",
+        str(cache_dir),
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--config_overrides",
+        TINY_MODEL,
+        "--max_seq_length",
+        "64",
+        "--per_device_train_batch_size",
+        "4",
+        "--gradient_accumulation_steps",
+        "2",
+        "--max_steps",
+        "6",
+        "--learning_rate",
+        "5e-3",
+        "--warmup_steps",
+        "2",
+        "--optimizer",
+        "lamb",
+        "--seed",
+        "7",
+        "--output_dir",
+        str(output_dir),
+        *COMMON_ARGS,
     ]
 
 
@@ -197,12 +240,32 @@ def test_pretraining_killed_at_a_random_step_resumes_exactly(corpus_file, spiece
 
 def glue_argv(shared_data: Path, spiece_model: Path, output_dir: Path) -> list[str]:
     return [
-        "--task_name", "rte", "--data_dir", str(shared_data / "glue" / "RTE"), "--do_train",
-        "--max_train_samples", "20", "--max_seq_length", "64", "--per_device_train_batch_size", "4",
-        "--max_steps", "8",  # 5 steps per epoch: the resumed run crosses an epoch boundary
-        "--learning_rate", "1e-3", "--warmup_steps", "2", "--seed", "11",
-        "--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_MODEL,
-        "--output_dir", str(output_dir), *COMMON_ARGS,
+        "--task_name",
+        "rte",
+        "--data_dir",
+        str(shared_data / "glue" / "RTE"),
+        "--do_train",
+        "--max_train_samples",
+        "20",
+        "--max_seq_length",
+        "64",
+        "--per_device_train_batch_size",
+        "4",
+        "--max_steps",
+        "8",  # 5 steps per epoch: the resumed run crosses an epoch boundary
+        "--learning_rate",
+        "1e-3",
+        "--warmup_steps",
+        "2",
+        "--seed",
+        "11",
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--config_overrides",
+        TINY_MODEL,
+        "--output_dir",
+        str(output_dir),
+        *COMMON_ARGS,
     ]
 
 
@@ -216,8 +279,9 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     step = kill_step([4, 6])  # dies writing checkpoint-4 or -6; the one before is complete
     context = f"GLUE killed while saving checkpoint-{step} (ALBERT_HF_KILL_STEP={step} replays it)"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
-    child = start_killed_run("albert_hf.tasks.glue", glue_argv(shared_data, spiece_model, killed_dir), step,
-                             in_save=True)
+    child = start_killed_run(
+        "albert_hf.tasks.glue", glue_argv(shared_data, spiece_model, killed_dir), step, in_save=True
+    )
     assert glue.main(glue_argv(shared_data, spiece_model, reference_dir)) == 0
     wait_killed(child, context)
 
@@ -257,15 +321,33 @@ class RandomSequences(TorchDataset):
 
 def tiny_classifier() -> AlbertForSequenceClassification:
     torch.manual_seed(0)
-    config = AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=1,
-                          num_attention_heads=2, intermediate_size=32, max_position_embeddings=16, num_labels=2)
+    config = AlbertConfig(
+        vocab_size=50,
+        embedding_size=8,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     return AlbertForSequenceClassification(config)
 
 
 def tiny_arguments(output_dir: Path, **overrides) -> TrainingArguments:
-    defaults = dict(output_dir=str(output_dir), max_steps=6, per_device_train_batch_size=4, learning_rate=1e-2,
-                    save_strategy="steps", save_steps=2, logging_steps=1, report_to=[], use_cpu=True,
-                    disable_tqdm=True, seed=0)
+    defaults = dict(
+        output_dir=str(output_dir),
+        max_steps=6,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        save_strategy="steps",
+        save_steps=2,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     return TrainingArguments(**{**defaults, **overrides})
 
 
@@ -288,7 +370,8 @@ def crash_in_save_at(trainer_class: type[Trainer], step: int) -> type[Trainer]:
 @pytest.mark.parametrize("save_total_limit", [None, 1])
 def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_path, save_total_limit):
     trainer = crash_in_save_at(ReliableTrainer, step=4)(
-        model=tiny_classifier(), args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
     )
     with pytest.raises(SaveCrash):
@@ -299,8 +382,11 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
     assert get_last_checkpoint(str(tmp_path)) == latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")
 
     # Resuming saves step 4 again: the stale staging copy is replaced, and the run completes.
-    resumed = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
-                              train_dataset=RandomSequences())
+    resumed = ReliableTrainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
+        train_dataset=RandomSequences(),
+    )
     resumed.train(resume_from_checkpoint=latest_checkpoint(tmp_path))
     expected = ["checkpoint-6"] if save_total_limit == 1 else ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == expected
@@ -311,11 +397,13 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
 
 
 def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_path):
-    ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
-                    train_dataset=RandomSequences()).train()
+    ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+    ).train()
     first_save = (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns
-    ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
-                    train_dataset=RandomSequences()).train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+    ).train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
     assert (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns > first_save  # written again
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
     assert list((tmp_path / STAGING_DIR_NAME).iterdir()) == []  # the replaced folder is gone too
@@ -324,8 +412,9 @@ def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_pat
 
 def test_same_crash_with_a_plain_trainer_is_taken_as_latest(tmp_path):
     """What the mixin prevents: transformers' own Trainer leaves the broken folder under its final name."""
-    trainer = crash_in_save_at(Trainer, step=4)(model=tiny_classifier(), args=tiny_arguments(tmp_path),
-                                                train_dataset=RandomSequences())
+    trainer = crash_in_save_at(Trainer, step=4)(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences()
+    )
     with pytest.raises(SaveCrash):
         trainer.train()
     assert get_last_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-4")
@@ -333,10 +422,18 @@ def test_same_crash_with_a_plain_trainer_is_taken_as_latest(tmp_path):
 
 
 def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
-    arguments = tiny_arguments(tmp_path, eval_strategy="steps", eval_steps=2, metric_for_best_model="loss",
-                               greater_is_better=False, load_best_model_at_end=True, save_total_limit=1)
-    trainer = ReliableTrainer(model=tiny_classifier(), args=arguments, train_dataset=RandomSequences(),
-                              eval_dataset=RandomSequences(size=8))
+    arguments = tiny_arguments(
+        tmp_path,
+        eval_strategy="steps",
+        eval_steps=2,
+        metric_for_best_model="loss",
+        greater_is_better=False,
+        load_best_model_at_end=True,
+        save_total_limit=1,
+    )
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=arguments, train_dataset=RandomSequences(), eval_dataset=RandomSequences(size=8)
+    )
     trainer.train()
     best = trainer.state.best_model_checkpoint
     assert best == str(tmp_path / f"checkpoint-{trainer.state.best_global_step}") and Path(best).is_dir()
@@ -360,8 +457,9 @@ class PoisonAt(TrainerCallback):
 
 def test_nan_loss_stops_training_naming_the_step(tmp_path):
     # Poisoned after step 3 (no save at odd steps): step 4's loss is NaN, and training stops before its update.
-    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
-                              callbacks=[PoisonAt(3)])
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(3)]
+    )
     with pytest.raises(NonFiniteLossError, match=r"training loss is nan at global step 4\b.*checkpoint-2"):
         trainer.train()
     assert trainer.state.global_step == 3
@@ -370,16 +468,18 @@ def test_nan_loss_stops_training_naming_the_step(tmp_path):
 
 def test_nan_weights_are_never_saved(tmp_path):
     # Poisoned at step 2, whose save comes next: the save is refused, naming the step and the parameter.
-    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
-                              callbacks=[PoisonAt(2)])
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(2)]
+    )
     with pytest.raises(NonFiniteLossError, match=r"classifier\.weight hold NaN/inf at global step 2\b"):
         trainer.train()
     assert not list(tmp_path.glob("checkpoint-*")) and latest_checkpoint(tmp_path) is None
 
 
 def test_nan_message_reports_the_fp16_loss_scale(tmp_path):
-    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(),
-                              callbacks=[PoisonAt(1)])
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(1)]
+    )
     # CPU training has no scaler; give the accelerator one (scale 1024) to see it reported.
     trainer.accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
     with pytest.raises(NonFiniteLossError, match=r"global step 2, fp16 loss scale 1024\b"):
@@ -388,8 +488,12 @@ def test_nan_message_reports_the_fp16_loss_scale(tmp_path):
 
 def test_plain_trainer_writes_nan_weights_without_the_guard(tmp_path):
     """What the guard prevents: transformers' Trainer trains on and saves NaN weights."""
-    trainer = Trainer(model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4),
-                      train_dataset=RandomSequences(), callbacks=[PoisonAt(3)])
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, max_steps=4),
+        train_dataset=RandomSequences(),
+        callbacks=[PoisonAt(3)],
+    )
     trainer.train()
     saved = load_file(tmp_path / "checkpoint-4" / "model.safetensors")
     assert not torch.isfinite(saved["classifier.weight"]).all()
@@ -438,8 +542,9 @@ def test_latest_checkpoint_skips_incomplete_and_staged_folders(tmp_path, safeten
     assert "checkpoint-12/trainer_state.json is missing" in warnings
     assert "checkpoint-13/model.safetensors is corrupt or truncated" in warnings
     assert "checkpoint-14 holds no weights file" in warnings
-    assert "checkpoint-11/model-00002-of-00002.safetensors, listed in model.safetensors.index.json, is missing" \
-        in warnings
+    assert (
+        "checkpoint-11/model-00002-of-00002.safetensors, listed in model.safetensors.index.json, is missing" in warnings
+    )
     (sharded / "model-00002-of-00002.safetensors").write_bytes(safetensors_bytes)  # now complete
     assert latest_checkpoint(tmp_path) == str(sharded)
 
@@ -465,15 +570,19 @@ def test_resolve_resume_checkpoint(tmp_path, safetensors_bytes):
 
 @pytest.fixture
 def trained_checkpoint(tmp_path) -> Path:
-    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2),
-                              train_dataset=RandomSequences())
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
+    )
     trainer.train()
     return tmp_path / "run" / "checkpoint-2"
 
 
 def resume(checkpoint: Path, tmp_path: Path, model: torch.nn.Module | None = None) -> None:
-    trainer = ReliableTrainer(model=model or tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=4),
-                              train_dataset=RandomSequences())
+    trainer = ReliableTrainer(
+        model=model or tiny_classifier(),
+        args=tiny_arguments(tmp_path / "resumed", max_steps=4),
+        train_dataset=RandomSequences(),
+    )
     trainer.train(resume_from_checkpoint=str(checkpoint))
 
 
@@ -501,8 +610,10 @@ def test_resume_from_another_model_type_names_the_config(trained_checkpoint, tmp
 def test_resume_with_mismatched_shapes_names_the_file_and_tensor(trained_checkpoint, tmp_path):
     model = tiny_classifier()
     wider = AlbertForSequenceClassification(model.config.__class__(**{**model.config.to_dict(), "hidden_size": 24}))
-    message = (r"checkpoint-2/model.safetensors: \d+ tensors do not match.*"
-               r"attention\.dense\.weight: \(16, 16\) in the file, \(24, 24\) in the model")
+    message = (
+        r"checkpoint-2/model.safetensors: \d+ tensors do not match.*"
+        r"attention\.dense\.weight: \(16, 16\) in the file, \(24, 24\) in the model"
+    )
     with pytest.raises(CheckpointError, match=message):
         resume(trained_checkpoint, tmp_path, model=wider)
 
@@ -617,8 +728,17 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT), "TOKENIZERS_PARALLELISM": "false"}
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         env.pop(name, None)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(worker),
-               str(REPO_ROOT / "tests"), str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(worker),
+        str(REPO_ROOT / "tests"),
+        str(tmp_path),
+    ]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 

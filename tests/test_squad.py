@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import is_full
 from datasets import Dataset
 from transformers import TrainingArguments
 
@@ -77,14 +78,18 @@ def test_official_and_flattened_layouts_read_the_same_questions(shared_data):
 def test_real_v11_dev_part_reads_completely(shared_data):
     examples = load_squad_examples(squad_file(shared_data, "dev-v1.1-part-a.json"))
     references = gold_answers(examples)
-    assert len(examples) == len(references) == 5696
+    assert len(examples) == len(references) == (5696 if is_full(shared_data) else 1057)  # 24 / 2 articles
     assert all(references.values())  # v1.1: every question is answerable
 
 
 def test_json_lines_layout(tmp_path):
     records = [
-        {"id": "a", "context": "Paris is in France.", "question": "Where?",
-         "answers": {"text": ["France"], "answer_start": [12]}},
+        {
+            "id": "a",
+            "context": "Paris is in France.",
+            "question": "Where?",
+            "answers": {"text": ["France"], "answer_start": [12]},
+        },
         {"id": "b", "context": "Nothing here.", "question": "Who?", "answers": {"text": [], "answer_start": []}},
     ]
     path = tmp_path / "train.jsonl"
@@ -108,14 +113,20 @@ def flat(answers):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (official_layout("Paris is in France.", [qa(answers=[("France", 3)])]),
-         r"data\[0\]\.paragraphs\[0\]\.qas\[0\]: question 'q': answer 'France' is not at answer_start 3"),
-        (official_layout("Paris.", [qa(answers=[("Paris", 0)], is_impossible=True)]),
-         r"qas\[0\]: question 'q' is marked is_impossible but has answers"),
+        (
+            official_layout("Paris is in France.", [qa(answers=[("France", 3)])]),
+            r"data\[0\]\.paragraphs\[0\]\.qas\[0\]: question 'q': answer 'France' is not at answer_start 3",
+        ),
+        (
+            official_layout("Paris.", [qa(answers=[("Paris", 0)], is_impossible=True)]),
+            r"qas\[0\]: question 'q' is marked is_impossible but has answers",
+        ),
         (official_layout("Paris.", [qa(question=None)]), r"qas\[0\]: field 'question' must be a string"),
         (official_layout("Paris.", [qa(), qa(question="!")]), "1 question ids occur more than once, e.g. 'q'"),
-        (flat([{"text": "c", "answer_start": 0}]),
-         r"data\[0\]: 'answers' must be \{'text': \[...\], 'answer_start': \[...\]\}"),
+        (
+            flat([{"text": "c", "answer_start": 0}]),
+            r"data\[0\]: 'answers' must be \{'text': \[...\], 'answer_start': \[...\]\}",
+        ),
         (flat({"text": ["c"], "answer_start": []}), r"data\[0\]: answers has 1 texts but 0 answer_start values"),
         ({"data": {"id": "q"}}, "expected a list of articles or questions under 'data'"),
         ({"data": []}, "no questions found"),
@@ -143,8 +154,15 @@ def test_broken_json_and_json_lines_name_the_line(tmp_path):
 def test_hub_dataset_is_checked_and_loaded_by_split(monkeypatch):
     import albert_hf.tasks.squad as squad_task
 
-    rows = [{"id": "a", "title": "T", "context": "Paris is in France.", "question": "Where?",
-             "answers": {"text": ["France"], "answer_start": [12]}}]
+    rows = [
+        {
+            "id": "a",
+            "title": "T",
+            "context": "Paris is in France.",
+            "question": "Where?",
+            "answers": {"text": ["France"], "answer_start": [12]},
+        }
+    ]
     requested = []
 
     def fake_load_dataset(name, split):  # stands in for the Hub: no network in tests
@@ -201,7 +219,8 @@ def test_long_context_windows_overlap_and_label_the_answer(tokenizer, shared_dat
     # Consecutive windows share exactly doc_stride context tokens.
     context_ids = [
         [token for token, sequence_id in zip(windows["input_ids"][w], windows.sequence_ids(w)) if sequence_id == 1]
-        for w, example in enumerate(owner) if example == 0
+        for w, example in enumerate(owner)
+        if example == 0
     ]
     for first, second in zip(context_ids, context_ids[1:]):
         assert first[-doc_stride:] == second[:doc_stride]
@@ -291,8 +310,9 @@ def test_null_answer_threshold_and_null_odds_by_hand():
     unanswered = postprocess_predictions(examples, features, start, end, null_score_diff_threshold=1.0, **kwargs)
     assert unanswered.predictions["q"] == "" and unanswered.best_spans["q"] == "France"
     null_entry = [entry for entry in unanswered.nbest["q"] if entry["text"] == ""]
-    assert null_entry == [{"text": "", "probability": pytest.approx(null_entry[0]["probability"]),
-                           "start_logit": 3.0, "end_logit": 3.5}]
+    assert null_entry == [
+        {"text": "", "probability": pytest.approx(null_entry[0]["probability"]), "start_logit": 3.0, "end_logit": 3.5}
+    ]
     assert unanswered.nbest["q"][0]["text"] == ""  # the null answer outranks "France" (6.5 > 5)
 
 
@@ -332,15 +352,22 @@ def gold_logits(examples: Dataset, features: Dataset) -> tuple[np.ndarray, np.nd
     return starts, ends, spans
 
 
+FIXTURE_ROUND_TRIP = (1057, 17, 0)  # EM 98.39: Super Bowl scores ("24–10") split inside tokens
+
+
 def test_gold_spans_round_trip_on_real_dev_set(tokenizer, shared_data):
-    """Gold answers -> token spans -> logits -> post-processing -> official metric: EM >= 99% on 5,696 questions.
+    """Gold answers -> token spans -> logits -> post-processing -> official metric: the figures docs/testing.md
+    quotes. On the 5,696 questions of the 24 dev articles: EM 99.49, 29 questions missed (8 of them longer than 30
+    tokens); on the excerpt's 1,057 questions (2 articles): the figures below.
 
     The residue is what the windows cannot represent: an answer boundary inside a SentencePiece token ("gold" in
     "golden", "8" in "18"), or a first reference longer than max_answer_length tokens.
     """
     examples = load_squad_examples(squad_file(shared_data, "dev-v1.1-part-a.json"))
     features = examples.map(
-        prepare_eval_features, batched=True, remove_columns=examples.column_names,
+        prepare_eval_features,
+        batched=True,
+        remove_columns=examples.column_names,
         fn_kwargs={"tokenizer": tokenizer, "max_seq_length": 384, "doc_stride": 128},
     )
     assert len(features) > len(examples)  # some contexts need two windows
@@ -351,16 +378,24 @@ def test_gold_spans_round_trip_on_real_dev_set(tokenizer, shared_data):
     result = postprocess_predictions(examples, features, starts, ends, max_answer_length=max_answer_length)
     references = gold_answers(examples)
     scores = squad_v1_scores(result.predictions, references)
-    assert scores["exact_match"] >= 99.0
     assert scores["f1"] >= scores["exact_match"]
 
-    failures = [q for q in references
-                if not any(normalize_answer(result.predictions[q]) == normalize_answer(ref) for ref in references[q])]
+    failures = [
+        q
+        for q in references
+        if not any(normalize_answer(result.predictions[q]) == normalize_answer(ref) for ref in references[q])
+    ]
     unrepresentable = {q for q, span in spans.items() if not span["exact"] or span["length"] > max_answer_length}
     assert set(failures) <= unrepresentable
-    print(f"\ngold round trip: EM {scores['exact_match']:.2f} F1 {scores['f1']:.2f}; {len(failures)} of "
-          f"{len(references)} questions missed ({sum(spans[q]['length'] > max_answer_length for q in failures)} "
-          f"longer than {max_answer_length} tokens, the rest split inside a token)")
+    too_long = sum(spans[q]["length"] > max_answer_length for q in failures)
+    questions, missed, missed_too_long = (5696, 29, 8) if is_full(shared_data) else FIXTURE_ROUND_TRIP
+    assert (len(references), len(failures), too_long) == (questions, missed, missed_too_long)
+    assert scores["exact_match"] == pytest.approx(100.0 * (questions - missed) / questions)
+    print(
+        f"\ngold round trip: EM {scores['exact_match']:.2f} F1 {scores['f1']:.2f}; {len(failures)} of "
+        f"{len(references)} questions missed ({sum(spans[q]['length'] > max_answer_length for q in failures)} "
+        f"longer than {max_answer_length} tokens, the rest split inside a token)"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -388,7 +423,9 @@ def test_fixed_threshold_metrics_equal_scoring_predictions_json(tmp_path, shared
 
     paths = write_prediction_files(tmp_path, predictions)
     assert sorted(os.path.basename(path) for path in paths) == [
-        "nbest_predictions.json", "null_odds.json", "predictions.json"
+        "nbest_predictions.json",
+        "null_odds.json",
+        "predictions.json",
     ]
     assert json.loads((tmp_path / "predictions.json").read_text()) == predictions.predictions
     assert json.loads((tmp_path / "null_odds.json").read_text()) == pytest.approx(predictions.null_odds)
@@ -433,10 +470,32 @@ def test_doc_stride_must_leave_room_to_advance():
 
 
 def common_args(spiece_model, output_dir):
-    return ["--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_MODEL, "--output_dir",
-            str(output_dir), "--report_to", "none", "--max_steps", "3", "--per_device_train_batch_size", "8",
-            "--per_device_eval_batch_size", "32", "--max_seq_length", "128", "--doc_stride", "32",
-            "--save_strategy", "no", "--disable_tqdm", "true", "--use_cpu", "true"]
+    return [
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--config_overrides",
+        TINY_MODEL,
+        "--output_dir",
+        str(output_dir),
+        "--report_to",
+        "none",
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "8",
+        "--per_device_eval_batch_size",
+        "32",
+        "--max_seq_length",
+        "128",
+        "--doc_stride",
+        "32",
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--use_cpu",
+        "true",
+    ]
 
 
 def test_run_squad_script_v11_end_to_end(shared_data, spiece_model, tmp_path, monkeypatch):
@@ -445,9 +504,24 @@ def test_run_squad_script_v11_end_to_end(shared_data, spiece_model, tmp_path, mo
     data = str(squad_file(shared_data, "dev-v1.1-part-a.json"))
     output_dir = tmp_path / "v1"
     script = str(REPO_ROOT / "examples" / "squad" / "run_squad.py")
-    monkeypatch.setattr(sys, "argv", [script, "--train_file", data, "--validation_file", data, "--max_train_samples",
-                                      "48", "--max_eval_samples", "40", "--do_train", "--do_eval",
-                                      *common_args(spiece_model, output_dir)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            script,
+            "--train_file",
+            data,
+            "--validation_file",
+            data,
+            "--max_train_samples",
+            "48",
+            "--max_eval_samples",
+            "40",
+            "--do_train",
+            "--do_eval",
+            *common_args(spiece_model, output_dir),
+        ],
+    )
     with pytest.raises(SystemExit) as exit_info:
         runpy.run_path(script, run_name="__main__")
     assert exit_info.value.code == 0
@@ -470,9 +544,20 @@ def test_run_squad_v2_through_the_cli(shared_data, spiece_model, tmp_path):
     from albert_hf.cli import main as cli_main
 
     output_dir = tmp_path / "v2"
-    argv = ["squad", "--preset", "squad2.0", "--train_file", str(squad_file(shared_data, "train-v2.0.json")),
-            "--validation_file", str(squad_file(shared_data, "sample.json")), "--do_train", "--do_eval",
-            "--null_score_diff_threshold", "0.5", *common_args(spiece_model, output_dir)]
+    argv = [
+        "squad",
+        "--preset",
+        "squad2.0",
+        "--train_file",
+        str(squad_file(shared_data, "train-v2.0.json")),
+        "--validation_file",
+        str(squad_file(shared_data, "sample.json")),
+        "--do_train",
+        "--do_eval",
+        "--null_score_diff_threshold",
+        "0.5",
+        *common_args(spiece_model, output_dir),
+    ]
     assert cli_main(argv) == 0
 
     results = json.loads((output_dir / "eval_results.json").read_text())
@@ -495,8 +580,12 @@ def test_run_squad_v2_through_the_cli(shared_data, spiece_model, tmp_path):
 def test_v11_run_refuses_unanswerable_questions(shared_data, spiece_model, tmp_path):
     from albert_hf.tasks.squad import main
 
-    argv = ["--validation_file", str(squad_file(shared_data, "dev-v2.0.json")), "--do_eval",
-            *common_args(spiece_model, tmp_path)]
+    argv = [
+        "--validation_file",
+        str(squad_file(shared_data, "dev-v2.0.json")),
+        "--do_eval",
+        *common_args(spiece_model, tmp_path),
+    ]
     with pytest.raises(ValueError, match="6 unanswerable questions.*--version_2_with_negative"):
         main(argv)
 
@@ -510,23 +599,63 @@ def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model
     checkpoint = tmp_path / "checkpoint"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_MODEL))
     AlbertForQuestionAnswering(config).save_pretrained(checkpoint)
-    argv = ["--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(spiece_model),
-            "--validation_file", str(squad_file(shared_data, "dev-v2.0.json")), "--version_2_with_negative",
-            "--do_eval", "--max_seq_length", "128", "--doc_stride", "32", "--per_device_eval_batch_size", "5",
-            "--report_to", "none", "--use_cpu", "true", "--disable_tqdm", "true"]
+    argv = [
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--validation_file",
+        str(squad_file(shared_data, "dev-v2.0.json")),
+        "--version_2_with_negative",
+        "--do_eval",
+        "--max_seq_length",
+        "128",
+        "--doc_stride",
+        "32",
+        "--per_device_eval_batch_size",
+        "5",
+        "--report_to",
+        "none",
+        "--use_cpu",
+        "true",
+        "--disable_tqdm",
+        "true",
+    ]
     assert main([*argv, "--output_dir", str(tmp_path / "one")]) == 0
 
     script = str(REPO_ROOT / "examples" / "squad" / "run_squad.py")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script, *argv,
-               "--output_dir", str(tmp_path / "two")]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        script,
+        *argv,
+        "--output_dir",
+        str(tmp_path / "two"),
+    ]
     python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(command, env={**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1"},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        command,
+        env={**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    one, two = ({name: json.loads((tmp_path / run / name).read_text())
-                 for name in ("predictions.json", "null_odds.json", "nbest_predictions.json")} for run in ("one", "two"))
+    one, two = (
+        {
+            name: json.loads((tmp_path / run / name).read_text())
+            for name in ("predictions.json", "null_odds.json", "nbest_predictions.json")
+        }
+        for run in ("one", "two")
+    )
     assert two["predictions.json"] == one["predictions.json"] and len(one["predictions.json"]) == 14
     assert two["null_odds.json"] == pytest.approx(one["null_odds.json"], abs=1e-5)
-    texts = {run: {q: [entry["text"] for entry in entries] for q, entries in files["nbest_predictions.json"].items()}
-             for run, files in (("one", one), ("two", two))}
+    texts = {
+        run: {q: [entry["text"] for entry in entries] for q, entries in files["nbest_predictions.json"].items()}
+        for run, files in (("one", one), ("two", two))
+    }
     assert texts["two"] == texts["one"]

@@ -4,6 +4,7 @@ force), and against the rules where the two official scripts differ."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -118,14 +119,39 @@ def test_na_probs_must_cover_the_predictions():
         squad_v2_scores({"q1": "x", "q2": "y"}, {"q1": ["x"], "q2": ["y"]}, na_probs={"q1": 0.0})
 
 
-def _brute_force_best(predictions, raw_scores, na_probs, has_answer):
-    """Try every threshold: questions with na_prob <= t keep their prediction, the others answer ""."""
-    best_total, best_threshold = sum(not has_answer[q] for q in raw_scores), 0.0  # threshold below everything
+def _brute_force_best(raw_scores, na_probs, has_answer):
+    """Try every threshold, summing exactly (F1 as the fraction it is, e.g. 2/3): questions with na_prob <= t keep their prediction, the
+    others answer "". Returns the best total and every threshold that reaches it (0.0 = below every question)."""
+    totals = {None: sum(Fraction(not has_answer[q]) for q in raw_scores)}  # None: below every question
     for threshold in sorted(set(na_probs.values())):
-        total = sum(raw_scores[q] if na_probs[q] <= threshold else float(not has_answer[q]) for q in raw_scores)
-        if total > best_total + 1e-12:
-            best_total, best_threshold = total, threshold
-    return 100.0 * best_total / len(raw_scores), best_threshold
+        totals[threshold] = sum(
+            Fraction(raw_scores[q]).limit_denominator(1000) if na_probs[q] <= threshold else Fraction(not has_answer[q])
+            for q in raw_scores
+        )
+    best = max(totals.values())
+    return best, {0.0 if threshold is None else threshold for threshold, total in totals.items() if total == best}
+
+
+def _official_find_best_thresh(preds, scores, na_probs, qid_to_has_ans):
+    """`find_best_thresh` of the official SQuAD v2.0 script (evaluate-v2.0.py), kept line for line as the reference:
+    it sums in floating point, so where two thresholds tie exactly, the rounding of the running sum picks one."""
+    num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+    cur_score = num_no_ans
+    best_score = cur_score
+    best_thresh = 0.0
+    qid_list = sorted(na_probs, key=lambda k: na_probs[k])
+    for qid in qid_list:
+        if qid not in scores:
+            continue
+        if qid_to_has_ans[qid]:
+            diff = scores[qid]
+        else:
+            diff = -1 if preds[qid] else 0
+        cur_score += diff
+        if cur_score > best_score:
+            best_score = cur_score
+            best_thresh = na_probs[qid]
+    return 100.0 * best_score / len(scores), best_thresh
 
 
 question_cases = st.lists(
@@ -138,23 +164,47 @@ question_cases = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(cases=question_cases, odds=st.lists(st.integers(-50, 50), min_size=12, max_size=12, unique=True))
-def test_best_threshold_equals_brute_force_search(cases, odds):
+def _threshold_case(cases, odds):
     references = {f"q{i}": (["Paris"] if has else []) for i, (has, _) in enumerate(cases)}
     predictions = {f"q{i}": prediction for i, (_, prediction) in enumerate(cases)}
     na_probs = {f"q{i}": odds[i] / 10 for i in range(len(cases))}
     has_answer = {q: bool(answers) for q, answers in references.items()}
-    scores = squad_v2_scores(predictions, references, na_probs=na_probs)
     raw_f1 = {q: max(f1_score_v2(predictions[q], r) for r in (references[q] or [""])) for q in references}
-    raw_exact = {q: float(normalize_answer(predictions[q]) == normalize_answer((references[q] or [""])[0]))
-                 for q in references}
-    best_exact, exact_thresh = _brute_force_best(predictions, raw_exact, na_probs, has_answer)
-    best_f1, f1_thresh = _brute_force_best(predictions, raw_f1, na_probs, has_answer)
-    assert scores["best_exact"] == pytest.approx(best_exact)
-    assert scores["best_exact_thresh"] == exact_thresh
-    assert scores["best_f1"] == pytest.approx(best_f1)
-    assert scores["best_f1_thresh"] == f1_thresh
+    raw_exact = {
+        q: float(normalize_answer(predictions[q]) == normalize_answer((references[q] or [""])[0])) for q in references
+    }
+    return references, predictions, na_probs, has_answer, raw_exact, raw_f1
+
+
+def _check_best_thresholds(cases, odds):
+    references, predictions, na_probs, has_answer, raw_exact, raw_f1 = _threshold_case(cases, odds)
+    scores = squad_v2_scores(predictions, references, na_probs=na_probs)
+    for kind, raw in (("exact", raw_exact), ("f1", raw_f1)):
+        best, best_thresholds = _brute_force_best(raw, na_probs, has_answer)
+        # The official script's answer, threshold included (its float sums decide between exact ties) ...
+        official = _official_find_best_thresh(predictions, raw, na_probs, has_answer)
+        assert (scores[f"best_{kind}"], scores[f"best_{kind}_thresh"]) == official
+        # ... is a best threshold of the exact search, with the best score.
+        assert scores[f"best_{kind}"] == pytest.approx(100.0 * float(best) / len(cases), abs=1e-9)
+        assert scores[f"best_{kind}_thresh"] in best_thresholds
+
+
+@settings(max_examples=150)
+@given(cases=question_cases, odds=st.lists(st.integers(-50, 50), min_size=12, max_size=12, unique=True))
+def test_best_threshold_equals_brute_force_search(cases, odds):
+    _check_best_thresholds(cases, odds)
+
+
+def test_best_threshold_tie_is_decided_as_the_official_script_does():
+    """Found by the property above: F1 2/3 three times ties "answer nothing" (6 of 9) at threshold 0.8; in floating
+    point 6 - 1 - 1 + 2/3 + 2/3 + 2/3 + ... lands just above 6, so the official script reports 0.8, not 0.0."""
+    cases = [(False, "")] * 4 + [(False, "paris")] * 2 + [(True, "in paris")] * 3
+    odds = list(range(12))
+    _check_best_thresholds(cases, odds)
+    references, predictions, na_probs, _, _, _ = _threshold_case(cases, odds)
+    scores = squad_v2_scores(predictions, references, na_probs=na_probs)
+    assert scores["best_f1_thresh"] == 0.8
+    assert scores["best_f1"] == pytest.approx(100.0 * 6 / 9)
 
 
 def test_apply_no_answer_threshold_only_touches_questions_above_it():

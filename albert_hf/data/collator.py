@@ -246,8 +246,9 @@ def sample_ngram_spans(
             break
         first = int(candidates[int(placement * len(candidates))])
         # Whole words of the span that fit in the budget.
-        fitting = int(np.searchsorted(pieces_before[first + 1 : first + n + 1] - pieces_before[first], remaining,
-                                      side="right"))
+        fitting = int(
+            np.searchsorted(pieces_before[first + 1 : first + n + 1] - pieces_before[first], remaining, side="right")
+        )
         if fitting:
             covered[first : first + fitting] = True
             remaining -= int(pieces_before[first + fitting] - pieces_before[first])

@@ -111,16 +111,19 @@ def _iter_official_article(article: dict, where: str):
                 raise ValueError(f"{q_where}: 'answers' must be a list of {{'text', 'answer_start'}} objects.")
             if qa.get("is_impossible") and answers:
                 raise ValueError(f"{q_where}: question {qa.get('id')!r} is marked is_impossible but has answers.")
-            yield q_where, {
-                "id": qa.get("id"),
-                "title": article.get("title", ""),
-                "context": paragraph["context"],
-                "question": qa.get("question"),
-                "answers": {
-                    "text": [answer.get("text") for answer in answers],
-                    "answer_start": [answer.get("answer_start") for answer in answers],
+            yield (
+                q_where,
+                {
+                    "id": qa.get("id"),
+                    "title": article.get("title", ""),
+                    "context": paragraph["context"],
+                    "question": qa.get("question"),
+                    "answers": {
+                        "text": [answer.get("text") for answer in answers],
+                        "answer_start": [answer.get("answer_start") for answer in answers],
+                    },
                 },
-            }
+            )
 
 
 def _check_record(record: Any, where: str) -> dict[str, Any]:
@@ -397,8 +400,9 @@ def postprocess_predictions(
         windows = windows_of_example.get(example_id)
         if not windows:
             raise ValueError(f"Question {example_id!r} has no window among the features: features and examples differ.")
-        spans = _best_distinct_spans(context, windows, starts, ends, scores, offsets, start_logits, end_logits,
-                                     n_best_size)
+        spans = _best_distinct_spans(
+            context, windows, starts, ends, scores, offsets, start_logits, end_logits, n_best_size
+        )
         if not spans:
             result.no_valid_span.append(example_id)
             spans = [{"text": "", "start_logit": 0.0, "end_logit": 0.0}]  # the original's "empty" fallback
@@ -418,7 +422,8 @@ def postprocess_predictions(
     if result.no_valid_span:
         logger.warning(
             "%d questions had no valid span among the top %d starts/ends of their windows; answered with ''.",
-            len(result.no_valid_span), n_best_size,
+            len(result.no_valid_span),
+            n_best_size,
         )
     return result
 
@@ -494,8 +499,12 @@ def _with_probabilities(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     probabilities = np.exp(scores - scores.max())
     probabilities /= probabilities.sum()
     return [
-        {"text": entry["text"], "probability": float(probability), "start_logit": entry["start_logit"],
-         "end_logit": entry["end_logit"]}
+        {
+            "text": entry["text"],
+            "probability": float(probability),
+            "start_logit": entry["start_logit"],
+            "end_logit": entry["end_logit"],
+        }
         for entry, probability in zip(entries, probabilities)
     ]
 

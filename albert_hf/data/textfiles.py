@@ -14,7 +14,7 @@ def utf8_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeEr
     """The ValueError for invalid UTF-8 at `line_number` of `path` (1-based)."""
     return ValueError(
         f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason}: byte "
-        f"{error.object[error.start:error.start + 1]!r}); data files must be UTF-8 encoded."
+        f"{error.object[error.start : error.start + 1]!r}); data files must be UTF-8 encoded."
     )
 
 

@@ -204,9 +204,7 @@ def squad_v2_scores(
     return results
 
 
-def _percentages(
-    exact: Mapping[str, float], f1: Mapping[str, float], question_ids: Sequence[str]
-) -> dict[str, float]:
+def _percentages(exact: Mapping[str, float], f1: Mapping[str, float], question_ids: Sequence[str]) -> dict[str, float]:
     """Mean exact and F1 in percent over `question_ids`; a question without a score counts as 0."""
     total = len(question_ids)
     return {

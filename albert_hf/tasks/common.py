@@ -15,8 +15,10 @@ from ..configuration import AlbertConfig
 class ModelArguments:
     model_name_or_path: str | None = field(
         default=None,
-        metadata={"help": "Checkpoint folder or Hub id to start from (official ALBERT or albert_hf). "
-                          "Leave unset to train from scratch with --config_preset / --config_overrides."},
+        metadata={
+            "help": "Checkpoint folder or Hub id to start from (official ALBERT or albert_hf). "
+            "Leave unset to train from scratch with --config_preset / --config_overrides."
+        },
     )
     tokenizer_name_or_path: str | None = field(
         default=None,

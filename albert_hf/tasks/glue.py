@@ -168,7 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
     trainer = FineTuningTrainer(
         model=model,
-        card_info=CardInfo(base_model=model_args.model_name_or_path, dataset_id="nyu-mll/glue", dataset_config=task.name, dataset_name=f"GLUE {task.name.upper()}"),
+        card_info=CardInfo(
+            base_model=model_args.model_name_or_path,
+            dataset_id="nyu-mll/glue",
+            dataset_config=task.name,
+            dataset_name=f"GLUE {task.name.upper()}",
+        ),
         args=training_args,
         train_dataset=encoded.get("train"),
         eval_dataset=eval_sets.get("eval"),

@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         card_info=CardInfo(
             base_model=model_args.model_name_or_path,
             # the Hub dataset if one was used, else the layout's usual source (RACE preset: RACE, else SWAG)
-            dataset_id=mc_args.dataset_name or ("ehovy/race" if (data_args.preset or "").lower() == "race" else "allenai/swag"),
+            dataset_id=mc_args.dataset_name
+            or ("ehovy/race" if (data_args.preset or "").lower() == "race" else "allenai/swag"),
             dataset_config=mc_args.dataset_config_name,
         ),
         args=training_args,

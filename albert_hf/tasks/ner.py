@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
     trainer = FineTuningTrainer(
         model=model,
-        card_info=CardInfo(base_model=model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003"),
+        card_info=CardInfo(
+            base_model=model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003"
+        ),
         args=training_args,
         train_dataset=model_inputs.get("train"),
         eval_dataset=model_inputs.get("validation"),

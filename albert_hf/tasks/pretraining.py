@@ -248,8 +248,11 @@ def make_instances(
     if isinstance(tokenized, Dataset):  # never truncate silently: the report counts what was cut
         long_sentences = count_long_sentences(tokenized, data_args.max_seq_length, num_proc=num_proc)
         if long_sentences:
-            logger.warning("%d sentences are longer than --max_seq_length %d: they are truncated.", long_sentences,
-                           data_args.max_seq_length)
+            logger.warning(
+                "%d sentences are longer than --max_seq_length %d: they are truncated.",
+                long_sentences,
+                data_args.max_seq_length,
+            )
         if stats is not None:
             stats.sentences_longer_than_max_seq_length = long_sentences
     skipped = None
@@ -415,11 +418,23 @@ def corpus_documents(path: str) -> Dataset:
 
 
 # The quickstart's settings; --fast swaps in the smoke-test column (any option given explicitly still wins).
-QUICKSTART_DEFAULTS = dict(max_steps=300, vocab_size=2000, max_seq_length=128, batch_size=32, max_documents=None,
-                           model_overrides=RECIPES["tiny"]["config_overrides"])
-FAST_DEFAULTS = dict(max_steps=12, vocab_size=1000, max_seq_length=64, batch_size=8, max_documents=24,
-                     model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
-                                     "num_hidden_layers=2,max_position_embeddings=64")
+QUICKSTART_DEFAULTS = dict(
+    max_steps=300,
+    vocab_size=2000,
+    max_seq_length=128,
+    batch_size=32,
+    max_documents=None,
+    model_overrides=RECIPES["tiny"]["config_overrides"],
+)
+FAST_DEFAULTS = dict(
+    max_steps=12,
+    vocab_size=1000,
+    max_seq_length=64,
+    batch_size=8,
+    max_documents=24,
+    model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
+    "num_hidden_layers=2,max_position_embeddings=64",
+)
 
 
 def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -430,8 +445,12 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--corpus", help="a text file or folder of .txt files (default: Python's language reference)")
     parser.add_argument("--output_dir", default="quickstart-output")
-    parser.add_argument("--fast", action="store_true", help="a smoke run of a few seconds of training: " +
-                        ", ".join(f"{key}={value}" for key, value in FAST_DEFAULTS.items() if key != "model_overrides"))
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="a smoke run of a few seconds of training: "
+        + ", ".join(f"{key}={value}" for key, value in FAST_DEFAULTS.items() if key != "model_overrides"),
+    )
     parser.add_argument("--max_steps", type=int)
     parser.add_argument("--vocab_size", type=int)
     parser.add_argument("--max_seq_length", type=int)
@@ -479,8 +498,9 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     model = build_pretraining_model(
         ModelArguments(config_preset="base-v2", config_overrides=args.model_overrides), tokenizer, args.max_seq_length
     )
-    trainer = build_trainer(model, tokenizer, data_args, _quickstart_training_arguments(args), train_dataset,
-                            eval_dataset)
+    trainer = build_trainer(
+        model, tokenizer, data_args, _quickstart_training_arguments(args), train_dataset, eval_dataset
+    )
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(ProgressBarsOnly)
     trainer.train()
@@ -490,8 +510,11 @@ def quickstart_main(argv: list[str] | None = None) -> int:
 
     print("[4/4] Writing the learning curves")
     plot_path = plot_learning_curves(trainer.state.log_history, output_dir / "learning_curves.png")
-    print(_quickstart_report(args, trainer, metrics, split, train_dataset, eval_dataset, skipped, plot_path,
-                             time.time() - started))
+    print(
+        _quickstart_report(
+            args, trainer, metrics, split, train_dataset, eval_dataset, skipped, plot_path, time.time() - started
+        )
+    )
     return 0
 
 

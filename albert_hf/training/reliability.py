@@ -238,8 +238,11 @@ def check_checkpoint_matches_model(folder: str | os.PathLike, model: torch.nn.Mo
                 f"{model_config.model_type!r}: this checkpoint belongs to another model."
             )
     weights_path = next(
-        (os.path.join(folder, name) for name in ("model.safetensors", "pytorch_model.bin")
-         if os.path.isfile(os.path.join(folder, name))),
+        (
+            os.path.join(folder, name)
+            for name in ("model.safetensors", "pytorch_model.bin")
+            if os.path.isfile(os.path.join(folder, name))
+        ),
         None,
     )
     if weights_path is None:
@@ -486,13 +489,16 @@ class ReliableTrainerMixin:
             parts.append(f"fp16 loss scale {scale:g}")
         if self.state.epoch is not None and not math.isnan(self.state.epoch):
             parts.append(f"epoch {self.state.epoch:.2f}")
-        message = ", ".join(parts) + (". Nothing was saved from this step." if saving else
-                                      ". The optimizer step was not taken.")
+        message = ", ".join(parts) + (
+            ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
+        )
         last = latest_checkpoint(self.args.output_dir)
         if last is None:
             return message + " No checkpoint was written yet."
-        return message + (f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
-                          "bf16 instead of fp16, or gradient clipping.")
+        return message + (
+            f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
+            "bf16 instead of fp16, or gradient clipping."
+        )
 
     # ---- position in a stream ---------------------------------------------------------------------------------------
 

@@ -40,19 +40,25 @@ class PretrainingArguments(TrainingArguments):
 
     optimizer: Literal["lamb", "adamw"] = field(
         default="lamb",
-        metadata={"help": "lamb: ALBERT's LAMB (betas from --adam_beta1/2, eps --adam_epsilon, --weight_decay); "
-                          "adamw: Trainer's optimizer chosen by --optim."},
+        metadata={
+            "help": "lamb: ALBERT's LAMB (betas from --adam_beta1/2, eps --adam_epsilon, --weight_decay); "
+            "adamw: Trainer's optimizer chosen by --optim."
+        },
     )
     lr_schedule: Literal["albert", "trainer"] = field(
         default="albert",
-        metadata={"help": "albert: linear warmup then (1 - step/max_steps)^power from step 0, as the original; "
-                          "trainer: --lr_scheduler_type."},
+        metadata={
+            "help": "albert: linear warmup then (1 - step/max_steps)^power from step 0, as the original; "
+            "trainer: --lr_scheduler_type."
+        },
     )
     lr_decay_power: float = field(default=1.0, metadata={"help": "Power of the albert schedule's decay."})
     mlm_masked_positions_only: bool = field(
         default=True,
-        metadata={"help": "Compute MLM logits only at the ~15% masked positions, as the original ALBERT does: the "
-                          "same loss and gradients for much less work (the model must support it)."},
+        metadata={
+            "help": "Compute MLM logits only at the ~15%% masked positions, as the original ALBERT does: the "
+            "same loss and gradients for much less work (the model must support it)."
+        },
     )
     weight_decay: float = field(default=0.01, metadata={"help": "Decoupled weight decay (ALBERT: 0.01)."})
     adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
@@ -224,12 +230,16 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
             logs = {**logs, **self._pop_metrics("train")}
         super().log(logs, start_time)
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix: str = "eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix: str = "eval"
+    ):
         """Trainer's loop without collecting logits (B x T x V would not fit), plus MLM/SOP metrics."""
         self._metric_sums["eval"] = None
         output = super().evaluation_loop(
-            dataloader, description, prediction_loss_only=True, ignore_keys=ignore_keys,
+            dataloader,
+            description,
+            prediction_loss_only=True,
+            ignore_keys=ignore_keys,
             metric_key_prefix=metric_key_prefix,
         )
         output.metrics.update(self._pop_metrics("eval", prefix=f"{metric_key_prefix}_"))

@@ -1,4 +1,5 @@
 """Fine-tune ALBERT on SQuAD v1.1 / v2.0; see `albert_hf.tasks.squad` (same as `albert-hf squad`)."""
+
 import sys
 
 from albert_hf.tasks.squad import main

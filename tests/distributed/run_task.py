@@ -71,8 +71,7 @@ def masks_keyed_by_row_content():
 
 def run_job(module_name: str, argv: list[str]) -> dict:
     """Run `<module_name>.main(argv)` with the recording patches (removed afterwards); returns this process's record."""
-    record = {"rows_per_step": [], "world_size": None, "process_index": None,
-              "partitioned_after_from_pretrained": None}
+    record = {"rows_per_step": [], "world_size": None, "process_index": None, "partitioned_after_from_pretrained": None}
     with contextlib.ExitStack() as patches:
         patches.enter_context(mock.patch.object(Trainer, "training_step", recording_training_step(record)))
         patches.enter_context(

@@ -80,8 +80,13 @@ def zero3_gradients(checkpoint: str, batch: dict[str, torch.Tensor]) -> dict[str
     config = json.loads((CONFIGS / "ds_zero3.json").read_text())
     world_size = dist.get_world_size()
     micro_batch = batch["input_ids"].shape[0] // world_size
-    config.update(train_micro_batch_size_per_gpu=micro_batch, gradient_accumulation_steps=1,
-                  train_batch_size=micro_batch * world_size, gradient_clipping=0.0, zero_allow_untested_optimizer=True)
+    config.update(
+        train_micro_batch_size_per_gpu=micro_batch,
+        gradient_accumulation_steps=1,
+        train_batch_size=micro_batch * world_size,
+        gradient_clipping=0.0,
+        zero_allow_untested_optimizer=True,
+    )
     config["bf16"] = config["fp16"] = {"enabled": False}
     zero = config["zero_optimization"]
     zero.update(stage3_param_persistence_threshold=0, reduce_bucket_size=10**6, stage3_prefetch_bucket_size=10**6)
