@@ -47,23 +47,44 @@ def test_tiny_albert_memorizes_a_handful_of_sequences(tmp_path):
 
     torch.manual_seed(0)
     config = AlbertConfig.preset(
-        "base-v2", vocab_size=len(tokenizer), embedding_size=64, hidden_size=128, num_attention_heads=2,
-        intermediate_size=256, num_hidden_layers=2, max_position_embeddings=32, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id, classifier_dropout_prob=0.0,
+        "base-v2",
+        vocab_size=len(tokenizer),
+        embedding_size=64,
+        hidden_size=128,
+        num_attention_heads=2,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        max_position_embeddings=32,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        classifier_dropout_prob=0.0,
     )
     model = AlbertForPreTraining(config)
     # Deterministic per step: the collator's masks are a function of its seed and the batch, and the batch order of
     # the seeded sampler; so every run sees the same masks at the same step, fresh ones from step to step.
     arguments = PretrainingArguments(
-        output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no", seed=0,
-        per_device_train_batch_size=SEQUENCES, max_steps=STEPS, optimizer="adamw", learning_rate=1e-3,
-        lr_schedule="trainer", lr_scheduler_type="constant", weight_decay=0.0, logging_steps=50,
+        output_dir=str(tmp_path / "out"),
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        save_strategy="no",
+        seed=0,
+        per_device_train_batch_size=SEQUENCES,
+        max_steps=STEPS,
+        optimizer="adamw",
+        learning_rate=1e-3,
+        lr_schedule="trainer",
+        lr_scheduler_type="constant",
+        weight_decay=0.0,
+        logging_steps=50,
         dataloader_num_workers=0,
         # Off: memorizing drives the loss towards 0, where ordinary step-to-step noise exceeds 3 x the median.
         divergence_guard=False,
     )
-    trainer = AlbertPretrainingTrainer(model=model, args=arguments, data_collator=DataCollatorForSOP(tokenizer, seed=0),
-                                       train_dataset=instances)
+    trainer = AlbertPretrainingTrainer(
+        model=model, args=arguments, data_collator=DataCollatorForSOP(tokenizer, seed=0), train_dataset=instances
+    )
     trainer.train()
     last = [entry for entry in trainer.state.log_history if "mlm_accuracy" in entry][-1]
 
@@ -84,9 +105,11 @@ def test_tiny_albert_memorizes_a_handful_of_sequences(tmp_path):
             sop_correct += (output.sop_logits.argmax(-1) == batch["sentence_order_label"]).sum().item()
             sop_total += len(features)
     mlm_accuracy, sop_accuracy = correct / max(total, 1), sop_correct / sop_total
-    print(f"after {STEPS} steps: MLM accuracy {mlm_accuracy:.3f} on {total} [MASK]ed pieces, SOP accuracy "
-          f"{sop_accuracy:.3f}; last training log: MLM {last['mlm_accuracy']:.3f}, SOP {last['sop_accuracy']:.3f}, "
-          f"loss {last['loss']:.3f}")
+    print(
+        f"after {STEPS} steps: MLM accuracy {mlm_accuracy:.3f} on {total} [MASK]ed pieces, SOP accuracy "
+        f"{sop_accuracy:.3f}; last training log: MLM {last['mlm_accuracy']:.3f}, SOP {last['sop_accuracy']:.3f}, "
+        f"loss {last['loss']:.3f}"
+    )
     assert total >= 100  # enough [MASK]ed pieces for the figure to mean something
     assert mlm_accuracy >= 0.95
     assert sop_accuracy >= 0.95

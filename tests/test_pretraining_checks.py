@@ -53,10 +53,20 @@ def instances(documents, tokenizer) -> Dataset:
 
 
 def config_for(tokenizer, **fields) -> AlbertConfig:
-    special = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                   eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id)
-    sizes = dict(embedding_size=16, hidden_size=32, num_attention_heads=2, intermediate_size=64, num_hidden_layers=2,
-                 max_position_embeddings=32)
+    special = dict(
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        mask_token_id=tokenizer.mask_token_id,
+    )
+    sizes = dict(
+        embedding_size=16,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        max_position_embeddings=32,
+    )
     return AlbertConfig.preset("base-v2", **{"vocab_size": len(tokenizer), **special, **sizes, **fields})
 
 
@@ -71,19 +81,29 @@ def test_matching_tokenizer_and_config_pass(tokenizer, instances):
 
 
 def test_vocabulary_size_mismatch(tokenizer):
-    with pytest.raises(PretrainingSetupError, match=rf"has {len(tokenizer)} pieces but the config of ckpt has "
-                                                    r"vocab_size 30000"):
+    with pytest.raises(
+        PretrainingSetupError,
+        match=rf"has {len(tokenizer)} pieces but the config of ckpt has "
+        r"vocab_size 30000",
+    ):
         check_tokenizer_matches_config(tokenizer, config_for(tokenizer, vocab_size=30000), "the config of ckpt")
 
 
-@pytest.mark.parametrize(("config_field", "tokenizer_field"), [
-    ("pad_token_id", "pad_token_id"), ("bos_token_id", "cls_token_id"), ("eos_token_id", "sep_token_id"),
-    ("mask_token_id", "mask_token_id"),
-])
+@pytest.mark.parametrize(
+    ("config_field", "tokenizer_field"),
+    [
+        ("pad_token_id", "pad_token_id"),
+        ("bos_token_id", "cls_token_id"),
+        ("eos_token_id", "sep_token_id"),
+        ("mask_token_id", "mask_token_id"),
+    ],
+)
 def test_special_id_mismatch(tokenizer, config_field, tokenizer_field):
     wrong = getattr(tokenizer, tokenizer_field) + 7
     config = config_for(tokenizer, **{config_field: wrong})
-    expected = rf"{tokenizer_field}={getattr(tokenizer, tokenizer_field)} in the tokenizer .* but {config_field}={wrong}"
+    expected = (
+        rf"{tokenizer_field}={getattr(tokenizer, tokenizer_field)} in the tokenizer .* but {config_field}={wrong}"
+    )
     with pytest.raises(PretrainingSetupError, match=expected):
         check_tokenizer_matches_config(tokenizer, config)
 
@@ -99,8 +119,11 @@ class SplittingTokenizer(AlbertTokenizer):
 
 def test_mask_not_a_single_token(tokenizer):
     splitting = SplittingTokenizer(vocab_file=tokenizer.vocab_file)
-    with pytest.raises(PretrainingSetupError, match=r"splits mask_token '\[MASK\]' into 6 tokens .* not the single id "
-                                                    rf"mask_token_id={tokenizer.mask_token_id}"):
+    with pytest.raises(
+        PretrainingSetupError,
+        match=r"splits mask_token '\[MASK\]' into 6 tokens .* not the single id "
+        rf"mask_token_id={tokenizer.mask_token_id}",
+    ):
         check_single_token(splitting, "mask_token")
 
 
@@ -119,8 +142,11 @@ def test_padding_chosen_as_a_label(tokenizer, instances):
     padded = batch["attention_mask"] == 0
     assert padded.any()
     batch["labels"][padded] = tokenizer.pad_token_id  # a collator that masks padding too
-    with pytest.raises(PretrainingSetupError, match=rf"chose padding as an MLM target {int(padded.sum())} times .* "
-                                                    rf"pad id {tokenizer.pad_token_id}"):
+    with pytest.raises(
+        PretrainingSetupError,
+        match=rf"chose padding as an MLM target {int(padded.sum())} times .* "
+        rf"pad id {tokenizer.pad_token_id}",
+    ):
         check_batch(batch, tokenizer, config_for(tokenizer))
 
 
@@ -128,16 +154,41 @@ def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(shared_data, t
     """`albert-hf pretrain` with a model of ALBERT's 30,000-piece vocabulary and a 1,000-piece tokenizer whose ids
     mean other pieces trained without a word; it now stops before training, naming both sides."""
     checkpoint = tmp_path / "albert-30k"
-    AlbertForPreTraining(AlbertConfig.preset("base-v2", embedding_size=16, hidden_size=32, num_attention_heads=2,
-                                             intermediate_size=64, num_hidden_layers=1)).save_pretrained(checkpoint)
+    AlbertForPreTraining(
+        AlbertConfig.preset(
+            "base-v2",
+            embedding_size=16,
+            hidden_size=32,
+            num_attention_heads=2,
+            intermediate_size=64,
+            num_hidden_layers=1,
+        )
+    ).save_pretrained(checkpoint)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("One sentence here.\nAnother sentence there.\n\nA second document.\nIt ends here.\n")
     tokenizer_file = shared_data / "spiece" / "test_sentencepiece.model"
-    argv = ["--model_name_or_path", str(checkpoint), "--tokenizer_name_or_path", str(tokenizer_file),
-            "--train_files", str(corpus), "--output_dir", str(tmp_path / "out"), "--max_steps", "1",
-            "--max_seq_length", "64", "--use_cpu", "--report_to", "none"]
-    with pytest.raises(PretrainingSetupError, match=rf"The tokenizer \({tokenizer_file}\) has 1004 pieces but the "
-                                                    rf"config of {checkpoint} has vocab_size 30000"):
+    argv = [
+        "--model_name_or_path",
+        str(checkpoint),
+        "--tokenizer_name_or_path",
+        str(tokenizer_file),
+        "--train_files",
+        str(corpus),
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--max_steps",
+        "1",
+        "--max_seq_length",
+        "64",
+        "--use_cpu",
+        "--report_to",
+        "none",
+    ]
+    with pytest.raises(
+        PretrainingSetupError,
+        match=rf"The tokenizer \({tokenizer_file}\) has 1004 pieces but the "
+        rf"config of {checkpoint} has vocab_size 30000",
+    ):
         main(argv)
 
 
@@ -199,15 +250,34 @@ def guarded_run(tokenizer, features: list[dict], tmp_path, callbacks=(), corrupt
     collator = DataCollatorForSOP(tokenizer, seed=0)
     if corrupt_batch is not None:
         collator = CorruptingCollator(collator, corrupt_batch, tokenizer)
-    defaults = dict(output_dir=str(tmp_path), report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no",
-                    seed=0, per_device_train_batch_size=4, max_steps=STEPS, optimizer="adamw", learning_rate=2e-3,
-                    lr_schedule="trainer", lr_scheduler_type="linear", warmup_steps=0, logging_steps=1,
-                    dataloader_num_workers=0, divergence_snapshot_steps=1, divergence_min_history=5,
-                    train_sampling_strategy="sequential")
+    defaults = dict(
+        output_dir=str(tmp_path),
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        save_strategy="no",
+        seed=0,
+        per_device_train_batch_size=4,
+        max_steps=STEPS,
+        optimizer="adamw",
+        learning_rate=2e-3,
+        lr_schedule="trainer",
+        lr_scheduler_type="linear",
+        warmup_steps=0,
+        logging_steps=1,
+        dataloader_num_workers=0,
+        divergence_snapshot_steps=1,
+        divergence_min_history=5,
+        train_sampling_strategy="sequential",
+    )
     arguments = PretrainingArguments(**{**defaults, **args})
-    trainer = AlbertPretrainingTrainer(model=model, args=arguments, data_collator=collator,
-                                       train_dataset=Dataset.from_list(features),
-                                       callbacks=list(callbacks))
+    trainer = AlbertPretrainingTrainer(
+        model=model,
+        args=arguments,
+        data_collator=collator,
+        train_dataset=Dataset.from_list(features),
+        callbacks=list(callbacks),
+    )
     trainer.train()
     return trainer
 
@@ -255,12 +325,17 @@ def without_batches(features: list[dict], steps: list[int]) -> list[dict]:
 
 def test_learning_rate_jump_is_rolled_back(tokenizer, features, undisturbed, tmp_path):
     recorder = StateRecorder(BAD_STEP - 1)
-    trainer = guarded_run(tokenizer, features[: 4 * (STEPS + 2)], tmp_path / "jump",
-                          callbacks=[LearningRateJump(BAD_STEP, 1000.0), recorder])
+    trainer = guarded_run(
+        tokenizer,
+        features[: 4 * (STEPS + 2)],
+        tmp_path / "jump",
+        callbacks=[LearningRateJump(BAD_STEP, 1000.0), recorder],
+    )
     guard = trainer.divergence_guard
     # The jump's update shows in the next step's loss; both steps' batches are skipped, back to before the jump.
     assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in guard.events] == [
-        (BAD_STEP + 1, BAD_STEP - 1)]
+        (BAD_STEP + 1, BAD_STEP - 1)
+    ]
     assert guard.events[0]["divergence_skipped_batches"] == 2
     # Nothing of the bad step survives: right after the rollback, weights and optimizer state are exactly those from
     # before it ...
@@ -277,12 +352,14 @@ def test_learning_rate_jump_is_rolled_back(tokenizer, features, undisturbed, tmp
 
 def test_corrupted_batch_is_rolled_back(tokenizer, features, undisturbed, tmp_path):
     recorder = StateRecorder(BAD_STEP - 1)
-    trainer = guarded_run(tokenizer, features[: 4 * (STEPS + 1)], tmp_path / "corrupt", callbacks=[recorder],
-                          corrupt_batch=BAD_STEP - 1)
+    trainer = guarded_run(
+        tokenizer, features[: 4 * (STEPS + 1)], tmp_path / "corrupt", callbacks=[recorder], corrupt_batch=BAD_STEP - 1
+    )
     guard = trainer.divergence_guard
     # Caught on its own loss, before its update is used: only that batch is skipped.
     assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in guard.events] == [
-        (BAD_STEP, BAD_STEP - 1)]
+        (BAD_STEP, BAD_STEP - 1)
+    ]
     assert guard.events[0]["divergence_skipped_batches"] == 1
     assert_states_equal(recorder.after_rollback[0], recorder.at_step)
     skipped = guarded_run(tokenizer, without_batches(features[: 4 * (STEPS + 1)], [BAD_STEP]), tmp_path / "skipped")
@@ -293,8 +370,13 @@ def test_corrupted_batch_is_rolled_back(tokenizer, features, undisturbed, tmp_pa
 def test_without_the_guard_the_jump_is_not_recovered(tokenizer, features, undisturbed, tmp_path):
     """The baseline the tolerance above is judged against: the same jump, the guard off."""
     try:
-        trainer = guarded_run(tokenizer, features[: 4 * STEPS], tmp_path / "off", divergence_guard=False,
-                              callbacks=[LearningRateJump(BAD_STEP, 1000.0)])
+        trainer = guarded_run(
+            tokenizer,
+            features[: 4 * STEPS],
+            tmp_path / "off",
+            divergence_guard=False,
+            callbacks=[LearningRateJump(BAD_STEP, 1000.0)],
+        )
     except RuntimeError as error:  # NonFiniteLossError: stopped, not recovered
         assert "non-finite" in str(error) or "NaN" in str(error)
         return
@@ -302,8 +384,13 @@ def test_without_the_guard_the_jump_is_not_recovered(tokenizer, features, undist
 
 
 def test_lr_factor_lowers_the_learning_rate_at_each_rollback(tokenizer, features, tmp_path):
-    trainer = guarded_run(tokenizer, features[: 4 * (STEPS + 2)], tmp_path / "factor", divergence_lr_factor=0.5,
-                          callbacks=[LearningRateJump(BAD_STEP, 1000.0)])
+    trainer = guarded_run(
+        tokenizer,
+        features[: 4 * (STEPS + 2)],
+        tmp_path / "factor",
+        divergence_lr_factor=0.5,
+        callbacks=[LearningRateJump(BAD_STEP, 1000.0)],
+    )
     event = trainer.divergence_guard.events[0]
     # Linear decay to 0 over STEPS: the rate of step BAD_STEP - 1 restored, then halved.
     assert event["learning_rate"] == pytest.approx(0.5 * 2e-3 * (1 - (BAD_STEP - 1) / STEPS))

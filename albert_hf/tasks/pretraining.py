@@ -305,8 +305,12 @@ def build_pretraining_model(
     """A fresh ALBERT sized to the tokenizer, or the checkpoint of --model_name_or_path, which must fit the tokenizer:
     same vocabulary and special ids (`check_tokenizer_matches_config`), never silently overridden. Without
     `sanity_checks`, a checkpoint's config takes the tokenizer's special ids and nothing is compared."""
-    special = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                   eos_token_id=tokenizer.sep_token_id, mask_token_id=tokenizer.mask_token_id)
+    special = dict(
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        mask_token_id=tokenizer.mask_token_id,
+    )
     if model_args.model_name_or_path:
         config = build_config(model_args, **({} if sanity_checks else special))
         config_source = f"the config of {model_args.model_name_or_path}"
@@ -348,8 +352,11 @@ def build_trainer(
 def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8) -> None:
     """Collate the first training sequences as training will and check the batch (`check_batch`)."""
     dataset = trainer.train_dataset
-    features = list(dataset.take(num_sequences)) if isinstance(dataset, IterableDataset) else [
-        dataset[i] for i in range(min(num_sequences, len(dataset)))]
+    features = (
+        list(dataset.take(num_sequences))
+        if isinstance(dataset, IterableDataset)
+        else [dataset[i] for i in range(min(num_sequences, len(dataset)))]
+    )
     if features:
         check_batch(trainer.data_collator(features), trainer.processing_class, trainer.model.config)
 

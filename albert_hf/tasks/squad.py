@@ -159,8 +159,10 @@ def squad_metrics(
     modules "squad" and "squad_v2" (same numbers as `squad_v1_scores` and `squad_v2_scores`).
     """
     references = gold_answers(examples)
-    gold = [{"id": key, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
-            for key, texts in references.items()]
+    gold = [
+        {"id": key, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
+        for key, texts in references.items()
+    ]
     if not version_2_with_negative:
         answers = [{"id": key, "prediction_text": predictions.predictions[key]} for key in references]
         return load_metric_module("squad").compute(predictions=answers, references=gold)

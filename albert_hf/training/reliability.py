@@ -45,7 +45,6 @@ from transformers import Trainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
 
 from .checkpoints import weights_file_problem
-
 from .divergence import DivergenceGuard
 
 logger = logging.getLogger(__name__)
@@ -446,7 +445,9 @@ class ReliableTrainerMixin:
         self.failed_pushes = [*getattr(self, "failed_pushes", []), (checkpoint_folder, repr(error))]
         logger.error(
             "Uploading %s to the Hub failed (%r). Training continues; the next checkpoint's upload sends the "
-            "latest files again, and `trainer.push_to_hub()` retries at the end.", checkpoint_folder, error,
+            "latest files again, and `trainer.push_to_hub()` retries at the end.",
+            checkpoint_folder,
+            error,
         )
 
     # ---- numerical health -------------------------------------------------------------------------------------------
@@ -502,8 +503,9 @@ class ReliableTrainerMixin:
 
     # ---- position in a stream ---------------------------------------------------------------------------------------
 
-    def _init_training_state(self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint,
-                             trial):
+    def _init_training_state(
+        self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
+    ):
         """Trainer's resumed state; for a training set without a length (a stream), the data position read from the
         saved epoch instead of from the step count.
 

@@ -64,13 +64,17 @@ class PretrainingArguments(TrainingArguments):
     adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
     sanity_checks: bool = field(
         default=True,
-        metadata={"help": "Before training, check that tokenizer, model config and a first batch fit together "
-                          "(vocabulary, special ids, lengths, no padding as a target); --no_sanity_checks skips it."},
+        metadata={
+            "help": "Before training, check that tokenizer, model config and a first batch fit together "
+            "(vocabulary, special ids, lengths, no padding as a target); --no_sanity_checks skips it."
+        },
     )
     divergence_guard: bool = field(
         default=True,
-        metadata={"help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
-                          "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."},
+        metadata={
+            "help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
+            "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."
+        },
     )
     divergence_spike_factor: float = field(
         default=3.0, metadata={"help": "A step's loss above this multiple of the running median is a spike."}
