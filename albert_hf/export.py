@@ -86,12 +86,15 @@ def deduplicate_initializers(path: str | Path) -> int:
     renamed: dict[str, str] = {}
     kept = []
     for initializer in model.graph.initializer:
+        # The tensor without its name: a name is also length-prefixed in the serialized bytes, so removing the name's
+        # bytes alone would keep copies whose names differ in length apart.
+        content = onnx.TensorProto()
+        content.CopyFrom(initializer)
+        content.name = ""
         key = (
             initializer.data_type,
             tuple(initializer.dims),
-            hashlib.sha256(
-                initializer.SerializeToString(deterministic=True).replace(initializer.name.encode(), b"")
-            ).hexdigest(),
+            hashlib.sha256(content.SerializeToString(deterministic=True)).hexdigest(),
         )
         if key in first_of:
             renamed[initializer.name] = first_of[key]
