@@ -24,7 +24,7 @@ from albert_hf.tasks.pretraining import python_reference_documents
 from albert_hf.tokenization import train_tokenizer
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 
-STEPS = 500
+STEPS = 1000
 SEQUENCES = 4
 
 
