@@ -539,17 +539,17 @@ def ner_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, outpu
 
 
 @pytest.mark.distributed
-def test_ner_script_two_processes_match_one(workdir, shared_data, spiece_model, ner_checkpoint, record_property):
+def test_ner_script_two_processes_match_one(workdir, full_data, spiece_model, ner_checkpoint, record_property):
     reference_dir, output_dir = workdir / "ner_single", workdir / "ner_ddp"
     reference = job_reference(
         "albert_hf.tasks.ner",
-        ner_arguments(shared_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
+        ner_arguments(full_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
         AlbertForTokenClassification,
         ner_checkpoint,
         reference_dir,
         min_change=100 * TOLERANCE,
     )
-    arguments = ner_arguments(shared_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
+    arguments = ner_arguments(full_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
     assert_two_processes_match(
         "albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp", reference, record_property
     )

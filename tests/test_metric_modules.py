@@ -91,8 +91,8 @@ def squad_rows(answers: dict[str, list[str]], predictions: dict[str, str], na_pr
     return rows, references
 
 
-def test_squad_v1_module_equals_the_function_on_the_real_dev_set(shared_data):
-    answers = gold_answers(load_squad_examples(shared_data / "squad" / "dev-v1.1-part-a.json"))
+def test_squad_v1_module_equals_the_function_on_the_real_dev_set(full_data):
+    answers = gold_answers(load_squad_examples(full_data / "squad" / "dev-v1.1-part-a.json"))
     rng = random.Random(0)
     predictions = {key: perturbed_answer(rng.choice(texts), rng) for key, texts in answers.items()}
     expected = squad_v1_scores(predictions, answers)
@@ -135,8 +135,8 @@ def perturbed_tags(sentences: list[list[str]], rng: random.Random) -> list[list[
     return out
 
 
-def test_seqeval_module_equals_the_function_on_real_conll(shared_data):
-    gold = [sentence["ner_tags"] for sentence in read_conll(str(shared_data / "conll2003" / "valid.txt"))]
+def test_seqeval_module_equals_the_function_on_real_conll(full_data):
+    gold = [sentence["ner_tags"] for sentence in read_conll(str(full_data / "conll2003" / "valid.txt"))]
     predictions = perturbed_tags(gold, random.Random(0))
     expected = ner_metrics(gold, predictions)
     assert albert_hf.metrics.load("seqeval").compute(predictions=predictions, references=gold) == expected

@@ -150,7 +150,7 @@ def test_padding_chosen_as_a_label(tokenizer, instances):
         check_batch(batch, tokenizer, config_for(tokenizer))
 
 
-def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(shared_data, tmp_path):
+def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp_path):
     """`albert-hf pretrain` with a model of ALBERT's 30,000-piece vocabulary and a 1,000-piece tokenizer whose ids
     mean other pieces trained without a word; it now stops before training, naming both sides."""
     checkpoint = tmp_path / "albert-30k"
@@ -166,7 +166,7 @@ def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(shared_data, t
     ).save_pretrained(checkpoint)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("One sentence here.\nAnother sentence there.\n\nA second document.\nIt ends here.\n")
-    tokenizer_file = shared_data / "spiece" / "test_sentencepiece.model"
+    tokenizer_file = full_data / "spiece" / "test_sentencepiece.model"
     argv = [
         "--model_name_or_path",
         str(checkpoint),

@@ -31,7 +31,8 @@ class Glue(evaluate.Metric):
     def _info(self):
         if self.config_name not in GLUE_METRIC_TASKS:
             raise KeyError(f"Unknown GLUE task {self.config_name!r}; choose one of {GLUE_METRIC_TASKS}.")
-        value = datasets.Value("float32" if self.config_name == "stsb" else "int64")
+        # float64: Arrow would otherwise round the scores, and the correlation with them, to float32.
+        value = datasets.Value("float64" if self.config_name == "stsb" else "int64")
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
             citation=_CITATION,
