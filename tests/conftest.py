@@ -2,8 +2,8 @@
 present), derandomized property tests, and a small CPU budget per test process.
 
 Data. `tests/fixtures/` holds exact excerpts of the full data folder in the same layout (sources and licences in its
-README.md), so every test runs from a bare clone. Tests that take `shared_data` run once on the excerpts and, where
-`../shared/data` (or `$ALBERT_HF_SHARED_DATA`) exists, once more on the full data. With `ALBERT_HF_REQUIRE_DATA=1`
+README.md), so every test runs from a bare clone. Tests that take `shared_data` run on the full data where `../shared/data`
+(or `$ALBERT_HF_SHARED_DATA`) exists, else on the excerpts. With `ALBERT_HF_REQUIRE_DATA=1`
 (set by CI) a missing full data folder fails those runs instead of leaving them out.
 """
 
@@ -34,8 +34,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def data_roots() -> list[str]:
-    """ "fixtures" always; "full" where the full data folder exists or is required."""
-    return ["fixtures", "full"] if SHARED_DATA.is_dir() or REQUIRE_DATA else ["fixtures"]
+    """ "full" where the full data folder exists or is required, else the repository's excerpts ("fixtures").
+
+    One root per run keeps the suite's time that of one pass over the data; `ALBERT_HF_DATA_ROOTS=fixtures,full` runs
+    the data tests on both (the excerpts are then checked beside a full folder too)."""
+    chosen = os.environ.get("ALBERT_HF_DATA_ROOTS")
+    if chosen:
+        return [root.strip() for root in chosen.split(",") if root.strip()]
+    return ["full"] if SHARED_DATA.is_dir() or REQUIRE_DATA else ["fixtures"]
 
 
 def is_full(root: Path) -> bool:
