@@ -139,10 +139,10 @@ def test_quickstart_rejects_bad_options(argv, message, capsys):
 def test_quickstart_report_prints_each_baseline_beside_its_figure(tmp_path, capsys):
     assert quickstart_main(["--fast", "--output_dir", str(tmp_path), "--dupe_factor", "2"]) == 0
     report = capsys.readouterr().out
-    mlm_line = next(line for line in report.splitlines() if line.strip().startswith("held-out MLM"))
-    sop_line = next(line for line in report.splitlines() if line.strip().startswith("held-out SOP"))
-    assert "accuracy" in mlm_line and "baseline" in mlm_line and "most frequent" in mlm_line
-    assert "accuracy" in sop_line and "baseline" in sop_line
+    mlm_line = next(line for line in report.splitlines() if "MLM accuracy" in line)
+    sop_line = next(line for line in report.splitlines() if "SOP accuracy" in line)
+    assert "held-out" in mlm_line and "baseline" in mlm_line and "most frequent" in mlm_line
+    assert "baseline" in sop_line and "more frequent order" in sop_line
     assert "dupe_factor 2" in report
     assert (tmp_path / "learning_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -653,10 +653,10 @@ def quickstart_report(args: argparse.Namespace, result: QuickstartResult, plot_p
         f"{config.num_hidden_layers} layers sharing {config.num_hidden_groups} group, vocabulary {config.vocab_size}",
         f"  training      {trainer.state.global_step} steps of {trainer.args.train_batch_size} sequences of up to "
         f"{args.max_seq_length} tokens, {train_metrics.get('train_steps_per_second', math.nan):.2f} steps/s",
-        f"  held-out MLM  accuracy {mlm:.3f} (loss {metrics.get('eval_mlm_loss', math.nan):.2f}); baseline "
+        f"  held-out      MLM accuracy {mlm:.3f} (loss {metrics.get('eval_mlm_loss', math.nan):.2f}); baseline "
         f"{baselines.mlm:.3f} (always {token!r}, the most frequent of {baselines.mlm_targets} masked tokens): "
         f"{mlm / baselines.mlm:.1f}x",
-        f"  held-out SOP  accuracy {sop:.3f}; baseline {baselines.sop:.3f} (always the more frequent order of "
+        f"                SOP accuracy {sop:.3f}; baseline {baselines.sop:.3f} (always the more frequent order of "
         f"{baselines.sop_targets} pairs)",
         f"  saved         {trainer.args.output_dir} (model + tokenizer: "
         "`import albert_hf; AutoModelForPreTraining.from_pretrained(...)`)",
