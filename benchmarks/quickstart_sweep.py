@@ -20,28 +20,58 @@ import time
 
 import torch
 
-from albert_hf.tasks.pretraining import quickstart_arguments, run_quickstart
+from albert_hf.tasks.pretraining import RECIPES, quickstart_arguments, run_quickstart
 
-WIDE = "embedding_size=128,hidden_size=256,num_attention_heads=4,intermediate_size=1024,num_hidden_layers=4"
+TINY = RECIPES["tiny"]["config_overrides"]
+WIDE = TINY.replace("embedding_size=64,hidden_size=128", "embedding_size=128,hidden_size=256").replace(
+    "intermediate_size=512", "intermediate_size=1024"
+)
 
-# name -> quickstart options on top of its defaults
+# The quickstart's first settings (before this sweep): the tiny recipe for 300 steps at length 128, dupe_factor 1.
+FIRST = [
+    "--max_steps",
+    "300",
+    "--max_seq_length",
+    "128",
+    "--batch_size",
+    "32",
+    "--learning_rate",
+    "5e-3",
+    "--dupe_factor",
+    "1",
+    "--vocab_size",
+    "2000",
+    "--model_overrides",
+    TINY,
+]
+# name -> quickstart options (complete, so that a row means the same whatever the current defaults are)
 CONFIGS: dict[str, list[str]] = {
-    "default": [],
-    "reference-only": ["--embedded", "language-reference"],
-    "steps-600": ["--max_steps", "600"],
-    "steps-1200": ["--max_steps", "1200"],
-    "dupe-5-steps-1200": ["--max_steps", "1200", "--dupe_factor", "5"],
-    "len-64-steps-1200": ["--max_steps", "1200", "--max_seq_length", "64", "--dupe_factor", "5"],
-    "lr-1e-2-steps-1200": ["--max_steps", "1200", "--learning_rate", "1e-2", "--dupe_factor", "5"],
-    "lr-2e-3-steps-1200": ["--max_steps", "1200", "--learning_rate", "2e-3", "--dupe_factor", "5"],
-    "wide-steps-600": [
+    "first-settings": FIRST,
+    "first-settings-modules": FIRST + ["--embedded", "language-reference", "stdlib-modules"],
+    "L64-1200": FIRST + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5"],
+    "L64-1200-modules": FIRST
+    + [
+        "--max_seq_length",
+        "64",
         "--max_steps",
-        "600",
+        "1200",
         "--dupe_factor",
         "5",
-        "--model_overrides",
-        WIDE + ",max_position_embeddings=128",
+        "--embedded",
+        "language-reference",
+        "stdlib-modules",
     ],
+    "L128-1200": FIRST + ["--max_steps", "1200", "--dupe_factor", "5"],
+    "L64-1200-lr1e-2": FIRST
+    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--learning_rate", "1e-2"],
+    "L64-1200-lr2e-3": FIRST
+    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--learning_rate", "2e-3"],
+    "L64-1200-b64": FIRST
+    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--batch_size", "64"],
+    "L64-2400": FIRST + ["--max_seq_length", "64", "--max_steps", "2400", "--dupe_factor", "10"],
+    "L64-1200-wide": FIRST
+    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--model_overrides", WIDE],
+    "L64-1200-dupe1": FIRST + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "1"],
 }
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from albert_hf.data.embedded_corpus import (
-    EMBEDDED_SOURCES,
+    DEFAULT_EMBEDDED_SOURCES,
     embedded_documents,
     is_prose,
     prose_sentences,
@@ -81,6 +81,17 @@ def test_embedded_documents_hold_prose_with_at_least_two_sentences():
     assert any("statement" in sentence for sentence in flat)
 
 
+def test_stdlib_docstrings_are_one_document_each_without_repeats():
+    docstrings = embedded_documents(("stdlib-docstrings",))
+    modules = embedded_documents(("stdlib-modules",))
+    assert len(docstrings) > 1000 and len(docstrings) > 3 * len(modules)
+    keys = [tuple(sentences) for sentences in docstrings["sentences"]]
+    assert len(set(keys)) == len(keys)
+    # a docstring opens with its summary: most first sentences are short
+    firsts = sorted(len(sentences[0]) for sentences in docstrings["sentences"])
+    assert firsts[len(firsts) // 2] < 100
+
+
 def test_embedded_documents_reject_unknown_sources():
     with pytest.raises(ValueError, match="wikipedia"):
         embedded_documents(("wikipedia",))
@@ -114,7 +125,7 @@ def test_frequency_baselines_refuse_a_held_out_set_without_masked_tokens():
 
 def test_quickstart_defaults_use_the_whole_embedded_corpus_with_fresh_pairs():
     args = quickstart_arguments([])
-    assert args.embedded == list(EMBEDDED_SOURCES) and args.corpus is None
+    assert args.embedded == list(DEFAULT_EMBEDDED_SOURCES) and args.corpus is None
     assert args.dupe_factor == QUICKSTART_DEFAULTS["dupe_factor"]
     explicit = quickstart_arguments(["--fast", "--dupe_factor", "3", "--learning_rate", "0.01"])
     assert (explicit.dupe_factor, explicit.learning_rate, explicit.max_steps) == (3, 0.01, 12)

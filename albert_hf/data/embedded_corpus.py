@@ -4,7 +4,10 @@ Two sources, both read without a download or an import of the documented modules
 
 - the language reference (`pydoc_data.topics`, the text behind `help("if")`): one document per topic;
 - the docstrings of the standard library's own source files (read with `ast`, so no module is imported and
-  nothing is executed): one document per module, its docstrings in source order.
+  nothing is executed): one document per docstring (`stdlib-docstrings`), or per module with its docstrings in
+  source order (`stdlib-modules`). A docstring is the natural document here: it opens with a one-line summary and
+  goes on to details, an order that sentence-order prediction can learn from a few thousand examples, while the
+  joins between one function's docstring and the next carry no order at all.
 
 Only prose paragraphs are kept: grammar productions, code examples (`>>>`, indented blocks) and reST underlines
 teach MLM little about the language and give SOP no order to learn. Each document is a list of sentences, as
@@ -14,6 +17,7 @@ teach MLM little about the language and give SOP no order to learn. Each documen
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sysconfig
@@ -24,7 +28,8 @@ from datasets import Dataset
 
 from .pretraining import split_sentences
 
-EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings")
+EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings", "stdlib-modules")
+DEFAULT_EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings")
 
 # Standard-library folders left out: test suites (mostly code and test data), the IDE, demos, vendored packages.
 _SKIPPED_FOLDERS = frozenset(
@@ -74,22 +79,34 @@ def stdlib_source_files(stdlib: str | os.PathLike | None = None) -> Iterator[Pat
         yield from (Path(folder) / name for name in sorted(files) if name.endswith(".py"))
 
 
-def stdlib_docstring_texts(stdlib: str | os.PathLike | None = None) -> list[str]:
-    """One text per standard-library module: its docstrings in source order, separated by blank lines."""
-    texts = []
+def stdlib_docstrings(stdlib: str | os.PathLike | None = None) -> list[list[str]]:
+    """The docstrings of each standard-library module, in source order (modules without any left out)."""
+    return [list(docstrings) for docstrings in _parsed_docstrings(str(stdlib or sysconfig.get_paths()["stdlib"]))]
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_docstrings(stdlib: str) -> tuple[tuple[str, ...], ...]:
+    """Parsing the whole standard library takes seconds: done once per process and folder."""
+    modules = []
     for path in stdlib_source_files(stdlib):
         try:
             docstrings = _module_docstrings(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, ValueError):  # a few files are templates or not UTF-8
             continue
         if docstrings:
-            texts.append("\n\n".join(docstrings))
-    return texts
+            modules.append(tuple(docstrings))
+    return tuple(modules)
 
 
-def embedded_documents(sources: tuple[str, ...] = EMBEDDED_SOURCES, min_sentences: int = 2) -> Dataset:
+def stdlib_docstring_texts(stdlib: str | os.PathLike | None = None) -> list[str]:
+    """One text per standard-library module: its docstrings in source order, separated by blank lines."""
+    return ["\n\n".join(docstrings) for docstrings in stdlib_docstrings(stdlib)]
+
+
+def embedded_documents(sources: tuple[str, ...] = DEFAULT_EMBEDDED_SOURCES, min_sentences: int = 2) -> Dataset:
     """The embedded corpus as {"sentences": list[str]} rows; documents with fewer than `min_sentences` prose
-    sentences are dropped (SOP needs two segments)."""
+    sentences are dropped (SOP needs two segments), and so are repeats of a document (inherited docstrings are
+    copied from class to class), so that no held-out document is also a training one."""
     unknown = sorted(set(sources) - set(EMBEDDED_SOURCES))
     if unknown or not sources:
         raise ValueError(f"Unknown embedded corpus source(s) {unknown or sources}; choose from {EMBEDDED_SOURCES}.")
@@ -97,6 +114,9 @@ def embedded_documents(sources: tuple[str, ...] = EMBEDDED_SOURCES, min_sentence
     if "language-reference" in sources:
         texts += language_reference_texts()
     if "stdlib-docstrings" in sources:
+        texts += [docstring for docstrings in stdlib_docstrings() for docstring in docstrings]
+    if "stdlib-modules" in sources:
         texts += stdlib_docstring_texts()
     documents = [sentences for sentences in map(prose_sentences, texts) if len(sentences) >= min_sentences]
-    return Dataset.from_dict({"sentences": documents})
+    unique = list({tuple(sentences): sentences for sentences in documents}.values())  # first occurrences, in order
+    return Dataset.from_dict({"sentences": unique})

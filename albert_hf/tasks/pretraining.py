@@ -29,7 +29,7 @@ from transformers.trainer_callback import ProgressCallback
 
 from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
-from ..data.embedded_corpus import EMBEDDED_SOURCES, embedded_documents
+from ..data.embedded_corpus import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES, embedded_documents
 from ..data.pretraining import (
     count_long_sentences,
     count_single_sentence_documents,
@@ -387,7 +387,7 @@ def corpus_documents(path: str) -> Dataset:
 # in the smoke-test column (any option given explicitly still wins).
 QUICKSTART_DEFAULTS = dict(max_steps=300, vocab_size=2000, max_seq_length=128, batch_size=32, max_documents=None,
                            model_overrides=RECIPES["tiny"]["config_overrides"], learning_rate=5e-3,
-                           warmup_fraction=0.1, dupe_factor=1, embedded=list(EMBEDDED_SOURCES))
+                           warmup_fraction=0.1, dupe_factor=1, embedded=list(DEFAULT_EMBEDDED_SOURCES))
 FAST_DEFAULTS = dict(max_steps=12, vocab_size=1000, max_seq_length=64, batch_size=8, max_documents=24,
                      model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
                                      "num_hidden_layers=2,max_position_embeddings=64", learning_rate=5e-3,
@@ -400,8 +400,8 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
         description="Train a tokenizer and pretrain a small ALBERT offline, evaluate it on held-out documents against "
         "the frequency and majority baselines, save it, and plot its learning curves.",
     )
-    parser.add_argument("--corpus", help="a text file or folder of .txt files (default: the embedded corpus, "
-                        "prose of Python's language reference and standard-library docstrings)")
+    parser.add_argument("--corpus", help="a text file or folder of .txt files (default: the embedded corpus, the "
+                        "prose of Python's language reference and of the standard library's docstrings)")
     parser.add_argument("--embedded", nargs="+", choices=EMBEDDED_SOURCES, help="the embedded corpus' sources")
     parser.add_argument("--output_dir", default="quickstart-output")
     parser.add_argument("--fast", action="store_true", help="a smoke run of a few seconds of training: " +
