@@ -45,33 +45,39 @@ FIRST = [
     TINY,
 ]
 # name -> quickstart options (complete, so that a row means the same whatever the current defaults are)
+TWO_LAYERS = TINY.replace("num_hidden_layers=4", "num_hidden_layers=2")
+L64 = FIRST + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5"]
 CONFIGS: dict[str, list[str]] = {
     "first-settings": FIRST,
     "first-settings-modules": FIRST + ["--embedded", "language-reference", "stdlib-modules"],
-    "L64-1200": FIRST + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5"],
-    "L64-1200-modules": FIRST
+    "L64-1200": L64,
+    "L64-1200-modules": L64 + ["--embedded", "language-reference", "stdlib-modules"],
+    "L64-1200-lr1e-2": L64 + ["--learning_rate", "1e-2"],
+    "L64-1200-dupe10": L64 + ["--dupe_factor", "10"],
+    "L64-1200-b64": L64 + ["--batch_size", "64"],
+    "L128-1200": L64 + ["--max_seq_length", "128"],
+    "L64-2000-2layers": L64
     + [
-        "--max_seq_length",
-        "64",
         "--max_steps",
-        "1200",
+        "2000",
         "--dupe_factor",
-        "5",
-        "--embedded",
-        "language-reference",
-        "stdlib-modules",
+        "10",
+        "--model_overrides",
+        TWO_LAYERS,
     ],
-    "L128-1200": FIRST + ["--max_steps", "1200", "--dupe_factor", "5"],
-    "L64-1200-lr1e-2": FIRST
-    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--learning_rate", "1e-2"],
-    "L64-1200-lr2e-3": FIRST
-    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--learning_rate", "2e-3"],
-    "L64-1200-b64": FIRST
-    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--batch_size", "64"],
-    "L64-2400": FIRST + ["--max_seq_length", "64", "--max_steps", "2400", "--dupe_factor", "10"],
-    "L64-1200-wide": FIRST
-    + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "5", "--model_overrides", WIDE],
-    "L64-1200-dupe1": FIRST + ["--max_seq_length", "64", "--max_steps", "1200", "--dupe_factor", "1"],
+    "L64-3000-2layers": L64 + ["--max_steps", "3000", "--dupe_factor", "10", "--model_overrides", TWO_LAYERS],
+    "L64-2000-2layers-docstrings": L64
+    + [
+        "--max_steps",
+        "2000",
+        "--dupe_factor",
+        "10",
+        "--model_overrides",
+        TWO_LAYERS,
+        "--embedded",
+        "stdlib-docstrings",
+    ],
+    "L64-1200-wide": L64 + ["--model_overrides", WIDE],
 }
 
 
