@@ -44,6 +44,7 @@ from albert_hf.tasks.pretraining import (
     PretrainingDataArguments,
     build_pretraining_model,
     build_trainer,
+    frequency_baselines,
     make_instances,
 )
 from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
@@ -206,6 +207,7 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
     final_dir = output_dir / "pretrained"
     save_checkpoint(trainer.model, tokenizer, final_dir)
     metrics = trainer.evaluate()
+    baselines = frequency_baselines(trainer.get_eval_dataloader())
     history = [entry for entry in trainer.state.log_history if "loss" in entry or "mlm_loss" in entry]
     figures = {
         "pretraining_seconds": seconds,
@@ -216,10 +218,13 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
         "held_out_mlm_accuracy": metrics.get("eval_mlm_accuracy"),
         "held_out_sop_accuracy": metrics.get("eval_sop_accuracy"),
         "held_out_mlm_loss": metrics.get("eval_mlm_loss"),
+        "held_out_mlm_frequency_baseline": baselines.mlm,
+        "held_out_sop_majority_baseline": baselines.sop,
         "log": history,
     }
     print(f"[pretraining] {figures['steps']} steps in {seconds / 60:.1f} min; held-out MLM accuracy "
-          f"{figures['held_out_mlm_accuracy']:.3f}, SOP accuracy {figures['held_out_sop_accuracy']:.3f}", flush=True)
+          f"{figures['held_out_mlm_accuracy']:.3f} (frequency baseline {baselines.mlm:.3f}), SOP accuracy "
+          f"{figures['held_out_sop_accuracy']:.3f} (majority baseline {baselines.sop:.3f})", flush=True)
     return final_dir, figures
 
 
