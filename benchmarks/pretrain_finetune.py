@@ -166,21 +166,25 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
         sentences = [sentence for document in documents["sentences"] for sentence in document]
         from datasets import Dataset
 
-        tokenizer = train_tokenizer(Dataset.from_dict({"text": sentences}), tokenizer_dir, vocab_size=args.vocab_size,
-                                    show_progress=False)
+        tokenizer = train_tokenizer(
+            Dataset.from_dict({"text": sentences}), tokenizer_dir, vocab_size=args.vocab_size, show_progress=False
+        )
     print(f"[pretraining] tokenizer ready ({len(tokenizer)} pieces) after {time.time() - started:.0f} s", flush=True)
 
     data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor)
     train_dataset, _ = make_instances(documents, tokenizer, data_args, args.seed)
     eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
     eval_dataset, _ = make_instances(held_out, tokenizer, eval_args, args.seed + 1)
-    print(f"[pretraining] {len(train_dataset)} training instances ({len(documents)} documents, dupe_factor "
-          f"{args.dupe_factor}), {len(eval_dataset)} held-out instances, after {time.time() - started:.0f} s",
-          flush=True)
+    print(
+        f"[pretraining] {len(train_dataset)} training instances ({len(documents)} documents, dupe_factor "
+        f"{args.dupe_factor}), {len(eval_dataset)} held-out instances, after {time.time() - started:.0f} s",
+        flush=True,
+    )
 
     set_seed(args.seed)
-    model = build_pretraining_model(ModelArguments(config_overrides=args.model_overrides), tokenizer,
-                                    args.max_seq_length)
+    model = build_pretraining_model(
+        ModelArguments(config_overrides=args.model_overrides), tokenizer, args.max_seq_length
+    )
     save_checkpoint(model, tokenizer, output_dir / "random_init")  # (b): the same config, fresh weights
     training_args = PretrainingArguments(
         output_dir=str(output_dir / "pretraining"),
@@ -198,8 +202,12 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
     budget = TimeBudget(args.minutes * 60, args.save_minutes * 60, output_dir / "pretraining" / "latest", tokenizer)
     trainer.add_callback(budget)
-    trainer.optimizer = Lamb(lamb_parameter_groups(model, training_args.weight_decay), lr=args.learning_rate,
-                             betas=(training_args.adam_beta1, training_args.adam_beta2), eps=training_args.adam_epsilon)
+    trainer.optimizer = Lamb(
+        lamb_parameter_groups(model, training_args.weight_decay),
+        lr=args.learning_rate,
+        betas=(training_args.adam_beta1, training_args.adam_beta2),
+        eps=training_args.adam_epsilon,
+    )
     trainer.lr_scheduler = time_decay_schedule(trainer.optimizer, args.warmup_steps, budget)
     budget.started = budget.last_save = time.time()
     trainer.train()
@@ -222,9 +230,12 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
         "held_out_sop_majority_baseline": baselines.sop,
         "log": history,
     }
-    print(f"[pretraining] {figures['steps']} steps in {seconds / 60:.1f} min; held-out MLM accuracy "
-          f"{figures['held_out_mlm_accuracy']:.3f} (frequency baseline {baselines.mlm:.3f}), SOP accuracy "
-          f"{figures['held_out_sop_accuracy']:.3f} (majority baseline {baselines.sop:.3f})", flush=True)
+    print(
+        f"[pretraining] {figures['steps']} steps in {seconds / 60:.1f} min; held-out MLM accuracy "
+        f"{figures['held_out_mlm_accuracy']:.3f} (frequency baseline {baselines.mlm:.3f}), SOP accuracy "
+        f"{figures['held_out_sop_accuracy']:.3f} (majority baseline {baselines.sop:.3f})",
+        flush=True,
+    )
     return final_dir, figures
 
 
@@ -239,22 +250,38 @@ def finetune_argv(task: str, checkpoint: Path, seed: int, run_dir: Path, args: a
     steps = max(1, round(steps * args.step_scale))
     argv = ["--task_name", task] if job == "glue" else []
     argv += [
-        "--data_dir", str(data_dir),
-        "--model_name_or_path", str(checkpoint),
-        "--do_train", "--do_eval",
-        "--max_seq_length", str(args.max_seq_length),
-        "--per_device_train_batch_size", str(args.finetune_batch_size),
-        "--per_device_eval_batch_size", "128",
-        "--learning_rate", str(args.finetune_learning_rate),
-        "--warmup_steps", "0.1",
-        "--max_steps", str(steps),
-        "--seed", str(seed),
-        "--output_dir", str(run_dir),
-        "--save_strategy", "no",
-        "--logging_steps", "50",
-        "--report_to", "none",
-        "--disable_tqdm", "true",
-        "--use_cpu", "true",
+        "--data_dir",
+        str(data_dir),
+        "--model_name_or_path",
+        str(checkpoint),
+        "--do_train",
+        "--do_eval",
+        "--max_seq_length",
+        str(args.max_seq_length),
+        "--per_device_train_batch_size",
+        str(args.finetune_batch_size),
+        "--per_device_eval_batch_size",
+        "128",
+        "--learning_rate",
+        str(args.finetune_learning_rate),
+        "--warmup_steps",
+        "0.1",
+        "--max_steps",
+        str(steps),
+        "--seed",
+        str(seed),
+        "--output_dir",
+        str(run_dir),
+        "--save_strategy",
+        "no",
+        "--logging_steps",
+        "50",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--use_cpu",
+        "true",
     ]
     if max_train:
         argv += ["--max_train_samples", str(max_train)]
@@ -337,18 +364,25 @@ def main(argv: list[str] | None = None) -> None:
                 result = run_finetuning(task, checkpoint, seed, run_dir, args)
                 state["runs"].append({"task": task, "init": init, "seed": seed, **result})
                 results_path.write_text(json.dumps(state, indent=1))
-                print(f"[fine-tuning] {task} {init} seed {seed}: {TASKS[task][3]} {result['metric']:.4f} "
-                      f"({result['seconds']:.0f} s; {(time.time() - started) / 60:.1f} min so far)", flush=True)
+                print(
+                    f"[fine-tuning] {task} {init} seed {seed}: {TASKS[task][3]} {result['metric']:.4f} "
+                    f"({result['seconds']:.0f} s; {(time.time() - started) / 60:.1f} min so far)",
+                    flush=True,
+                )
         print(format_table(summarize(state["runs"], args.tasks)), flush=True)
 
     state["table"] = summarize(state["runs"], args.tasks)
     state.setdefault("invocation_seconds", []).append(time.time() - started)
     results_path.write_text(json.dumps(state, indent=1))
-    print("\nFine-tuning from (a) the pretrained checkpoint and (b) the same architecture randomly initialised "
-          "(dev sets; metric x 100, mean ± std over seeds):")
+    print(
+        "\nFine-tuning from (a) the pretrained checkpoint and (b) the same architecture randomly initialised "
+        "(dev sets; metric x 100, mean ± std over seeds):"
+    )
     print(format_table(state["table"]))
-    print(f"\nTotal wall time: {sum(state['invocation_seconds']) / 60:.1f} min "
-          f"({len(state['invocation_seconds'])} invocation(s))")
+    print(
+        f"\nTotal wall time: {sum(state['invocation_seconds']) / 60:.1f} min "
+        f"({len(state['invocation_seconds'])} invocation(s))"
+    )
 
 
 if __name__ == "__main__":
