@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -28,12 +29,12 @@ from transformers.trainer_callback import ProgressCallback
 
 from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
+from ..data.embedded_corpus import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES, embedded_documents
 from ..data.pretraining import (
     cjk_character_share,
     count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
-    documents_from_texts,
     load_text_documents,
     tokenize_documents,
 )
@@ -407,14 +408,6 @@ def _setup_logging(training_args: PretrainingArguments) -> None:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def python_reference_documents() -> Dataset:
-    """CPython's language reference (`pydoc_data.topics`, shipped with Python): one document per topic."""
-    from pydoc_data.topics import topics
-
-    texts = [topics[name] for name in sorted(topics)]
-    return documents_from_texts(Dataset.from_dict({"text": texts}))
-
-
 def corpus_documents(path: str) -> Dataset:
     """Documents of a text file, or of the .txt files of a folder (one sentence or paragraph per line)."""
     source = Path(path)
@@ -424,33 +417,28 @@ def corpus_documents(path: str) -> Dataset:
     return load_text_documents(files, split_lines=True)
 
 
-# The quickstart's settings; --fast swaps in the smoke-test column (any option given explicitly still wins).
-QUICKSTART_DEFAULTS = dict(
-    max_steps=300,
-    vocab_size=2000,
-    max_seq_length=128,
-    batch_size=32,
-    max_documents=None,
-    model_overrides=RECIPES["tiny"]["config_overrides"],
-)
-FAST_DEFAULTS = dict(
-    max_steps=12,
-    vocab_size=1000,
-    max_seq_length=64,
-    batch_size=8,
-    max_documents=24,
-    model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
-    "num_hidden_layers=2,max_position_embeddings=64",
-)
+# The quickstart's settings, chosen by measurement (benchmarks/quickstart_sweep.py, docs/pretraining.md); --fast swaps
+# in the smoke-test column (any option given explicitly still wins).
+# The tiny recipe's ALBERT with 2 (shared) layers instead of 4: per second of CPU, more steps beat more depth here.
+QUICKSTART_MODEL = RECIPES["tiny"]["config_overrides"].replace("num_hidden_layers=4", "num_hidden_layers=2")
+QUICKSTART_DEFAULTS = dict(max_steps=2000, vocab_size=2000, max_seq_length=64, batch_size=32, max_documents=None,
+                           model_overrides=QUICKSTART_MODEL, learning_rate=5e-3, warmup_fraction=0.1, dupe_factor=10,
+                           embedded=list(DEFAULT_EMBEDDED_SOURCES))
+FAST_DEFAULTS = dict(max_steps=12, vocab_size=1000, max_seq_length=64, batch_size=8, max_documents=24,
+                     model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
+                                     "num_hidden_layers=2,max_position_embeddings=64", learning_rate=5e-3,
+                     warmup_fraction=0.1, dupe_factor=1, embedded=["language-reference"])
 
 
 def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="albert-hf quickstart",
-        description="Train a tokenizer and pretrain a small ALBERT offline, evaluate it on held-out documents, save "
-        "it, and plot its learning curves.",
+        description="Train a tokenizer and pretrain a small ALBERT offline, evaluate it on held-out documents against "
+        "the frequency and majority baselines, save it, and plot its learning curves.",
     )
-    parser.add_argument("--corpus", help="a text file or folder of .txt files (default: Python's language reference)")
+    parser.add_argument("--corpus", help="a text file or folder of .txt files (default: the embedded corpus, the "
+                        "prose of Python's language reference and of the standard library's docstrings)")
+    parser.add_argument("--embedded", nargs="+", choices=EMBEDDED_SOURCES, help="the embedded corpus' sources")
     parser.add_argument("--output_dir", default="quickstart-output")
     parser.add_argument(
         "--fast",
@@ -462,66 +450,116 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab_size", type=int)
     parser.add_argument("--max_seq_length", type=int)
     parser.add_argument("--batch_size", type=int)
+    parser.add_argument("--learning_rate", type=float, help="LAMB's peak learning rate")
+    parser.add_argument("--warmup_fraction", type=float, help="share of the steps spent warming up")
+    parser.add_argument("--dupe_factor", type=int, help="passes over the training documents, each cut into fresh "
+                        "sentence pairs (instances are drawn afresh for each pass instead of repeating)")
     parser.add_argument("--max_documents", type=int, help="use only this many documents of the corpus")
     parser.add_argument("--model_overrides", help="AlbertConfig fields, as --config_overrides of `pretrain`")
     parser.add_argument("--held_out_fraction", type=float, default=0.1)
+    parser.add_argument("--evaluations", type=int, default=5, help="points on the held-out learning curve")
     parser.add_argument("--seed", type=int, default=42)
     argv = list(sys.argv[1:] if argv is None else argv)
     parser.set_defaults(**(FAST_DEFAULTS if "--fast" in argv else QUICKSTART_DEFAULTS))
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # A corpus of Chinese/Japanese/Korean text gets a larger vocabulary unless the user chose one.
+    args.vocab_size_given = any(item.split("=", 1)[0] == "--vocab_size" for item in argv)
+    for name in ("max_steps", "vocab_size", "max_seq_length", "batch_size", "dupe_factor", "evaluations"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
+    if not 0.0 < args.held_out_fraction < 1.0:
+        parser.error(f"--held_out_fraction must be between 0 and 1, got {args.held_out_fraction}.")
+    if not 0.0 <= args.warmup_fraction < 1.0:
+        parser.error(f"--warmup_fraction must be in [0, 1), got {args.warmup_fraction}.")
+    return args
 
 
-def quickstart_main(argv: list[str] | None = None) -> int:
-    """`albert-hf quickstart`: tokenizer + small ALBERT from scratch on an offline corpus, in a few minutes."""
-    from ..tokenization import train_tokenizer
+@dataclass
+class QuickstartResult:
+    """What a quickstart run produced: the trainer (model, state, log history), held-out metrics and baselines."""
 
-    args = quickstart_arguments(argv)
-    argv_given = {item.split("=", 1)[0] for item in (sys.argv[1:] if argv is None else argv)}
-    started = time.time()
-    set_seed(args.seed)
-    output_dir = Path(args.output_dir)
-    documents = corpus_documents(args.corpus) if args.corpus else python_reference_documents()
+    trainer: AlbertPretrainingTrainer
+    metrics: dict[str, float]
+    baselines: HeldOutBaselines
+    train_documents: int
+    eval_documents: int
+    train_instances: int
+    eval_instances: int
+    skipped_documents: int | None
+    seconds: float
+
+
+def quickstart_documents(args: argparse.Namespace) -> Dataset:
+    documents = corpus_documents(args.corpus) if args.corpus else embedded_documents(tuple(args.embedded))
     if args.max_documents:
         documents = documents.select(range(min(args.max_documents, len(documents))))
     if len(documents) < 2:
         raise ValueError("The quickstart corpus needs at least two documents (one is held out for evaluation).")
+    return documents
+
+
+def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartResult:
+    """Tokenizer, instances, pretraining and held-out evaluation of the quickstart; saves model + tokenizer."""
+    from ..tokenization import train_tokenizer
+
+    say = (lambda message: None) if quiet else print
+    started = time.time()
+    set_seed(args.seed)
+    output_dir = Path(args.output_dir)
+    documents = quickstart_documents(args)
     held_out = max(1, round(len(documents) * args.held_out_fraction))
     split = documents.train_test_split(test_size=held_out, seed=args.seed)
 
     sentences = Dataset.from_dict({"text": [s for document in split["train"]["sentences"] for s in document]})
-    tokenizer_options = quickstart_tokenizer_options(sentences["text"], args.vocab_size, "--vocab_size" in argv_given)
-    print(f"[1/4] Training a {tokenizer_options['vocab_size']}-piece SentencePiece tokenizer")
+    tokenizer_options = quickstart_tokenizer_options(sentences["text"], args.vocab_size, args.vocab_size_given, say)
+    say(f"[1/4] Training a {tokenizer_options['vocab_size']}-piece SentencePiece tokenizer")
     try:
         tokenizer = train_tokenizer(sentences, output_dir, show_progress=False, **tokenizer_options)
     except ValueError as error:  # SentencePiece cannot learn more pieces than a small corpus holds
         raise ValueError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
 
-    print("[2/4] Cutting documents into sentence-order instances")
-    data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
+    say("[2/4] Cutting documents into sentence-order instances")
+    data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor)
     train_dataset, skipped = make_instances(split["train"], tokenizer, data_args, args.seed)
-    eval_dataset, _ = make_instances(split["test"], tokenizer, data_args, args.seed + 1)
+    eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
+    eval_dataset, _ = make_instances(split["test"], tokenizer, eval_args, args.seed + 1)
 
-    print("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
+    say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
     model = build_pretraining_model(
         ModelArguments(config_preset="base-v2", config_overrides=args.model_overrides), tokenizer, args.max_seq_length
     )
-    trainer = build_trainer(
-        model, tokenizer, data_args, _quickstart_training_arguments(args), train_dataset, eval_dataset
-    )
-    trainer.remove_callback(ProgressCallback)
-    trainer.add_callback(ProgressBarsOnly)
+    trainer = build_trainer(model, tokenizer, data_args, _quickstart_training_arguments(args, quiet), train_dataset,
+                            eval_dataset)
+    if not quiet:
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(ProgressBarsOnly)
     trainer.train()
     metrics = trainer.evaluate()
+    baselines = held_out_baselines(trainer, eval_dataset)
     trainer.save_model()
     trainer.save_state()
-
-    print("[4/4] Writing the learning curves")
-    plot_path = plot_learning_curves(trainer.state.log_history, output_dir / "learning_curves.png")
-    print(
-        _quickstart_report(
-            args, trainer, metrics, split, train_dataset, eval_dataset, skipped, plot_path, time.time() - started
-        )
+    return QuickstartResult(
+        trainer=trainer,
+        metrics=metrics,
+        baselines=baselines,
+        train_documents=len(split["train"]),
+        eval_documents=len(split["test"]),
+        train_instances=len(train_dataset),
+        eval_instances=len(eval_dataset),
+        skipped_documents=skipped,
+        seconds=time.time() - started,
     )
+
+
+def quickstart_main(argv: list[str] | None = None) -> int:
+    """`albert-hf quickstart`: tokenizer + small ALBERT from scratch on an offline corpus, in a few minutes."""
+    started = time.time()
+    args = quickstart_arguments(argv)
+    result = run_quickstart(args)
+    print("[4/4] Writing the learning curves")
+    plot_path = plot_learning_curves(result.trainer.state.log_history, Path(args.output_dir) / "learning_curves.png",
+                                     result.baselines)
+    print(quickstart_report(args, result, plot_path, time.time() - started))
     return 0
 
 
@@ -531,7 +569,7 @@ def quickstart_main(argv: list[str] | None = None) -> int:
 CJK_CHARACTER_COVERAGE = 0.9995
 
 
-def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_given: bool) -> dict:
+def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_given: bool, say=print) -> dict:
     """train_tokenizer options for the corpus: the ALBERT recipe, or for mostly Chinese/Japanese/Korean text a
     character coverage of 0.9995 and (unless --vocab_size was given) 1.5 times as many pieces as the characters
     that coverage keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
@@ -550,31 +588,73 @@ def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_g
             break
     if not vocab_size_given:
         vocab_size = max(vocab_size, needed * 3 // 2)
-    print(
+    say(
         f"      {share:.0%} of the text is Chinese/Japanese/Korean: character coverage {CJK_CHARACTER_COVERAGE} "
         f"({needed} characters), {vocab_size} pieces"
     )
     return dict(vocab_size=vocab_size, character_coverage=CJK_CHARACTER_COVERAGE)
 
 
-def _quickstart_training_arguments(args: argparse.Namespace) -> PretrainingArguments:
-    recipe = RECIPES["tiny"]
-    evaluations = 5  # points on the held-out curve
+def _quickstart_training_arguments(args: argparse.Namespace, quiet: bool = False) -> PretrainingArguments:
     return PretrainingArguments(
         output_dir=str(args.output_dir),
         max_steps=args.max_steps,
         per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=64,
-        learning_rate=recipe["learning_rate"],
-        warmup_steps=max(1, round(args.max_steps * 0.1)),
+        learning_rate=args.learning_rate,
+        warmup_steps=max(1, round(args.max_steps * args.warmup_fraction)),
         logging_steps=max(1, args.max_steps // 30),
         eval_strategy="steps",
-        eval_steps=max(1, args.max_steps // evaluations),
+        eval_steps=max(1, args.max_steps // args.evaluations),
         save_strategy="no",
         report_to=[],
         seed=args.seed,
         use_cpu=not _has_accelerator(),
+        disable_tqdm=quiet,
     )
+
+
+@dataclass
+class HeldOutBaselines:
+    """What a model that ignores its input scores on the held-out instances, with their masks as evaluated.
+
+    mlm: the accuracy of always predicting the most frequent masked token (`mlm_token_id`) of the held-out set.
+    sop: the accuracy of always predicting the more frequent sentence-order label (about 0.5: pairs are swapped
+    with probability one half).
+    """
+
+    mlm: float
+    mlm_token_id: int
+    sop: float
+    mlm_targets: int
+    sop_targets: int
+
+
+def frequency_baselines(batches) -> HeldOutBaselines:
+    """Baselines of evaluation batches (`labels`: -100 where not masked; `sentence_order_label`)."""
+    import torch
+
+    token_counts: Counter = Counter()
+    order_counts: Counter = Counter()
+    for batch in batches:
+        labels = batch["labels"]
+        token_counts.update(labels[labels != -100].tolist())
+        order = batch.get("sentence_order_label")
+        if order is not None:
+            order_counts.update(torch.as_tensor(order).tolist())
+    if not token_counts:
+        raise ValueError("The held-out instances have no masked tokens: no MLM baseline to compare with.")
+    token_id, count = token_counts.most_common(1)[0]
+    mlm_targets, sop_targets = sum(token_counts.values()), sum(order_counts.values())
+    sop = order_counts.most_common(1)[0][1] / sop_targets if sop_targets else math.nan
+    return HeldOutBaselines(mlm=count / mlm_targets, mlm_token_id=token_id, sop=sop, mlm_targets=mlm_targets,
+                            sop_targets=sop_targets)
+
+
+def held_out_baselines(trainer: AlbertPretrainingTrainer, eval_dataset: Dataset) -> HeldOutBaselines:
+    """The baselines of exactly what `trainer.evaluate` scored: the collator's masks depend only on its seed and
+    each batch's token ids, and evaluation batches come in dataset order, so these are the evaluated targets."""
+    return frequency_baselines(trainer.get_eval_dataloader(eval_dataset))
 
 
 class ProgressBarsOnly(ProgressCallback):
@@ -590,8 +670,11 @@ def _has_accelerator() -> bool:
     return torch.cuda.is_available()
 
 
-def plot_learning_curves(log_history: list[dict], path: str | os.PathLike) -> Path:
-    """A PNG of MLM loss, MLM accuracy and SOP accuracy against the step, training and held-out."""
+def plot_learning_curves(
+    log_history: list[dict], path: str | os.PathLike, baselines: HeldOutBaselines | None = None
+) -> Path:
+    """A PNG of MLM loss, MLM accuracy and SOP accuracy against the step, training and held-out, with the held-out
+    baselines (most frequent token, majority order) drawn as dotted lines when given."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
@@ -601,13 +684,20 @@ def plot_learning_curves(log_history: list[dict], path: str | os.PathLike) -> Pa
         points = [(entry["step"], entry[key]) for entry in log_history if key in entry]
         return [step for step, _ in points], [value for _, value in points]
 
+    reference_lines = {"sop_accuracy": (0.5, "chance")}
+    if baselines is not None:
+        reference_lines = {
+            "mlm_accuracy": (baselines.mlm, "most frequent token (held-out)"),
+            "sop_accuracy": (baselines.sop, "majority order (held-out)"),
+        }
     panels = [("MLM loss", "mlm_loss"), ("MLM accuracy", "mlm_accuracy"), ("SOP accuracy", "sop_accuracy")]
     figure, axes = plt.subplots(1, len(panels), figsize=(14, 4))
     for axis, (title, key) in zip(axes, panels):
         axis.plot(*series(key), label="training", alpha=0.7)
         axis.plot(*series(f"eval_{key}"), "o-", label="held-out documents")
-        if key == "sop_accuracy":
-            axis.axhline(0.5, color="grey", linestyle=":", label="chance")
+        if key in reference_lines:
+            value, label = reference_lines[key]
+            axis.axhline(value, color="grey", linestyle=":", label=f"{label}: {value:.3f}")
         axis.set_title(title)
         axis.set_xlabel("step")
         axis.legend()
@@ -619,26 +709,30 @@ def plot_learning_curves(log_history: list[dict], path: str | os.PathLike) -> Pa
     return path
 
 
-def _quickstart_report(
-    args, trainer, metrics, split, train_dataset, eval_dataset, skipped, plot_path, seconds: float
-) -> str:
+def quickstart_report(args: argparse.Namespace, result: QuickstartResult, plot_path: Path, seconds: float) -> str:
+    """The quickstart's closing report: corpus, model, training, and each held-out figure beside its baseline."""
+    trainer, metrics, baselines = result.trainer, result.metrics, result.baselines
     model = trainer.model
     config: AlbertConfig = model.config
     train_metrics = next((e for e in reversed(trainer.state.log_history) if "train_runtime" in e), {})
-    corpus = args.corpus or "Python language reference (pydoc_data.topics)"
+    corpus = args.corpus or "embedded: " + " + ".join(args.embedded)
+    mlm, sop = metrics.get("eval_mlm_accuracy", math.nan), metrics.get("eval_sop_accuracy", math.nan)
+    token = trainer.processing_class.convert_ids_to_tokens(baselines.mlm_token_id)
     lines = [
         "",
         f"ALBERT quickstart finished in {seconds / 60:.1f} min",
-        f"  corpus        {corpus}: {len(split['train'])} training / {len(split['test'])} held-out documents, "
-        f"{len(train_dataset)} / {len(eval_dataset)} instances"
-        + (f" ({skipped} single-sentence documents skipped)" if skipped else ""),
+        f"  corpus        {corpus}: {result.train_documents} training / {result.eval_documents} held-out documents, "
+        f"{result.train_instances} / {result.eval_instances} instances (dupe_factor {args.dupe_factor})"
+        + (f" ({result.skipped_documents} single-sentence documents skipped)" if result.skipped_documents else ""),
         f"  model         {model.num_parameters() / 1e6:.2f}M parameters: hidden {config.hidden_size}, "
         f"{config.num_hidden_layers} layers sharing {config.num_hidden_groups} group, vocabulary {config.vocab_size}",
-        f"  training      {trainer.state.global_step} steps of {trainer.args.train_batch_size} sequences, "
-        f"{train_metrics.get('train_steps_per_second', math.nan):.2f} steps/s",
-        f"  held-out      MLM accuracy {metrics.get('eval_mlm_accuracy', math.nan):.3f} "
-        f"(loss {metrics.get('eval_mlm_loss', math.nan):.2f}), "
-        f"SOP accuracy {metrics.get('eval_sop_accuracy', math.nan):.3f} (chance 0.5)",
+        f"  training      {trainer.state.global_step} steps of {trainer.args.train_batch_size} sequences of up to "
+        f"{args.max_seq_length} tokens, {train_metrics.get('train_steps_per_second', math.nan):.2f} steps/s",
+        f"  held-out      MLM accuracy {mlm:.3f} (loss {metrics.get('eval_mlm_loss', math.nan):.2f}); baseline "
+        f"{baselines.mlm:.3f} (always {token!r}, the most frequent of {baselines.mlm_targets} masked tokens): "
+        f"{mlm / baselines.mlm:.1f}x",
+        f"                SOP accuracy {sop:.3f}; baseline {baselines.sop:.3f} (always the more frequent order of "
+        f"{baselines.sop_targets} pairs)",
         f"  saved         {trainer.args.output_dir} (model + tokenizer: "
         "`import albert_hf; AutoModelForPreTraining.from_pretrained(...)`)",
         f"  curves        {plot_path}",
