@@ -421,13 +421,31 @@ def corpus_documents(path: str) -> Dataset:
 # in the smoke-test column (any option given explicitly still wins).
 # The tiny recipe's ALBERT with 2 (shared) layers instead of 4: per second of CPU, more steps beat more depth here.
 QUICKSTART_MODEL = RECIPES["tiny"]["config_overrides"].replace("num_hidden_layers=4", "num_hidden_layers=2")
-QUICKSTART_DEFAULTS = dict(max_steps=2000, vocab_size=2000, max_seq_length=64, batch_size=32, max_documents=None,
-                           model_overrides=QUICKSTART_MODEL, learning_rate=5e-3, warmup_fraction=0.1, dupe_factor=10,
-                           embedded=list(DEFAULT_EMBEDDED_SOURCES))
-FAST_DEFAULTS = dict(max_steps=12, vocab_size=1000, max_seq_length=64, batch_size=8, max_documents=24,
-                     model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
-                                     "num_hidden_layers=2,max_position_embeddings=64", learning_rate=5e-3,
-                     warmup_fraction=0.1, dupe_factor=1, embedded=["language-reference"])
+QUICKSTART_DEFAULTS = dict(
+    max_steps=2000,
+    vocab_size=2000,
+    max_seq_length=64,
+    batch_size=32,
+    max_documents=None,
+    model_overrides=QUICKSTART_MODEL,
+    learning_rate=5e-3,
+    warmup_fraction=0.1,
+    dupe_factor=10,
+    embedded=list(DEFAULT_EMBEDDED_SOURCES),
+)
+FAST_DEFAULTS = dict(
+    max_steps=12,
+    vocab_size=1000,
+    max_seq_length=64,
+    batch_size=8,
+    max_documents=24,
+    model_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
+    "num_hidden_layers=2,max_position_embeddings=64",
+    learning_rate=5e-3,
+    warmup_fraction=0.1,
+    dupe_factor=1,
+    embedded=["language-reference"],
+)
 
 
 def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -436,8 +454,11 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
         description="Train a tokenizer and pretrain a small ALBERT offline, evaluate it on held-out documents against "
         "the frequency and majority baselines, save it, and plot its learning curves.",
     )
-    parser.add_argument("--corpus", help="a text file or folder of .txt files (default: the embedded corpus, the "
-                        "prose of Python's language reference and of the standard library's docstrings)")
+    parser.add_argument(
+        "--corpus",
+        help="a text file or folder of .txt files (default: the embedded corpus, the "
+        "prose of Python's language reference and of the standard library's docstrings)",
+    )
     parser.add_argument("--embedded", nargs="+", choices=EMBEDDED_SOURCES, help="the embedded corpus' sources")
     parser.add_argument("--output_dir", default="quickstart-output")
     parser.add_argument(
@@ -452,8 +473,12 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch_size", type=int)
     parser.add_argument("--learning_rate", type=float, help="LAMB's peak learning rate")
     parser.add_argument("--warmup_fraction", type=float, help="share of the steps spent warming up")
-    parser.add_argument("--dupe_factor", type=int, help="passes over the training documents, each cut into fresh "
-                        "sentence pairs (instances are drawn afresh for each pass instead of repeating)")
+    parser.add_argument(
+        "--dupe_factor",
+        type=int,
+        help="passes over the training documents, each cut into fresh "
+        "sentence pairs (instances are drawn afresh for each pass instead of repeating)",
+    )
     parser.add_argument("--max_documents", type=int, help="use only this many documents of the corpus")
     parser.add_argument("--model_overrides", help="AlbertConfig fields, as --config_overrides of `pretrain`")
     parser.add_argument("--held_out_fraction", type=float, default=0.1)
@@ -528,8 +553,9 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
     model = build_pretraining_model(
         ModelArguments(config_preset="base-v2", config_overrides=args.model_overrides), tokenizer, args.max_seq_length
     )
-    trainer = build_trainer(model, tokenizer, data_args, _quickstart_training_arguments(args, quiet), train_dataset,
-                            eval_dataset)
+    trainer = build_trainer(
+        model, tokenizer, data_args, _quickstart_training_arguments(args, quiet), train_dataset, eval_dataset
+    )
     if not quiet:
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(ProgressBarsOnly)
@@ -557,8 +583,9 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     args = quickstart_arguments(argv)
     result = run_quickstart(args)
     print("[4/4] Writing the learning curves")
-    plot_path = plot_learning_curves(result.trainer.state.log_history, Path(args.output_dir) / "learning_curves.png",
-                                     result.baselines)
+    plot_path = plot_learning_curves(
+        result.trainer.state.log_history, Path(args.output_dir) / "learning_curves.png", result.baselines
+    )
     print(quickstart_report(args, result, plot_path, time.time() - started))
     return 0
 
@@ -647,8 +674,9 @@ def frequency_baselines(batches) -> HeldOutBaselines:
     token_id, count = token_counts.most_common(1)[0]
     mlm_targets, sop_targets = sum(token_counts.values()), sum(order_counts.values())
     sop = order_counts.most_common(1)[0][1] / sop_targets if sop_targets else math.nan
-    return HeldOutBaselines(mlm=count / mlm_targets, mlm_token_id=token_id, sop=sop, mlm_targets=mlm_targets,
-                            sop_targets=sop_targets)
+    return HeldOutBaselines(
+        mlm=count / mlm_targets, mlm_token_id=token_id, sop=sop, mlm_targets=mlm_targets, sop_targets=sop_targets
+    )
 
 
 def held_out_baselines(trainer: AlbertPretrainingTrainer, eval_dataset: Dataset) -> HeldOutBaselines:
