@@ -18,9 +18,9 @@ from datasets import Dataset
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
+from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.tasks.pretraining import python_reference_documents
 from albert_hf.tokenization import train_tokenizer
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 
@@ -39,7 +39,7 @@ def one_thread():
 
 def test_tiny_albert_memorizes_a_handful_of_sequences(tmp_path):
     # Real text that ships with Python: CPython's language reference.
-    documents = python_reference_documents().select(range(3))
+    documents = embedded_documents(("language-reference",)).select(range(3))
     sentences = Dataset.from_dict({"text": [s for document in documents["sentences"] for s in document]})
     tokenizer = train_tokenizer(sentences, tmp_path / "tokenizer", vocab_size=300, show_progress=False)
     instances = build_pretraining_dataset(documents, tokenizer, max_seq_length=32).select(range(SEQUENCES))

@@ -11,9 +11,10 @@ from transformers import TrainerCallback
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
+from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.tasks.pretraining import main, python_reference_documents
+from albert_hf.tasks.pretraining import main
 from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
@@ -38,7 +39,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def documents() -> Dataset:
     """Real text that ships with Python (its language reference), so these tests need no data folder."""
-    return python_reference_documents().select(range(6))
+    return embedded_documents(("language-reference",)).select(range(6))
 
 
 @pytest.fixture(scope="module")
