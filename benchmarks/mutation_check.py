@@ -6,7 +6,7 @@ run against the copy, and the table says which of them caught the break. A mutat
 that proves less than the docs claim.
 
     python benchmarks/mutation_check.py                 # every mutation
-    python benchmarks/mutation_check.py --only tying    # the ones whose name contains "tying"
+    python benchmarks/mutation_check.py --only tying LAMB   # those whose name contains "tying" or "LAMB"
 """
 
 from __future__ import annotations
@@ -139,9 +139,9 @@ def run_tests(root: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="run the mutations whose name contains this text")
+    parser.add_argument("--only", nargs="+", help="run the mutations whose name contains one of these texts")
     args = parser.parse_args()
-    chosen = [m for m in MUTATIONS if not args.only or args.only in m.name]
+    chosen = [m for m in MUTATIONS if not args.only or any(text in m.name for text in args.only)]
     # Control: the guarding tests must pass on the unbroken copy, or a "caught" below would mean nothing.
     with tempfile.TemporaryDirectory(prefix="mutation-control-") as scratch:
         copy_repository(Path(scratch))

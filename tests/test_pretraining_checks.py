@@ -39,7 +39,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def documents() -> Dataset:
     """Real text that ships with Python (its language reference), so these tests need no data folder."""
-    return embedded_documents(("language-reference",)).select(range(6))
+    return embedded_documents(("language-reference",)).select(range(20))
 
 
 @pytest.fixture(scope="module")
