@@ -58,7 +58,7 @@ def pytest_generate_tests(metafunc):
 
 def pytest_report_header(config):
     where = SHARED_DATA if SHARED_DATA.is_dir() else f"{SHARED_DATA} absent"
-    return f"albert_hf data: tests/fixtures + full data ({where}; required: {REQUIRE_DATA})"
+    return f"albert_hf data roots: {', '.join(data_roots())} (full data: {where}; required: {REQUIRE_DATA})"
 
 
 @pytest.fixture(scope="session")

@@ -328,22 +328,18 @@ def _sentence_id_batches(tokenized: Dataset) -> Iterator[pa.Array | pa.ChunkedAr
         yield batch.column("sentence_ids")
 
 
-def count_single_sentence_documents(tokenized: Dataset, num_proc: int | None = None) -> int:
+def count_single_sentence_documents(tokenized: Dataset) -> int:
     """How many documents have fewer than two sentences (no sentence-order pair can be built from them).
-
-    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
-    """
+    The count reads list offsets only (no workers, no token turned into a Python int)."""
     return sum(
         int(pc.sum(pc.less(pc.list_value_length(column), 2)).as_py() or 0) for column in _sentence_id_batches(tokenized)
     )
 
 
-def count_long_sentences(tokenized: Dataset, max_seq_length: int, num_proc: int | None = None) -> int:
+def count_long_sentences(tokenized: Dataset, max_seq_length: int) -> int:
     """How many sentences alone exceed an instance (max_seq_length - 3 tokens). `truncate_seq_pair` cuts them to
     fit, so the report counts them instead of losing their tokens silently.
-
-    `num_proc` is accepted for symmetry with the other steps; the count reads list offsets only and needs no workers.
-    """
+    The count reads list offsets only (no workers, no token turned into a Python int)."""
     limit = max_seq_length - 3
     return sum(
         int(pc.sum(pc.greater(pc.list_value_length(pc.list_flatten(column)), limit)).as_py() or 0)

@@ -247,7 +247,7 @@ def make_instances(
     num_proc, per_batch = data_args.preprocessing_num_workers, data_args.documents_per_batch
     tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=per_batch)
     if isinstance(tokenized, Dataset):  # never truncate silently: the report counts what was cut
-        long_sentences = count_long_sentences(tokenized, data_args.max_seq_length, num_proc=num_proc)
+        long_sentences = count_long_sentences(tokenized, data_args.max_seq_length)
         if long_sentences:
             logger.warning(
                 "%d sentences are longer than --max_seq_length %d: they are truncated.",
@@ -258,7 +258,7 @@ def make_instances(
             stats.sentences_longer_than_max_seq_length = long_sentences
     skipped = None
     if isinstance(tokenized, Dataset) and data_args.objective == "sop":
-        skipped = count_single_sentence_documents(tokenized, num_proc=num_proc)
+        skipped = count_single_sentence_documents(tokenized)
     instances = create_sentence_order_instances(
         tokenized,
         cls_token_id=tokenizer.cls_token_id,
