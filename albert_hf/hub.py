@@ -34,6 +34,7 @@ from huggingface_hub import CommitInfo, CommitOperationAdd, EvalResult, HfApi, M
 from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
 
 from .configuration import AlbertConfig
+from .data.pretraining import script_language
 from .modeling import ALBERT_AUTO_CLASSES, AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
 from .training.reliability import ReliableTrainerMixin
 
@@ -95,7 +96,8 @@ class CardInfo:
         eval_split: split the reported metrics were measured on.
         task_name: human-readable task name for the results table, e.g. "Paraphrase detection".
         license: SPDX-style Hub license id.
-        language: language codes of the training text.
+        language: language codes of the training text; by default read off the tokenizer's vocabulary when its
+            script names a language (Japanese, Korean, Chinese: `card_language`), else English.
         tags: extra Hub tags.
         description: a paragraph on what this model is; a generic one is written when empty.
     """
@@ -107,7 +109,7 @@ class CardInfo:
     eval_split: str = "validation"
     task_name: str | None = None
     license: str = "apache-2.0"
-    language: list[str] = field(default_factory=lambda: ["en"])
+    language: list[str] | None = None
     tags: list[str] = field(default_factory=list)
     description: str | None = None
 
@@ -223,6 +225,19 @@ def _normalization_rows(tokenizer: PreTrainedTokenizerBase | None) -> list[tuple
     return [("Tokenizer normalization", f"{case}, {accents}")]
 
 
+def card_language(info: CardInfo, tokenizer: PreTrainedTokenizerBase | None) -> list[str]:
+    """The card's language codes: those of `info` when given, else the language the vocabulary's script names (a
+    Japanese vocabulary is mostly kana and kanji), else English, the language of every default corpus here."""
+    if info.language:
+        return list(info.language)
+    if tokenizer is not None:
+        pieces = [piece.replace("\u2581", "") for piece in tokenizer.get_vocab()]
+        language = script_language([piece for piece in pieces if piece])
+        if language is not None:
+            return [language]
+    return ["en"]
+
+
 def render_model_card(
     model: AlbertPreTrainedModel,
     *,
@@ -258,7 +273,7 @@ def render_model_card(
         model_name=model_name,
         base_model=info.base_model,
         datasets=[info.dataset_id] if info.dataset_id else None,
-        language=info.language or None,
+        language=card_language(info, tokenizer),
         library_name="transformers",
         license=info.license,
         pipeline_tag=pipeline_tag,

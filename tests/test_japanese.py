@@ -220,6 +220,54 @@ def test_fill_mask_on_japanese_has_no_stray_piece(japanese_tokenizer, text):
         assert prediction["sequence"].startswith(text[: text.index("[MASK]")])
 
 
+def test_quickstart_on_japanese_gives_a_fill_mask_model_and_a_japanese_card(tmp_path):
+    """The pretrained model itself, as a user gets it: `albert-hf quickstart` on a Japanese corpus (one sentence per
+    line, a blank line between paragraphs, like the novel), then the fill-mask pipeline loaded from the saved folder.
+    Its candidates are real pieces, with no stray "▁" piece before or after [MASK], and its card says ja."""
+    from huggingface_hub import ModelCard
+    from transformers import pipeline
+
+    from albert_hf.tasks.pretraining import quickstart_main
+
+    lines = [*JAPANESE_SAMPLE.read_text(encoding="utf-8").split(), "吾輩は猫である。", "名前はまだ無い。"]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(lines[i : i + 4]) for i in range(0, len(lines), 4)), encoding="utf-8")
+    output = tmp_path / "albert-ja"
+    argv = ["--fast", "--corpus", str(corpus), "--vocab_size", "350", "--output_dir", str(output)]
+    assert quickstart_main(argv) == 0
+
+    card = ModelCard.load(output / "README.md")
+    assert card.data.language == ["ja"]
+    assert "| Tokenizer normalization | lowercased, accents kept |" in card.content
+
+    fill_mask = pipeline("fill-mask", model=str(output), top_k=5)
+    tokenizer = fill_mask.tokenizer
+    text = "吾輩は[MASK]である。"
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
+    mask = tokens.index("[MASK]")
+    assert tokens[mask - 1] != "▁" and tokens[mask + 1] != "▁", tokens
+    not_real = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids("▁")}
+    predictions = fill_mask(text)
+    assert len(predictions) == 5
+    for prediction in predictions:
+        assert prediction["token"] not in not_real and prediction["token_str"].strip(), prediction
+        assert prediction["sequence"] == text.replace("[MASK]", prediction["token_str"]), prediction
+
+
+def test_card_language_is_read_off_the_vocabulary_unless_given(japanese_tokenizer, spiece_model):
+    from albert_hf.hub import CardInfo, card_language
+
+    english = albert_hf.AlbertTokenizer(vocab_file=str(spiece_model))
+    assert card_language(CardInfo(), japanese_tokenizer) == ["ja"]
+    assert card_language(CardInfo(), english) == ["en"]
+    assert card_language(CardInfo(), None) == ["en"]
+    assert card_language(CardInfo(language=["fr"]), english) == ["fr"]
+    assert data_pretraining.script_language(["한국어 문장입니다."]) == "ko"
+    assert data_pretraining.script_language(["我不知道。你呢？"]) == "zh"
+    assert data_pretraining.script_language(["吾輩は猫である。"]) == "ja"
+    assert data_pretraining.script_language(["Plain English."]) is None
+
+
 # ---- model card -------------------------------------------------------------------------------------------------------
 
 

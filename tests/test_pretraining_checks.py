@@ -370,3 +370,62 @@ def test_a_run_that_keeps_diverging_stops(tokenizer, features, tmp_path):
 
     with pytest.raises(TrainingDivergedError, match=r"already been rolled back 2 times .* it keeps diverging"):
         guarded_run(tokenizer, features, tmp_path / "keeps", divergence_max_rollbacks=2, callbacks=[JumpEveryStep()])
+
+
+# A corrupted batch: a model near its initial loss scores garbage about as badly as real text, so a spike of the
+# loss only shows once the model has learned something. Here: 16 real sequences read over and over at a constant
+# rate, until the loss is about a quarter of its initial value, then one batch whose pieces are replaced by random
+# ids (what a shard written with another vocabulary gives).
+CYCLE_STEPS = 200
+CORRUPTED_STEP = 170  # 1-based: the optimizer step that reads the corrupted batch
+CYCLE_ARGS = dict(lr_scheduler_type="constant", learning_rate=3e-3, divergence_window=20)
+
+
+def corrupted(tokenizer, features: list[dict], seed: int = 0) -> list[dict]:
+    """The features with every piece (special tokens kept) replaced by a random id of the vocabulary."""
+    generator = torch.Generator().manual_seed(seed)
+    special = set(tokenizer.all_special_ids)
+    result = []
+    for feature in features:
+        ids = [
+            token if token in special else int(torch.randint(len(special), len(tokenizer), (), generator=generator))
+            for token in feature["input_ids"]
+        ]
+        result.append({**feature, "input_ids": ids})
+    return result
+
+
+def test_corrupted_batch_is_rolled_back(tokenizer, instances, tmp_path):
+    cycle = [instances[i % 16] for i in range(4 * (CYCLE_STEPS + 1))]
+    start = 4 * (CORRUPTED_STEP - 1)
+    disturbed = cycle[:start] + corrupted(tokenizer, cycle[start : start + 4]) + cycle[start:]
+    recorder = StateRecorder(CORRUPTED_STEP - 2)
+    trainer = guarded_run(
+        tokenizer, disturbed, tmp_path / "corrupted", callbacks=[recorder], max_steps=CYCLE_STEPS, **CYCLE_ARGS
+    )
+    guard = trainer.divergence_guard
+    # The corrupted batch's loss is judged before its update: the step before it (whose update that loss judged) and
+    # the corrupted one are undone and their batches skipped.
+    assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in guard.events] == [
+        (CORRUPTED_STEP, CORRUPTED_STEP - 2)
+    ]
+    assert guard.events[0]["divergence_skipped_batches"] == 2
+    assert_states_equal(recorder.after_rollback[0], recorder.at_step)
+    # Nothing of the corrupted batch survives: the run ends exactly as one that never read those two batches ...
+    skipped = guarded_run(
+        tokenizer,
+        without_batches(disturbed, [CORRUPTED_STEP - 1, CORRUPTED_STEP]),
+        tmp_path / "skipped",
+        max_steps=CYCLE_STEPS,
+        **CYCLE_ARGS,
+    )
+    assert skipped.divergence_guard.rollbacks == 0
+    assert trainer.state.global_step == skipped.state.global_step == CYCLE_STEPS
+    assert_states_equal(state_copy(trainer.model, trainer.optimizer), state_copy(skipped.model, skipped.optimizer))
+    # ... and its last losses are within 5% of those of the run that never saw the corrupted batch (one good batch
+    # of 200 fewer).
+    undisturbed = guarded_run(
+        tokenizer, cycle[: 4 * CYCLE_STEPS], tmp_path / "undisturbed", max_steps=CYCLE_STEPS, **CYCLE_ARGS
+    )
+    assert undisturbed.divergence_guard.rollbacks == 0
+    assert final_loss(trainer) == pytest.approx(final_loss(undisturbed), rel=0.05)

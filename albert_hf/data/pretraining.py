@@ -120,6 +120,25 @@ def cjk_character_share(texts: Sequence[str]) -> float:
     return cjk / max(1, sum(len("".join(text.split())) for text in texts))
 
 
+_KANA = re.compile("[\u3040-\u30ff\uff66-\uff9f]")
+_HANGUL = re.compile("[\uac00-\ud7af]")
+
+
+def script_language(texts: Sequence[str]) -> str | None:
+    """The language a corpus' script names: "ja" (kana among the CJK text), "ko" (mostly hangul) or "zh" (ideographs
+    alone) for text that is mostly Chinese, Japanese or Korean (see [`cjk_character_share`]); None otherwise, since a
+    Latin or Cyrillic script does not tell one language from another."""
+    if cjk_character_share(texts) < 0.3:
+        return None
+    kana = sum(len(_KANA.findall(text)) for text in texts)
+    hangul = sum(len(_HANGUL.findall(text)) for text in texts)
+    cjk = sum(len(_CJK_TEXT.findall(text)) for text in texts)
+    if hangul > cjk / 2:
+        return "ko"
+    # Japanese writes its grammatical words in kana: a tenth of the CJK characters at least, in any real text.
+    return "ja" if kana >= cjk / 10 else "zh"
+
+
 def resolve_sentence_splitter(splitter: str | SentenceSplitter | None) -> SentenceSplitter:
     """A splitter from its name: None or "default" is [`split_sentences`]; "package.module:function" imports one.
 

@@ -134,6 +134,13 @@ class PretrainingDataArguments:
     )
     shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Shuffle buffer of the streamed instances."})
     max_eval_instances: int | None = field(default=None, metadata={"help": "Evaluate on at most this many."})
+    language: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Language codes of the training text, for the model card (default: the language the "
+            "vocabulary's script names, e.g. ja for kana and kanji; else en)."
+        },
+    )
     cache_dir: str | None = field(default=None, metadata={"help": "datasets cache folder."})
 
 
@@ -389,9 +396,25 @@ def main(argv: list[str] | None = None) -> int:
         trainer.save_metrics("eval", metrics)
     trainer.save_state()
     if trainer.is_world_process_zero():
+        write_pretraining_card(trainer, tokenizer, data_args.language)
         print(f"Pretraining data: {stats.describe()}")
         print(f"Model and tokenizer saved to {training_args.output_dir}")
     return 0
+
+
+def write_pretraining_card(trainer: AlbertPretrainingTrainer, tokenizer, language: list[str] | None = None) -> None:
+    """README.md beside the saved model: architecture, tokenizer normalization, language (`card_language`: given,
+    else read off the vocabulary) and the training recipe. A user's own corpus has no Hub dataset id for a
+    model-index, so the held-out figures stay in eval_results.json."""
+    from ..hub import CardInfo, write_model_card
+
+    write_model_card(
+        trainer.args.output_dir,
+        trainer.accelerator.unwrap_model(trainer.model),
+        info=CardInfo(language=language),
+        training_args=trainer.args,
+        tokenizer=tokenizer,
+    )
 
 
 def _setup_logging(training_args: PretrainingArguments) -> None:
@@ -481,6 +504,11 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--max_documents", type=int, help="use only this many documents of the corpus")
     parser.add_argument("--model_overrides", help="AlbertConfig fields, as --config_overrides of `pretrain`")
+    parser.add_argument(
+        "--language",
+        nargs="+",
+        help="language codes of the corpus, for the model card (default: read off the vocabulary's script; else en)",
+    )
     parser.add_argument("--held_out_fraction", type=float, default=0.1)
     parser.add_argument("--evaluations", type=int, default=5, help="points on the held-out learning curve")
     parser.add_argument("--seed", type=int, default=42)
@@ -564,6 +592,7 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
     baselines = held_out_baselines(trainer, eval_dataset)
     trainer.save_model()
     trainer.save_state()
+    write_pretraining_card(trainer, tokenizer, args.language)
     return QuickstartResult(
         trainer=trainer,
         metrics=metrics,
