@@ -153,6 +153,56 @@ def test_ngram_lengths_follow_one_over_n(instances_512, tokenizer):
         assert within((lengths == n).mean(), expected, len(lengths)), (n, (lengths == n).mean())
 
 
+def masked_word_runs(covered: np.ndarray, word_segments: np.ndarray) -> list[int]:
+    """Lengths of the maximal runs of consecutive masked words within one segment."""
+    runs, length = [], 0
+    for index, masked in enumerate(covered):
+        if length and (not masked or word_segments[index] != word_segments[index - 1]):
+            runs.append(length)
+            length = 0
+        length += bool(masked)
+    return runs + [length] if length else runs
+
+
+def run_length_shares(runs: list[int]) -> np.ndarray:
+    """Shares of runs of 1, 2, 3 and more than 3 words."""
+    runs = np.minimum(np.array(runs), 4)
+    return np.array([(runs == n).mean() for n in (1, 2, 3, 4)])
+
+
+def test_collated_batches_mask_ngrams_of_one_over_n(instances_512, tokenizer):
+    """The n-gram distribution of what the collator itself masks, read from its batches (not from the sampler fed a
+    constant): the runs of masked words in real DataCollatorForSOP batches match those of the paper's p(n) = 1/n
+    (n <= 3) placed by the same rules on the same sequences. Adjacent spans merge into longer runs and the budget cuts
+    the last span in both, so the two histograms agree only if the collator draws n as the paper does."""
+    features = list(instances_512)
+    rng = np.random.default_rng(0)
+    observed, expected = [], []
+    for seed in range(32):
+        collator = DataCollatorForSOP(tokenizer, seed=seed)
+        for start in range(0, len(features), 64):
+            chunk = features[start : start + 64]
+            batch = collator(chunk)
+            for row, feature in enumerate(chunk):
+                ids = np.array(feature["input_ids"])
+                word_starts, word_lengths, word_segments = collator.words(ids)
+                predicted = (batch["labels"][row, : len(ids)] != -100).numpy()
+                observed += masked_word_runs(predicted[word_starts], word_segments)
+                budget = min(20, round(len(ids) * 0.15))  # max_predictions_per_seq 20, masked_lm_prob 0.15
+                covered = np.zeros(len(word_starts), dtype=bool)
+                for first, n in sample_ngram_spans(word_lengths, word_segments, budget, NGRAM_PROBS, rng):
+                    covered[first : first + n] = True
+                expected += masked_word_runs(covered, word_segments)
+    assert min(len(observed), len(expected)) > 20000
+    observed_shares, expected_shares = run_length_shares(observed), run_length_shares(expected)
+    for n in range(4):  # two samples: 4 standard errors of the difference of two proportions
+        p = (observed_shares[n] + expected_shares[n]) / 2
+        tolerance = 4 * np.sqrt(p * (1 - p) * (1 / len(observed) + 1 / len(expected)))
+        assert abs(observed_shares[n] - expected_shares[n]) <= tolerance, (n + 1, observed_shares, expected_shares)
+    # The signature itself: most runs are single words, and about a fifth are two words.
+    assert observed_shares[0] > 0.45 and observed_shares[1] > 0.2 and observed_shares[2] > 0.1
+
+
 def test_padding_is_dynamic_and_rounds_to_a_multiple(instances, tokenizer):
     features = [instances[i] for i in range(5)]
     longest = max(len(f["input_ids"]) for f in features)

@@ -1,8 +1,8 @@
 """Reliability: exact resume after SIGKILL, atomic checkpoints, the non-finite loss guard, and checkpoint errors.
 
 Faults are injected, not waited for: a callback appended to Trainer's default callbacks SIGKILLs the training
-process at a chosen step, or a patched save method SIGKILLs it in the middle of writing a checkpoint. The step is
-random (printed in every assertion message; set ALBERT_HF_KILL_STEP to replay one). The runs in subprocesses are
+process at a chosen step, or a patched save method SIGKILLs it in the middle of writing a checkpoint. The kill steps
+are parametrised (each one a test id), so a failure replays exactly. The runs in subprocesses are
 marked `slow` / `distributed`: `-m "not slow and not distributed"` leaves the in-process tests (under a minute).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -96,12 +95,6 @@ CHILD_DRIVER = textwrap.dedent(
 )
 
 
-def kill_step(choices: list[int]) -> int:
-    """A random step among `choices` (or $ALBERT_HF_KILL_STEP, to replay a failure)."""
-    forced = os.environ.get("ALBERT_HF_KILL_STEP")
-    return int(forced) if forced else random.SystemRandom().choice(choices)
-
-
 def start_killed_run(module: str, argv: list[str], step: int, in_save: bool = False) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -153,12 +146,13 @@ def optimizer_state_diff(a: Path, b: Path) -> float:
 
 
 def assert_same_run(reference: Path, resumed: Path, final_step: int, context: str) -> None:
-    """Same final weights, optimizer moments (to 1e-6) and learning-rate schedule."""
+    """Bit-identical final weights and optimizer moments (atol 0: same threads, same batches, same masks, same RNG
+    states), and the same learning-rate schedule."""
     weights_diff = max_abs_diff_of_files(reference / "model.safetensors", resumed / "model.safetensors")
-    assert weights_diff <= 1e-6, f"{context}: final weights differ by {weights_diff}"
+    assert weights_diff == 0, f"{context}: final weights differ by {weights_diff}"
     final = f"checkpoint-{final_step}"
     optimizer_diff = optimizer_state_diff(reference / final / "optimizer.pt", resumed / final / "optimizer.pt")
-    assert optimizer_diff <= 1e-6, f"{context}: optimizer state differs by {optimizer_diff}"
+    assert optimizer_diff == 0, f"{context}: optimizer state differs by {optimizer_diff}"
     schedulers = [torch.load(run / final / "scheduler.pt", weights_only=True) for run in (reference, resumed)]
     assert schedulers[0]["_last_lr"] == schedulers[1]["_last_lr"], context
     assert schedulers[0]["last_epoch"] == schedulers[1]["last_epoch"] == final_step, context
@@ -213,11 +207,11 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_d
 
 
 @pytest.mark.slow  # three tiny pretraining runs, one in a subprocess: about 20-40 s
-def test_pretraining_killed_at_a_random_step_resumes_exactly(corpus_file, spiece_model, tmp_path):
+@pytest.mark.parametrize("step", [3, 4, 5])  # after the first checkpoint (step 2), before the end (step 6)
+def test_pretraining_killed_at_a_step_resumes_exactly(corpus_file, spiece_model, tmp_path, step):
     from albert_hf.tasks import pretraining
 
-    step = kill_step(list(range(3, 6)))  # after the first checkpoint (step 2), before the end (step 6)
-    context = f"pretraining killed at the end of step {step} (ALBERT_HF_KILL_STEP={step} replays it)"
+    context = f"pretraining killed at the end of step {step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
     child = start_killed_run(
         "albert_hf.tasks.pretraining",
@@ -270,14 +264,14 @@ def glue_argv(shared_data: Path, spiece_model: Path, output_dir: Path) -> list[s
 
 
 @pytest.mark.slow  # three tiny GLUE runs, one in a subprocess: about 20-30 s
+@pytest.mark.parametrize("step", [4, 6])  # dies writing checkpoint-4 or -6; the one before is complete
 def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpoint(
-    shared_data, spiece_model, tmp_path
+    shared_data, spiece_model, tmp_path, step
 ):
     from albert_hf.tasks import glue
     from albert_hf.tasks.finetuning import FineTuningTrainer
 
-    step = kill_step([4, 6])  # dies writing checkpoint-4 or -6; the one before is complete
-    context = f"GLUE killed while saving checkpoint-{step} (ALBERT_HF_KILL_STEP={step} replays it)"
+    context = f"GLUE killed while saving checkpoint-{step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
     child = start_killed_run(
         "albert_hf.tasks.glue", glue_argv(shared_data, spiece_model, killed_dir), step, in_save=True
