@@ -463,6 +463,7 @@ class AlbertModelCardMixin:
             info=info,
             eval_metrics=latest_eval_metrics(self.state.log_history),
             training_args=self.args,
+            tokenizer=self.processing_class if isinstance(self.processing_class, PreTrainedTokenizerBase) else None,
         )
 
 

@@ -6,7 +6,7 @@ shared layer (shared_layer_grads.py), and the real jobs `albert_hf.tasks.pretrai
 `albert_hf.tasks.glue` run unchanged through run_task.py, each under DDP, ZeRO-2 and ZeRO-3 (persistence threshold 0,
 weights loaded by from_pretrained inside zero.Init, consolidated safetensors saved). Every parity run uses SGD
 without clipping, a constant learning rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over
-the global batch) changes the final weights by about the step itself, far above the 1e-5 tolerance. Each
+the global batch) changes the final weights by about the step itself, far above the 1e-6 tolerance. Each
 multi-process test starts one `torchrun` with two processes (about 30-60 s each, mostly imports; the first DeepSpeed
 start compiles a small C++ op, cached in $TORCH_EXTENSIONS_DIR).
 """
@@ -39,10 +39,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKERS = REPO_ROOT / "tests" / "distributed"
 sys.path.insert(0, str(WORKERS))  # the launched worker scripts double as libraries for the single-process runs
 from run_task import run_job  # noqa: E402
-from trainer_parity import deepspeed_config, run_training  # noqa: E402
+from trainer_parity import LEARNING_RATE, deepspeed_config, run_training  # noqa: E402
 
 CONFIGS = REPO_ROOT / "examples" / "accelerate_configs"
-TOLERANCE = 1e-5
+TOLERANCE = 1e-6
 GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
 
 
@@ -267,6 +267,45 @@ def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_check
         assert max_difference(gradients, reference) < TOLERANCE, engine
         # The shared layer's gradient is the sum over its three applications, not the last one's.
         assert max(gradients[name].abs().max().item() for name in shared) > 1000 * TOLERANCE
+
+
+@pytest.mark.distributed
+def test_fsdp2_training_saves_a_checkpoint_equal_to_one_process(workdir, pretraining_checkpoint, mlm_batches):
+    """FSDP2 beyond one backward: SGD steps on the sharded parameters (wrapped as accelerate's FSDP2 preparation
+    wraps them), then the full state dict gathered and saved. from_pretrained loads that checkpoint whole, and it
+    equals one process trained on the same global batches."""
+    output_dir = workdir / "fsdp2_train"
+    output_dir.mkdir()
+    torchrun(
+        WORKERS / "shared_layer_grads.py",
+        "--checkpoint",
+        str(pretraining_checkpoint),
+        "--batch",
+        str(mlm_batches),
+        "--output_dir",
+        str(output_dir),
+        "--engines",
+        "fsdp2_train",
+        "--global_batch_size",
+        str(GLOBAL_BATCH),
+        "--learning_rate",
+        str(LEARNING_RATE),
+    )
+
+    model = AlbertForPreTraining.from_pretrained(pretraining_checkpoint)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    batches = torch.load(mlm_batches)
+    for step in range(STEPS):
+        batch = {key: value[step * GLOBAL_BATCH : (step + 1) * GLOBAL_BATCH] for key, value in batches.items()}
+        count = (batch["labels"] != -100).sum()
+        model(**batch, num_items_in_batch=count, num_sequences_in_batch=GLOBAL_BATCH).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    reference = model.state_dict()
+    initial = AlbertForPreTraining.from_pretrained(pretraining_checkpoint).state_dict()
+    assert max_difference(reference, initial) > 1000 * TOLERANCE  # the steps moved the weights far more than that
+    assert max_difference(load_saved_weights(AlbertForPreTraining, output_dir / "fsdp2_model"), reference) < TOLERANCE
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -1,13 +1,18 @@
-"""Launched by tests/test_distributed.py: gradients of ALBERT's shared layer under FSDP2 and DeepSpeed ZeRO-3.
+"""Launched by tests/test_distributed.py: gradients of ALBERT's shared layer under FSDP2 and DeepSpeed ZeRO-3, and
+training under FSDP2.
 
     torchrun --standalone --nproc_per_node 2 tests/distributed/shared_layer_grads.py \\
-        --checkpoint <folder> --batch <batch.pt> --output_dir <folder> [--engines fsdp2,zero3]
+        --checkpoint <folder> --batch <batch.pt> --output_dir <folder> [--engines fsdp2,zero3,fsdp2_train]
 
 The checkpoint's one layer group is applied num_hidden_layers times, so its parameters are gathered once per
 application and their gradient is the sum over all applications. Each rank takes its half of the global batch; the
 MLM and SOP losses are normalized by the global counts of masked tokens and sequences and scaled by the world size, as Trainer does, so the
 averaged gradient is that of one process on the whole batch. Rank 0 writes the full gradients to
 `<engine>_grads.pt`; the test compares them with a single-process reference.
+
+`fsdp2_train` takes SGD steps on the sharded model, one per global batch of `--global_batch_size` rows of the
+batch file, then gathers the full state dict and saves it with save_pretrained (rank 0) to `<output_dir>/fsdp2_model`,
+a checkpoint from_pretrained must load whole.
 """
 
 from __future__ import annotations
@@ -52,18 +57,8 @@ def fsdp2_transformer_classes() -> list[str]:
 
 
 def fsdp2_gradients(checkpoint: str, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """fully_shard every module of the configured classes, then the root, as accelerate's FSDP2 preparation does."""
-    from torch.distributed.fsdp import fully_shard
-
-    from albert_hf.modeling import AlbertForPreTraining
-
-    model = AlbertForPreTraining.from_pretrained(checkpoint)
-    wrapped = fsdp2_transformer_classes()
-    for module in reversed(list(model.modules())):
-        if type(module).__name__ in wrapped:
-            fully_shard(module)
-    fully_shard(model)
-    assert all(type(p).__name__ == "DTensor" for p in model.parameters()), "FSDP2 left a parameter unsharded"
+    """One backward on the sharded model; the full gradients."""
+    model = sharded_model(checkpoint)
     scaled_loss(model, batch, dist.get_world_size()).backward()
     return {name: p.grad.full_tensor() for name, p in model.named_parameters()}
 
@@ -101,6 +96,47 @@ def zero3_gradients(checkpoint: str, batch: dict[str, torch.Tensor]) -> dict[str
     return {name: safe_get_full_grad(p).clone() for name, p in engine.module.named_parameters()}
 
 
+def sharded_model(checkpoint: str):
+    """The checkpoint's model under FSDP2, wrapped as accelerate's FSDP2 preparation does."""
+    from torch.distributed.fsdp import fully_shard
+
+    from albert_hf.modeling import AlbertForPreTraining
+
+    model = AlbertForPreTraining.from_pretrained(checkpoint)
+    wrapped = fsdp2_transformer_classes()
+    for module in reversed(list(model.modules())):
+        if type(module).__name__ in wrapped:
+            fully_shard(module)
+    fully_shard(model)
+    assert all(type(p).__name__ == "DTensor" for p in model.parameters()), "FSDP2 left a parameter unsharded"
+    return model
+
+
+def fsdp2_train(
+    checkpoint: str, batches: dict[str, torch.Tensor], global_batch_size: int, learning_rate: float, output_dir: str
+) -> None:
+    """SGD steps under FSDP2 (optimizer on the sharded parameters), then a full, consolidated save."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    model = sharded_model(checkpoint)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    num_rows = batches["input_ids"].shape[0]
+    for start in range(0, num_rows - global_batch_size + 1, global_batch_size):
+        batch = {key: value[start : start + global_batch_size] for key, value in batches.items()}
+        scaled_loss(model, batch, dist.get_world_size()).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    # A collective: every rank takes part; rank 0 gets the full tensors on the CPU.
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    if dist.get_rank() == 0:
+        from albert_hf.modeling import AlbertForPreTraining
+
+        whole = AlbertForPreTraining(model.config)
+        whole.load_state_dict(state)
+        whole.save_pretrained(Path(output_dir, "fsdp2_model"))
+
+
 ENGINES = {"fsdp2": fsdp2_gradients, "zero3": zero3_gradients}
 
 
@@ -110,6 +146,8 @@ def main() -> None:
     parser.add_argument("--batch", required=True)
     parser.add_argument("--output_dir", required=True)
     parser.add_argument("--engines", default="fsdp2,zero3", help="comma-separated, run in this order")
+    parser.add_argument("--global_batch_size", type=int, default=8, help="fsdp2_train: rows per SGD step")
+    parser.add_argument("--learning_rate", type=float, default=0.5, help="fsdp2_train: SGD learning rate")
     cli = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -117,6 +155,10 @@ def main() -> None:
     batch = torch.load(cli.batch)
     # FSDP2 first: once HfDeepSpeedConfig exists, every later from_pretrained would run inside zero.Init.
     for engine in cli.engines.split(","):
+        if engine == "fsdp2_train":
+            fsdp2_train(cli.checkpoint, batch, cli.global_batch_size, cli.learning_rate, cli.output_dir)
+            dist.barrier()
+            continue
         gradients = ENGINES[engine](cli.checkpoint, batch)
         if dist.get_rank() == 0:
             torch.save(gradients, Path(cli.output_dir, f"{engine}_grads.pt"))
