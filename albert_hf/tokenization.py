@@ -74,6 +74,7 @@ import json
 import os
 import re
 import sys
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -444,8 +445,13 @@ class _Backend:
 
     transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
     holds the added tokens, truncation, padding and post-processor used by both paths. `normalizer` is the full one,
-    the Python step included. Not safe to share between Python threads that encode at the same time (the exact path
-    swaps `rust.normalizer` for the duration of a call; transformers also resets padding and truncation per call).
+    the Python step included.
+
+    Encoding is serialised by a lock, so one tokenizer can be shared by threads (datasets' streaming reads several
+    files from a thread pool and tokenizes in each): the exact path swaps `rust.normalizer` and `rust.pre_tokenizer`
+    for the duration of a call, which without the lock would both give other threads the wrong pipeline and deadlock
+    (a thread setting the normalizer holds the GIL and waits for the Rust tokenizer, which another thread's encode
+    holds while its Python normalizer step waits for the GIL). Rust still encodes each batch on all cores.
     """
 
     def __init__(self, rust: Tokenizer, marks: _OriginalPieceMarks):
@@ -470,6 +476,7 @@ class _Backend:
         own(self, "_exact_pre_tokenizer", pre_tokenizers.Sequence(exact_pre_tokenizer))
         own(self, "_ascii_screen", self._build_ascii_screen())
         own(self, "_joins_screen_cache", (None, None))
+        own(self, "_lock", threading.RLock())
 
     # -- which texts need the Python step ----------------------------------------------------------------------------
 
@@ -541,12 +548,16 @@ class _Backend:
 
     def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True):
         needed = self.needs_python_step(sequence if pair is None else (sequence, pair))
-        with self._python_step() if needed else contextlib.nullcontext():
+        with self._lock, self._python_step() if needed else contextlib.nullcontext():
             return self.rust.encode(
                 sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
             )
 
     def encode_batch(self, inputs, is_pretokenized: bool = False, add_special_tokens: bool = True):
+        with self._lock:
+            return self._encode_batch(inputs, is_pretokenized, add_special_tokens)
+
+    def _encode_batch(self, inputs, is_pretokenized: bool, add_special_tokens: bool):
         options = dict(is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
         joins = self._joins_screen()
         needed = [self.needs_python_step(item, joins) for item in inputs]

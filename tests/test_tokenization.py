@@ -384,6 +384,43 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         assert screened.word_ids(index) == everywhere.word_ids(index)
 
 
+THREADS_SCRIPT = """
+import sys, threading
+from albert_hf.tokenization import AlbertTokenizer
+texts = %r
+tokenizer = AlbertTokenizer(vocab_file=sys.argv[1])
+batches = [texts[i:] + texts[:i] for i in range(len(texts))] * 20
+expected = [tokenizer(batch)["input_ids"] for batch in batches]
+results = {}
+def encode(first):
+    for index in range(first, len(batches), 4):
+        results[index] = tokenizer(batches[index])["input_ids"]
+threads = [threading.Thread(target=encode, args=(first,)) for first in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+assert [results[index] for index in range(len(batches))] == expected, "threads got other ids"
+print("threads ok")
+"""
+
+
+def test_threads_sharing_one_tokenizer_get_the_sequential_ids(spiece_model):
+    """datasets' streaming tokenizes several files from a thread pool with one tokenizer. The exact path swaps the
+    Rust pipeline's normalizer during a call: unguarded, threads encoding at once deadlocked with the GIL held (a
+    streamed pretraining run over several files hung forever). Each thread must get what a sequential call gives, and
+    finish; in a subprocess, because such a deadlock stops every thread of the process, a test's timeout included."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", THREADS_SCRIPT % (MIXED_TEXTS,), str(spiece_model)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("threads encoding with one tokenizer deadlocked (no answer in 120 s)")
+    assert result.returncode == 0 and "threads ok" in result.stdout, result.stderr[-3000:]
+
+
 def test_decode_gives_the_normalized_text(tokenizer):
     text = '  Crème  brûlée costs 1,500 euros, "ok". '
     ids = tokenizer(text)["input_ids"]

@@ -1,0 +1,136 @@
+"""Exact resume of streamed pretraining (`albert-hf pretrain --streaming`) after SIGKILL.
+
+A stream has no length: Trainer counts `max_steps` updates per pass and resumes by skipping batches, which only lands
+in the right place if the pass and the position within it are read back correctly (`ReliableTrainerMixin`). The
+stream here is short (three files of two small documents each, about 20 instances of 64 tokens), so the 6 steps of 2
+micro-batches of 4 read it about two and a half times: a resume lands in the first, second or third pass, in a file
+after the first. The killed and resumed run must equal the uninterrupted one bit for bit (weights, LAMB moments,
+schedule) and log the same losses after the resume: same documents in the same order (none read twice, none skipped),
+same masks. Kill steps are parametrised, so a failure replays exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_reliability import (
+    COMMON_ARGS,
+    TINY_MODEL,
+    assert_same_run,
+    logged_losses,
+    start_killed_run,
+    wait_killed,
+)
+
+from albert_hf.training.reliability import latest_checkpoint
+
+STEPS, ACCUMULATION, BATCH = 6, 2, 4
+
+
+@pytest.fixture(scope="module")
+def stream_files(shared_data, tmp_path_factory) -> tuple[list[Path], Path]:
+    """Three training files of two documents each (the first paragraphs of WikiText-2 articles, cut to six
+    sentences), and a validation file."""
+    text = (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
+    # Each article: its title, then one paragraph per line; the first paragraph is the lead.
+    articles = [article.splitlines()[1] for article in text.split("\n\n") if len(article.splitlines()) > 1]
+    documents = []
+    for paragraph in articles:
+        sentences = [s.strip() + "." for s in paragraph.split(" . ") if len(s.split()) > 3]
+        if len(sentences) >= 4:
+            documents.append("\n".join(sentences[:6]))
+    assert len(documents) >= 7, "the WikiText excerpt has too few paragraphs of four sentences"
+    folder = tmp_path_factory.mktemp("stream")
+    files = []
+    for index in range(3):
+        path = folder / f"part-{index}.txt"
+        path.write_text("\n\n".join(documents[2 * index : 2 * index + 2]) + "\n", encoding="utf-8")
+        files.append(path)
+    validation = folder / "validation.txt"
+    validation.write_text(documents[6] + "\n", encoding="utf-8")
+    return files, validation
+
+
+def streaming_argv(files: list[Path], validation: Path, spiece_model: Path, output_dir: Path) -> list[str]:
+    return [
+        "--train_files",
+        *map(str, files),
+        "--validation_files",
+        str(validation),
+        "--streaming",
+        "--shuffle_buffer_size",
+        "8",
+        "--tokenizer_name_or_path",
+        str(spiece_model),
+        "--config_overrides",
+        TINY_MODEL,
+        "--max_seq_length",
+        "64",
+        "--per_device_train_batch_size",
+        str(BATCH),
+        "--gradient_accumulation_steps",
+        str(ACCUMULATION),
+        "--max_steps",
+        str(STEPS),
+        "--learning_rate",
+        "5e-3",
+        "--warmup_steps",
+        "2",
+        "--optimizer",
+        "lamb",
+        "--seed",
+        "7",
+        "--output_dir",
+        str(output_dir),
+        *COMMON_ARGS,
+    ]
+
+
+@pytest.fixture(scope="module")
+def reference_run(stream_files, spiece_model, tmp_path_factory) -> Path:
+    """The uninterrupted streamed run, and the proof that it read its stream more than once."""
+    from albert_hf.tasks import pretraining
+
+    files, validation = stream_files
+    output_dir = tmp_path_factory.mktemp("reference")
+    assert pretraining.main(streaming_argv(files, validation, spiece_model, output_dir)) == 0
+    return output_dir
+
+
+def test_the_stream_is_read_more_than_once(reference_run):
+    """Trainer's epoch counts passes over the stream: past 1 at the end, so a resume can land in a later pass."""
+    import json
+
+    state = json.loads((reference_run / "trainer_state.json").read_text())
+    assert state["global_step"] == STEPS
+    assert state["epoch"] > 2.0, state["epoch"]
+
+
+@pytest.mark.slow  # two tiny streamed pretraining runs (one killed in a subprocess): about 20-40 s
+@pytest.mark.parametrize(("step", "in_save"), [(3, False), (5, False), (4, True)])
+def test_streamed_pretraining_killed_resumes_exactly(
+    stream_files, spiece_model, reference_run, tmp_path, step, in_save
+):
+    from albert_hf.tasks import pretraining
+
+    files, validation = stream_files
+    context = f"streamed pretraining killed {'while saving checkpoint' if in_save else 'at the end of step'} {step}"
+    killed_dir = tmp_path / "killed"
+    child = start_killed_run(
+        "albert_hf.tasks.pretraining",
+        streaming_argv(files, validation, spiece_model, killed_dir),
+        step,
+        in_save=in_save,
+    )
+    wait_killed(child, context)
+
+    # Checkpoints every 2 steps: the last complete one is the even step before the kill (before the save being
+    # written, when killed inside it).
+    resumed_at = step - 2 if in_save or step % 2 == 0 else step - 1
+    assert latest_checkpoint(killed_dir) == str(killed_dir / f"checkpoint-{resumed_at}"), context
+    argv = streaming_argv(files, validation, spiece_model, killed_dir)
+    assert pretraining.main([*argv, "--resume_from_checkpoint", "latest"]) == 0
+    assert_same_run(reference_run, killed_dir, final_step=STEPS, context=context)
+    reference_losses = logged_losses(reference_run, resumed_at)
+    assert logged_losses(killed_dir, resumed_at) == reference_losses and reference_losses, context
