@@ -59,9 +59,10 @@ COMMON_ARGS = [
 ]
 
 # Run in the child: append a callback to Trainer's defaults (so the task script needs no change), then run the
-# task's `main`. The callback SIGKILLs the process at the end of step KILL_STEP (before that step's save), or,
-# with KILL_IN_SAVE, Trainer's RNG save is patched to SIGKILL it in the middle of writing checkpoint-KILL_STEP
-# (model and optimizer written, RNG states and trainer_state.json not).
+# task's `main`. The callback SIGKILLs the process at the end of step KILL_STEP (before that step's save); with
+# KILL_MID_STEP, in the middle of step KILL_STEP (after its first gradient-accumulation micro-batch, before the
+# optimizer step); with KILL_IN_SAVE, Trainer's RNG save is patched to SIGKILL it in the middle of writing
+# checkpoint-KILL_STEP (model and optimizer written, RNG states and trainer_state.json not).
 CHILD_DRIVER = textwrap.dedent(
     """
     import importlib, os, signal, sys
@@ -76,8 +77,12 @@ CHILD_DRIVER = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
     class KillAtStep(TrainerCallback):
+        def on_substep_end(self, args, state, control, **kwargs):
+            if state.global_step == kill_step - 1 and os.environ.get("KILL_MID_STEP"):
+                die()
+
         def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == kill_step and not os.environ.get("KILL_IN_SAVE"):
+            if state.global_step == kill_step and not (os.environ.get("KILL_IN_SAVE") or os.environ.get("KILL_MID_STEP")):
                 die()
 
     if os.environ.get("KILL_IN_SAVE"):
@@ -95,7 +100,9 @@ CHILD_DRIVER = textwrap.dedent(
 )
 
 
-def start_killed_run(module: str, argv: list[str], step: int, in_save: bool = False) -> subprocess.Popen:
+def start_killed_run(
+    module: str, argv: list[str], step: int, in_save: bool = False, mid_step: bool = False
+) -> subprocess.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
@@ -105,8 +112,11 @@ def start_killed_run(module: str, argv: list[str], step: int, in_save: bool = Fa
         "TOKENIZERS_PARALLELISM": "false",
     }
     env.pop("KILL_IN_SAVE", None)
+    env.pop("KILL_MID_STEP", None)
     if in_save:
         env["KILL_IN_SAVE"] = "1"
+    if mid_step:
+        env["KILL_MID_STEP"] = "1"
     return subprocess.Popen(
         [sys.executable, "-c", CHILD_DRIVER, module, *argv],
         env=env,

@@ -4,9 +4,10 @@ A stream has no length: Trainer counts `max_steps` updates per pass and resumes 
 in the right place if the pass and the position within it are read back correctly (`ReliableTrainerMixin`). The
 stream here is short (three files of two small documents each, about 20 instances of 64 tokens), so the 6 steps of 2
 micro-batches of 4 read it about two and a half times: a resume lands in the first, second or third pass, in a file
-after the first. The killed and resumed run must equal the uninterrupted one bit for bit (weights, LAMB moments,
-schedule) and log the same losses after the resume: same documents in the same order (none read twice, none skipped),
-same masks. Kill steps are parametrised, so a failure replays exactly.
+after the first. Kills land at the end of a step, in the middle of one (between its gradient-accumulation
+micro-batches) and inside a save. The killed and resumed run must equal the uninterrupted one bit for bit (weights,
+LAMB moments, schedule) and log the same losses after the resume: same documents in the same order (none read twice,
+none skipped), same masks. Kill steps are parametrised, so a failure replays exactly.
 """
 
 from __future__ import annotations
@@ -108,26 +109,31 @@ def test_the_stream_is_read_more_than_once(reference_run):
 
 
 @pytest.mark.slow  # two tiny streamed pretraining runs (one killed in a subprocess): about 20-40 s
-@pytest.mark.parametrize(("step", "in_save"), [(3, False), (5, False), (4, True)])
-def test_streamed_pretraining_killed_resumes_exactly(
-    stream_files, spiece_model, reference_run, tmp_path, step, in_save
-):
+@pytest.mark.parametrize(
+    ("step", "when"),
+    [(3, "end of step"), (5, "end of step"), (5, "middle of step"), (4, "save")],
+)
+def test_streamed_pretraining_killed_resumes_exactly(stream_files, spiece_model, reference_run, tmp_path, step, when):
+    """Killed at the end of a step (after its update, before any save), in the middle of one (after its first
+    micro-batch, before the update), or while writing a checkpoint."""
     from albert_hf.tasks import pretraining
 
     files, validation = stream_files
-    context = f"streamed pretraining killed {'while saving checkpoint' if in_save else 'at the end of step'} {step}"
+    context = f"streamed pretraining killed at the {when} {step}"
     killed_dir = tmp_path / "killed"
     child = start_killed_run(
         "albert_hf.tasks.pretraining",
         streaming_argv(files, validation, spiece_model, killed_dir),
         step,
-        in_save=in_save,
+        in_save=when == "save",
+        mid_step=when == "middle of step",
     )
     wait_killed(child, context)
 
-    # Checkpoints every 2 steps: the last complete one is the even step before the kill (before the save being
-    # written, when killed inside it).
-    resumed_at = step - 2 if in_save or step % 2 == 0 else step - 1
+    # Checkpoints every 2 steps: the last complete one is the last even step finished before the kill (before the
+    # one being written, when killed inside a save).
+    finished = step - 1 if when == "middle of step" else step
+    resumed_at = step - 2 if when == "save" else finished - finished % 2
     assert latest_checkpoint(killed_dir) == str(killed_dir / f"checkpoint-{resumed_at}"), context
     argv = streaming_argv(files, validation, spiece_model, killed_dir)
     assert pretraining.main([*argv, "--resume_from_checkpoint", "latest"]) == 0
