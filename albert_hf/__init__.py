@@ -68,6 +68,27 @@ def _register_auto_classes() -> None:
 
 _register_auto_classes()
 
+# The Trainers (albert_hf/training/trainer.py) import transformers' Trainer and accelerate, which loading a model or a
+# tokenizer does not need: they are imported on first access, so `import albert_hf` stays as light as before.
+_TRAINER_NAMES = (
+    "AlbertModelCardMixin",
+    "AlbertPretrainingTrainer",
+    "AlbertTrainer",
+    "FineTuningTrainer",
+    "PretrainingArguments",
+    "ReliableTrainer",
+    "SquadTrainer",
+)
+
+
+def __getattr__(name: str):
+    if name in _TRAINER_NAMES:
+        from .training import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AlbertConfig",
     "PRESETS",
@@ -88,4 +109,5 @@ __all__ = [
     "Lamb",
     "lamb_parameter_groups",
     "get_albert_polynomial_decay_schedule",
+    *_TRAINER_NAMES,
 ]

@@ -11,9 +11,9 @@ What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hu
     tokenization.py         the tokenizer code, loaded by `trust_remote_code=True` too
     README.md               the model card rendered from `albert_hf/model_cards/template.md`
 
-Besides pushing, this module renders model cards (also for runs pushed by Trainer: `AlbertTrainer`), exports a
-checkpoint to stock transformers ALBERT (model_type "albert", no custom code) where the sharing strategy allows it,
-and imports official ALBERT checkpoints.
+Besides pushing, this module renders model cards (also for runs that Trainer pushes: `AlbertModelCardMixin` in
+albert_hf/training/trainer.py calls `write_model_card`), exports a checkpoint to stock transformers ALBERT (model_type
+"albert", no custom code) where the sharing strategy allows it, and imports official ALBERT checkpoints.
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ from typing import Any
 import torch
 import transformers
 from huggingface_hub import CommitInfo, CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData
-from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
+from transformers import PreTrainedTokenizerBase, TrainingArguments
 
 from .configuration import AlbertConfig
 from .data.pretraining import script_language
 from .modeling import ALBERT_AUTO_CLASSES, AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
-from .training.reliability import ReliableTrainerMixin
 
 logger = logging.getLogger(__name__)
 
@@ -373,7 +372,7 @@ def save_for_hub(
 def register_tokenizer_for_remote_code() -> None:
     """Make albert_hf's `AlbertTokenizer` travel as remote code, like the model: `save_pretrained` then writes
     tokenization.py and an `auto_map` in tokenizer_config.json, so `AutoTokenizer.from_pretrained(repo,
-    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and `AlbertTrainer` call it."""
+    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and albert_hf's Trainers call it."""
     from .tokenization import AlbertTokenizer
 
     if AlbertTokenizer._auto_class is None:
@@ -416,92 +415,6 @@ def push_to_hub(
             revision=revision,
             create_pr=create_pr,
         )
-
-
-class AlbertModelCardMixin:
-    """Mix into a `Trainer` so that the README.md it writes (`create_model_card`, and so `push_to_hub` and
-    `--push_to_hub`) is albert_hf's card: architecture, recipe from `self.args`, results from the eval logs.
-
-    Trainer's own keyword arguments keep their meaning: `dataset_tags` -> dataset id, `dataset_args` -> dataset
-    config, `dataset` -> display name, `finetuned_from` -> base model, `license`, `language`, `tags`. Defaults for all
-    of them come from `card_info` (e.g. set once by a task script).
-    """
-
-    card_info: CardInfo | None = None
-
-    def create_model_card(
-        self,
-        language: str | None = None,
-        license: str | None = None,
-        tags: str | list[str] | None = None,
-        model_name: str | None = None,
-        finetuned_from: str | None = None,
-        tasks: str | list[str] | None = None,
-        dataset_tags: str | list[str] | None = None,
-        dataset: str | list[str] | None = None,
-        dataset_args: str | list[str] | None = None,
-    ) -> None:
-        if not self.is_world_process_zero():
-            return
-        # `tasks` is not needed: the pipeline tag follows from the model's head.
-        info = _merge_card_info(
-            self.card_info or CardInfo(),
-            language=language,
-            license=license,
-            tags=tags,
-            finetuned_from=finetuned_from,
-            dataset_tags=dataset_tags,
-            dataset=dataset,
-            dataset_args=dataset_args,
-        )
-        model = self.accelerator.unwrap_model(self.model)
-        write_model_card(
-            self.args.output_dir,
-            model,
-            # The full repository id, when pushing, so the card's loading snippet works as written.
-            model_name=self.hub_model_id or model_name or Path(self.args.output_dir).resolve().name,
-            info=info,
-            eval_metrics=latest_eval_metrics(self.state.log_history),
-            training_args=self.args,
-            tokenizer=self.processing_class if isinstance(self.processing_class, PreTrainedTokenizerBase) else None,
-        )
-
-
-class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # atomic checkpoints, NaN guard
-    """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
-
-    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.card_info = card_info
-        # Checkpoints and pushes then carry tokenization.py, like modeling.py.
-        register_tokenizer_for_remote_code()
-
-
-def _first(value: str | list[str] | None) -> str | None:
-    return value[0] if isinstance(value, list) else value
-
-
-def _merge_card_info(info: CardInfo, **trainer_kwargs: Any) -> CardInfo:
-    """Trainer's `create_model_card` arguments layered over `info` (given arguments win)."""
-    updates: dict[str, Any] = {}
-    mapping = {
-        "finetuned_from": "base_model",
-        "dataset_tags": "dataset_id",
-        "dataset_args": "dataset_config",
-        "dataset": "dataset_name",
-        "license": "license",
-    }
-    for trainer_name, field_name in mapping.items():
-        value = _first(trainer_kwargs.get(trainer_name))
-        if value is not None:
-            updates[field_name] = value
-    if trainer_kwargs.get("language") is not None:
-        language = trainer_kwargs["language"]
-        updates["language"] = [language] if isinstance(language, str) else list(language)
-    if trainer_kwargs.get("tags") is not None:
-        tags = trainer_kwargs["tags"]
-        updates["tags"] = [*info.tags, *([tags] if isinstance(tags, str) else tags)]
-    return CardInfo(**{**info.__dict__, **updates})
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -621,8 +534,6 @@ def _official_tokenizer(source: str | os.PathLike) -> PreTrainedTokenizerBase | 
 
 
 __all__ = [
-    "AlbertModelCardMixin",
-    "AlbertTrainer",
     "CardInfo",
     "check_exportable",
     "export_to_transformers",

@@ -559,7 +559,7 @@ def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
     """transformers also length-groups (and shuffles) evaluation with group_by_length; prediction files need order."""
     from albert_hf.configuration import AlbertConfig
     from albert_hf.modeling import AlbertForSequenceClassification
-    from albert_hf.tasks.finetuning import FineTuningTrainer
+    from albert_hf.training.trainer import FineTuningTrainer
 
     lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 3
     dataset = Dataset.from_list([{"input_ids": [i] * n, "label": 0} for i, n in enumerate(lengths)])

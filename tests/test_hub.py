@@ -28,7 +28,6 @@ from transformers import TrainingArguments
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.hub import (
-    AlbertTrainer,
     CardInfo,
     check_exportable,
     export_to_transformers,
@@ -41,6 +40,7 @@ from albert_hf.hub import (
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
 from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.training.trainer import AlbertTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(

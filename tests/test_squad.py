@@ -29,9 +29,9 @@ from albert_hf.data.squad import (
     window_offsets,
     write_prediction_files,
 )
-from albert_hf.metrics.squad import normalize_answer, squad_v1_scores, squad_v2_scores
+from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
 from albert_hf.tasks.common import ModelArguments, parse_config_overrides
-from albert_hf.tasks.squad import SQUAD_HYPERPARAMETERS, SquadArguments, apply_squad_preset, squad_metrics
+from albert_hf.tasks.squad import SQUAD_HYPERPARAMETERS, SquadArguments, apply_squad_preset
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
