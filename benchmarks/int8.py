@@ -30,8 +30,8 @@ import torch
 
 import albert_hf
 from albert_hf import AlbertConfig
-from albert_hf.export import export, load_pytorch_int8
-from albert_hf.hub import export_to_transformers
+from albert_hf.convert import export_to_transformers
+from albert_hf.onnx_export import export, load_pytorch_int8
 from albert_hf.tokenization import AlbertTokenizer
 
 HERE = Path(__file__).resolve().parent
