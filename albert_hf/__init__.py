@@ -30,10 +30,11 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
-from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
+from .tokenization import AlbertHFTokenizer, AlbertTokenizer
 from .training.checkpoints import check_pretrained_source
 from .training.lamb import Lamb, lamb_parameter_groups
 from .training.schedules import get_albert_polynomial_decay_schedule
+from .vocabulary import train_tokenizer
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "quickstart": ("albert_hf.tasks.pretraining", "quickstart_main", "train a tokenizer and pretrain a small ALBERT"),
     "pretrain": ("albert_hf.tasks.pretraining", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
-    "train-tokenizer": ("albert_hf.tokenization", "train_tokenizer_main", "train a SentencePiece vocabulary"),
+    "train-tokenizer": ("albert_hf.vocabulary", "train_tokenizer_main", "train a SentencePiece vocabulary"),
     "glue": ("albert_hf.tasks.glue", "main", "fine-tune on a GLUE task"),
     "squad": ("albert_hf.tasks.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
     "ner": ("albert_hf.tasks.ner", "main", "fine-tune on CoNLL-2003 NER"),

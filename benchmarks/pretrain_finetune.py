@@ -47,9 +47,10 @@ from albert_hf.tasks.pretraining import (
     frequency_baselines,
     make_instances,
 )
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
 from albert_hf.training.trainer import PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = os.environ.get("ALBERT_HF_SHARED_DATA", str(REPOSITORY.parent / "shared" / "data"))

@@ -32,8 +32,9 @@ from albert_hf.tasks.pretraining import (
     frequency_baselines,
     make_instances,
 )
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertTokenizer
 from albert_hf.training.trainer import PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 
 def parse_arguments() -> argparse.Namespace:

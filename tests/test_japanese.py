@@ -22,7 +22,7 @@ from albert_hf.data.pretraining import (
     split_sentences,
 )
 from albert_hf.tasks.pretraining import parse_pretraining_args, quickstart_tokenizer_options
-from albert_hf.tokenization import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
+from albert_hf.vocabulary import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"

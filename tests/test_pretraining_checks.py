@@ -15,7 +15,7 @@ from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.tasks.pretraining import main
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertTokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
     PretrainingSetupError,
@@ -25,6 +25,7 @@ from albert_hf.training.sanity import (
     check_tokenizer_matches_config,
 )
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 
 @pytest.fixture(autouse=True)

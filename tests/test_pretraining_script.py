@@ -16,9 +16,10 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.tasks.pretraining import RECIPES, accumulation_steps, main, parse_pretraining_args, quickstart_main
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertTokenizer
 from albert_hf.training.lamb import Lamb
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 TINY_MODEL = (
     "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"

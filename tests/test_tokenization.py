@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tokenization_reference import TEXT_SOURCES, google, preprocess_text, reference_ids, reference_pieces
 
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.vocabulary import train_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tokenizer"

@@ -8,7 +8,8 @@ import pytest
 import sentencepiece as spm
 from tokenization_reference import preprocess_text, reference_ids
 
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer, train_tokenizer_main
+from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.vocabulary import train_tokenizer, train_tokenizer_main
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
 SPECIAL_IDS = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
