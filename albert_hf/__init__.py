@@ -30,7 +30,7 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
-from .tokenization import AlbertHFTokenizer, AlbertTokenizer
+from .tokenization import AlbertHFTokenizer
 from .training.checkpoints import check_pretrained_source
 from .training.lamb import Lamb, lamb_parameter_groups
 from .training.schedules import get_albert_polynomial_decay_schedule
@@ -62,9 +62,9 @@ def _register_auto_classes() -> None:
     AlbertPreTrainedModel.check_pretrained_source = check_pretrained_source
     # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
     # "AlbertTokenizer" untouched for official checkpoints.
-    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)
+    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertHFTokenizer, exist_ok=True)
     # save_pretrained copies tokenization.py and writes `auto_map`, so the tokenizer also loads without albert_hf.
-    AlbertTokenizer.register_for_auto_class("AutoTokenizer")
+    AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 _register_auto_classes()
@@ -103,7 +103,6 @@ __all__ = [
     "AlbertForTokenClassification",
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",
-    "AlbertTokenizer",
     "AlbertHFTokenizer",
     "train_tokenizer",
     "DataCollatorForSOP",

@@ -129,12 +129,12 @@ def import_official_checkpoint(
 
 def _official_tokenizer(source: str | os.PathLike) -> PreTrainedTokenizerBase | None:
     """albert_hf's tokenizer on the checkpoint's spiece.model, or None when the folder has none."""
-    from .tokenization import AlbertTokenizer
+    from .tokenization import AlbertHFTokenizer
 
     if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "spiece.model")):
         logger.warning("%s has no spiece.model: the imported checkpoint has no tokenizer.", source)
         return None
-    return AlbertTokenizer.from_pretrained(source)
+    return AlbertHFTokenizer.from_pretrained(source)
 
 
 __all__ = [

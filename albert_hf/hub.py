@@ -120,8 +120,9 @@ class CardInfo:
         return None
 
 
-def count_parameters(model: torch.nn.Module) -> int:
-    """Distinct parameters (tied weights counted once, as `model.parameters()` yields them)."""
+def module_parameter_count(model: torch.nn.Module) -> int:
+    """Distinct parameters of a built module (tied weights counted once, as `model.parameters()` yields them); for
+    the count of a config without building the model, see `albert_hf.distributed.pretraining_parameter_count`."""
     return sum(parameter.numel() for parameter in model.parameters())
 
 
@@ -202,8 +203,8 @@ def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
     backbone = getattr(model, model.base_model_prefix, model)
     return [
         ("Head", f"`{type(model).__name__}`"),
-        ("Parameters (whole model)", f"{count_parameters(model):,}"),
-        ("Parameters (AlbertModel backbone)", f"{count_parameters(backbone):,}"),
+        ("Parameters (whole model)", f"{module_parameter_count(model):,}"),
+        ("Parameters (AlbertModel backbone)", f"{module_parameter_count(backbone):,}"),
         ("Layers x inner layers", f"{config.num_hidden_layers} x {config.inner_group_num}"),
         ("Hidden size / embedding size", f"{config.hidden_size} / {config.embedding_size}"),
         ("Attention heads", str(config.num_attention_heads)),
@@ -369,13 +370,13 @@ def save_for_hub(
 
 
 def register_tokenizer_for_remote_code() -> None:
-    """Make albert_hf's `AlbertTokenizer` travel as remote code, like the model: `save_pretrained` then writes
+    """Make albert_hf's `AlbertHFTokenizer` travel as remote code, like the model: `save_pretrained` then writes
     tokenization.py and an `auto_map` in tokenizer_config.json, so `AutoTokenizer.from_pretrained(repo,
     trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and albert_hf's Trainers call it."""
-    from .tokenization import AlbertTokenizer
+    from .tokenization import AlbertHFTokenizer
 
-    if AlbertTokenizer._auto_class is None:
-        AlbertTokenizer.register_for_auto_class("AutoTokenizer")
+    if AlbertHFTokenizer._auto_class is None:
+        AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 def push_to_hub(

@@ -11,7 +11,7 @@ ALBERT checkpoints only work with the tokenization they were pretrained with. Th
 3. re-split every piece that ends in a digit followed by a comma ("▁1990," -> "▁1990" ","), so that numbers are
    tokenized the same whether or not a comma follows.
 
-Backend choice. `AlbertTokenizer` is a `TokenizersBackend` (Rust `tokenizers`) whose pipeline reproduces those steps,
+Backend choice. `AlbertHFTokenizer` is a `TokenizersBackend` (Rust `tokenizers`) whose pipeline reproduces those steps,
 rather than a class that calls the `sentencepiece` package per text, because the Rust backend gives everything
 transformers users rely on for free and correctly: batching, padding, truncation strategies, overflowing windows with
 stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
@@ -579,7 +579,7 @@ class _Backend:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("normalizer", "pre_tokenizer"):
-            raise AttributeError(f"AlbertTokenizer's {name} reproduces the original tokenization; it cannot be set")
+            raise AttributeError(f"AlbertHFTokenizer's {name} reproduces the original tokenization; it cannot be set")
         setattr(self.rust, name, value)
 
     def __repr__(self) -> str:
@@ -607,6 +607,10 @@ def _pad_to_longest(encodings: list, padding: dict) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+# Not named "AlbertTokenizer": transformers resolves `tokenizer_class` in tokenizer_config.json by class name, globally,
+# so registering a class of that name with AutoTokenizer would silently replace transformers' own tokenizer for every
+# official ALBERT checkpoint (and other models that use it) in the process. Folders we save say "AlbertHFTokenizer"
+# (and their `auto_map` names tokenization.AlbertHFTokenizer), which loads this class and only it.
 class AlbertHFTokenizer(TokenizersBackend):
     """
     ALBERT's tokenizer, built on a SentencePiece model file (`spiece.model`), with exactly the original tokenization.
@@ -662,7 +666,7 @@ class AlbertHFTokenizer(TokenizersBackend):
             proto = sentencepiece_model_from_tokenizer_json(tokenizer_file, map(str, special_tokens))
         else:
             raise ValueError(
-                "AlbertTokenizer needs a SentencePiece model: pass vocab_file='.../spiece.model', or load a folder "
+                "AlbertHFTokenizer needs a SentencePiece model: pass vocab_file='.../spiece.model', or load a folder "
                 "holding spiece.model (or the tokenizer.json of transformers' AlbertTokenizer) with from_pretrained."
             )
         self.sp_model_proto = proto.SerializeToString()
@@ -767,14 +771,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         return file_names + self.save_vocabulary(str(save_directory), filename_prefix)
 
 
-# The public name is `AlbertTokenizer`; the class itself is named differently because transformers resolves
-# `tokenizer_class` in tokenizer_config.json by class name, globally: registering a class called "AlbertTokenizer"
-# with AutoTokenizer would silently replace transformers' own tokenizer for every official ALBERT checkpoint (and
-# other models that use it) in the process. Folders we save say "AlbertHFTokenizer" and load ours.
-AlbertTokenizer = AlbertHFTokenizer
-
 __all__ = [
-    "AlbertTokenizer",
     "AlbertHFTokenizer",
     "read_sentencepiece_model",
 ]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from tokenizers import normalizers
 from transformers.utils import logging
 
-from .tokenization import AlbertTokenizer, build_normalizer, read_sentencepiece_model
+from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 if TYPE_CHECKING:
     import datasets
@@ -152,7 +152,7 @@ def train_tokenizer(
     input_sentence_size: int = 10_000_000,
     show_progress: bool = True,
     num_threads: int | None = None,
-) -> AlbertTokenizer:
+) -> AlbertHFTokenizer:
     """Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder.
 
     The recipe of google-research/albert: Unigram, `vocab_size` pieces, `<pad>`=0 `<unk>`=1 `[CLS]`=2 `[SEP]`=3
@@ -224,7 +224,7 @@ def train_tokenizer(
     (output_dir / "spiece.vocab").write_text(
         "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
     )
-    tokenizer = AlbertTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
+    tokenizer = AlbertHFTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
     tokenizer.save_pretrained(output_dir)
     return tokenizer
 

@@ -56,9 +56,9 @@ def test_runs_of_blank_lines_make_no_empty_documents(tmp_path):
 
 @pytest.fixture(scope="module")
 def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 def prepare(tmp_path: Path, tokenizer, text: str, max_seq_length: int = 32):

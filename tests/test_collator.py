@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 
 NGRAM_PROBS = np.array([6 / 11, 3 / 11, 2 / 11])
 
@@ -22,8 +22,8 @@ def within(observed: float, expected: float, count: int, sigmas: float = 4.0) ->
 
 
 @pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+def tokenizer(spiece_model) -> AlbertHFTokenizer:
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

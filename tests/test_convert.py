@@ -16,12 +16,12 @@ from test_hub import TINY, encode, files_in, tiny_config
 
 import albert_hf
 from albert_hf.convert import check_exportable, export_to_transformers, import_official_checkpoint
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 
 
 @pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+def tokenizer(spiece_model) -> AlbertHFTokenizer:
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_import_official_checkpoint(tmp_path, spiece_model):
     assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
     assert ModelCard.load(imported / "README.md").data.base_model == str(tmp_path / "official")
 
-    tokenizer = AlbertTokenizer.from_pretrained(imported)
+    tokenizer = AlbertHFTokenizer.from_pretrained(imported)
     inputs = encode(tokenizer)
     reloaded = albert_hf.AlbertForPreTraining.from_pretrained(imported).eval()
     with torch.no_grad():

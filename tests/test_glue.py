@@ -41,9 +41,9 @@ OFFICIAL_SIZES = {
 
 @pytest.fixture(scope="module")
 def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 def glue_dir(shared_data, task_name):

@@ -35,7 +35,7 @@ from albert_hf.hub import (
     render_model_card,
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.trainer import AlbertTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +56,8 @@ def tiny_config(**overrides) -> AlbertConfig:
 
 
 @pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+def tokenizer(spiece_model) -> AlbertHFTokenizer:
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 # --------------------------------------------------------------------------------------------------------------------

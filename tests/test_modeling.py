@@ -326,7 +326,7 @@ def test_pretraining_loss_parts_and_ignore_index():
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def count_parameters(model: torch.nn.Module) -> int:
+def module_parameter_count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
@@ -337,7 +337,7 @@ def count_parameters(model: torch.nn.Module) -> int:
 def test_preset_parameter_counts(preset, expected):
     with torch.device("meta"):  # shapes only: no memory, no init
         model = albert_hf.AlbertModel(AlbertConfig.preset(preset))
-    assert count_parameters(model) == expected
+    assert module_parameter_count(model) == expected
 
 
 def closed_form_parameter_count(config: AlbertConfig) -> int:
@@ -371,7 +371,7 @@ def test_sharing_ablation_parameter_counts(sharing, paper_millions):
     config = AlbertConfig.preset("base", sharing=sharing)
     with torch.device("meta"):
         model = albert_hf.AlbertModel(config)
-    count = count_parameters(model)
+    count = module_parameter_count(model)
     assert count == closed_form_parameter_count(config)
     assert round(count / 1e6) == paper_millions or abs(count / 1e6 - paper_millions) < 1.0
 
@@ -381,7 +381,7 @@ def test_sharing_ablation_parameter_counts(sharing, paper_millions):
 def test_partial_sharing_runs_and_uses_distinct_blocks(sharing, groups, inner):
     config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
     model = albert_hf.AlbertModel(config).eval()
-    assert count_parameters(model) == closed_form_parameter_count(config)
+    assert module_parameter_count(model) == closed_form_parameter_count(config)
     input_ids, attention_mask, _ = padded_batch()
     output = model(input_ids, attention_mask=attention_mask, output_hidden_states=True)
     assert len(output.hidden_states) == 1 + 4 * inner

@@ -24,9 +24,9 @@ ARTICLE = "Tom went to the market. He bought three apples and a pear."
 
 @pytest.fixture(scope="module")
 def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 def write_jsonl(path, records):

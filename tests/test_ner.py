@@ -30,9 +30,9 @@ TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidd
 
 @pytest.fixture(scope="module")
 def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from transformers import pipeline
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.pipelines import TASK as QA_TASK
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 
 TINY = dict(
     vocab_size=30000,
@@ -33,8 +33,8 @@ def tiny_model(class_name: str, seed: int = 0, **overrides):
 
 
 @pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+def tokenizer(spiece_model) -> AlbertHFTokenizer:
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

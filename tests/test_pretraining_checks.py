@@ -15,7 +15,7 @@ from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.tasks.pretraining import main
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
     PretrainingSetupError,
@@ -44,7 +44,7 @@ def documents() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def tokenizer(documents, tmp_path_factory) -> AlbertTokenizer:
+def tokenizer(documents, tmp_path_factory) -> AlbertHFTokenizer:
     sentences = Dataset.from_dict({"text": [s for document in documents["sentences"] for s in document]})
     return train_tokenizer(sentences, tmp_path_factory.mktemp("tokenizer"), vocab_size=400, show_progress=False)
 
@@ -110,7 +110,7 @@ def test_special_id_mismatch(tokenizer, config_field, tokenizer_field):
         check_tokenizer_matches_config(tokenizer, config)
 
 
-class SplittingTokenizer(AlbertTokenizer):
+class SplittingTokenizer(AlbertHFTokenizer):
     """A tokenizer whose [MASK] is not registered as one token: text "[MASK]" becomes ordinary pieces."""
 
     def __call__(self, text, **kwargs):
