@@ -19,11 +19,6 @@ from albert_hf.convert import check_exportable, export_to_transformers, import_o
 from albert_hf.tokenization import AlbertHFTokenizer
 
 
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertHFTokenizer:
-    return AlbertHFTokenizer(vocab_file=str(spiece_model))
-
-
 @pytest.mark.parametrize(
     "overrides",
     [dict(sharing="all", num_hidden_groups=2, inner_group_num=2, num_hidden_layers=4), dict(sharing="none")],

@@ -7,6 +7,7 @@ receives the files, and a subprocess that cannot import albert_hf loads them wit
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,8 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
+from conftest import TINY_CONFIG
 from datasets import Dataset
 from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
 from huggingface_hub.errors import EntryNotFoundError
@@ -35,29 +38,13 @@ from albert_hf.hub import (
     render_model_card,
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
-from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.trainer import AlbertTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(
-    vocab_size=30000,  # the real ALBERT vocabulary, so the real tokenizer's ids fit
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
+# The real ALBERT vocabulary, so the real tokenizer's ids fit.
+TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2)
 TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
-
-
-def tiny_config(**overrides) -> AlbertConfig:
-    return AlbertConfig(**{**TINY, **overrides})
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertHFTokenizer:
-    return AlbertHFTokenizer(vocab_file=str(spiece_model))
+tiny_config = functools.partial(conftest.tiny_config, **TINY)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import torch
 import transformers
+from conftest import TINY_CONFIG, tiny_config
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 import albert_hf
@@ -26,26 +27,14 @@ HEAD_CLASSES = [
     "AlbertForMultipleChoice",
 ]
 
-TINY = dict(
-    vocab_size=99,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    hidden_act="gelu_new",
-)
+# transformers' AlbertConfig is built from the same fields: the activation is named so that both sides say it.
+TINY = dict(TINY_CONFIG, hidden_act="gelu_new")
 # groups > 1, inner_group_num > 1, and E == H (the projection still exists, as in transformers).
 PARITY_CONFIGS = {
     "plain": dict(TINY),
     "groups2_inner2": dict(TINY, num_hidden_groups=2, inner_group_num=2),
     "e_equals_h": dict(TINY, embedding_size=32, num_hidden_layers=3, num_hidden_groups=3),
 }
-
-
-def tiny_config(**overrides) -> AlbertConfig:
-    return AlbertConfig(**{**TINY, **overrides})
 
 
 def padded_batch(batch_size: int = 3, seq_len: int = 10, vocab_size: int = 99, seed: int = 0):

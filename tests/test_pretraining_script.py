@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
 from transformers import AutoModelForPreTraining, AutoTokenizer, default_data_collator
 
@@ -21,10 +22,7 @@ from albert_hf.training.lamb import Lamb
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
-TINY_MODEL = (
-    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
-    "max_position_embeddings=64,classifier_dropout_prob=0.0"
-)
+TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},classifier_dropout_prob=0.0"
 
 
 @pytest.fixture(scope="module")

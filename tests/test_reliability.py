@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_TWO_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from torch.utils.data import Dataset as TorchDataset
 from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -38,10 +39,7 @@ from albert_hf.training.reliability import (
 from albert_hf.training.trainer import ReliableTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY_MODEL = (
-    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
-    "max_position_embeddings=64,hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
-)
+TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
 COMMON_ARGS = [
     "--report_to",
     "none",

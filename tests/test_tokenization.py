@@ -34,11 +34,6 @@ CONTROL_STRINGS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
 
 
 @pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertHFTokenizer:
-    return AlbertHFTokenizer(vocab_file=str(spiece_model))
-
-
-@pytest.fixture(scope="module")
 def sp(spiece_model) -> spm.SentencePieceProcessor:
     return spm.SentencePieceProcessor(model_file=str(spiece_model))
 
