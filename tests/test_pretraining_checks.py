@@ -154,7 +154,7 @@ def test_padding_chosen_as_a_label(tokenizer, instances):
 
 def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp_path):
     """`albert-hf pretrain` with a model of ALBERT's 30,000-piece vocabulary and a 1,000-piece tokenizer whose ids
-    mean other pieces trained without a word; it now stops before training, naming both sides."""
+    mean other pieces trained without a word; it stops before training, naming both sides."""
     checkpoint = tmp_path / "albert-30k"
     AlbertForPreTraining(
         AlbertConfig.preset(
