@@ -30,10 +30,11 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
-from .tokenization import AlbertHFTokenizer, AlbertTokenizer, train_tokenizer
+from .tokenization import AlbertHFTokenizer
 from .training.checkpoints import check_pretrained_source
 from .training.lamb import Lamb, lamb_parameter_groups
 from .training.schedules import get_albert_polynomial_decay_schedule
+from .vocabulary import train_tokenizer
 
 __version__ = "0.1.0"
 
@@ -61,12 +62,33 @@ def _register_auto_classes() -> None:
     AlbertPreTrainedModel.check_pretrained_source = check_pretrained_source
     # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
     # "AlbertTokenizer" untouched for official checkpoints.
-    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)
+    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertHFTokenizer, exist_ok=True)
     # save_pretrained copies tokenization.py and writes `auto_map`, so the tokenizer also loads without albert_hf.
-    AlbertTokenizer.register_for_auto_class("AutoTokenizer")
+    AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 _register_auto_classes()
+
+# The Trainers (albert_hf/training/trainer.py) import transformers' Trainer and accelerate, which loading a model or a
+# tokenizer does not need: they are imported on first access, so `import albert_hf` stays as light as before.
+_TRAINER_NAMES = (
+    "AlbertModelCardMixin",
+    "AlbertPretrainingTrainer",
+    "AlbertTrainer",
+    "FineTuningTrainer",
+    "PretrainingArguments",
+    "ReliableTrainer",
+    "SquadTrainer",
+)
+
+
+def __getattr__(name: str):
+    if name in _TRAINER_NAMES:
+        from .training import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AlbertConfig",
@@ -81,11 +103,11 @@ __all__ = [
     "AlbertForTokenClassification",
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",
-    "AlbertTokenizer",
     "AlbertHFTokenizer",
     "train_tokenizer",
     "DataCollatorForSOP",
     "Lamb",
     "lamb_parameter_groups",
     "get_albert_polynomial_decay_schedule",
+    *_TRAINER_NAMES,
 ]

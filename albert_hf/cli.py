@@ -13,12 +13,12 @@ import sys
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "quickstart": ("albert_hf.tasks.pretraining", "quickstart_main", "train a tokenizer and pretrain a small ALBERT"),
     "pretrain": ("albert_hf.tasks.pretraining", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
-    "train-tokenizer": ("albert_hf.tokenization", "train_tokenizer_main", "train a SentencePiece vocabulary"),
+    "train-tokenizer": ("albert_hf.vocabulary", "train_tokenizer_main", "train a SentencePiece vocabulary"),
     "glue": ("albert_hf.tasks.glue", "main", "fine-tune on a GLUE task"),
     "squad": ("albert_hf.tasks.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
     "ner": ("albert_hf.tasks.ner", "main", "fine-tune on CoNLL-2003 NER"),
     "multiple-choice": ("albert_hf.tasks.multiple_choice", "main", "fine-tune on SWAG/RACE-style multiple choice"),
-    "export": ("albert_hf.export", "export_main", "export a saved model to ONNX, optionally int8-quantized"),
+    "export": ("albert_hf.onnx_export", "export_main", "export a saved model to ONNX, optionally int8-quantized"),
 }
 
 

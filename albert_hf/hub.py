@@ -11,9 +11,9 @@ What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hu
     tokenization.py         the tokenizer code, loaded by `trust_remote_code=True` too
     README.md               the model card rendered from `albert_hf/model_cards/template.md`
 
-Besides pushing, this module renders model cards (also for runs pushed by Trainer: `AlbertTrainer`), exports a
-checkpoint to stock transformers ALBERT (model_type "albert", no custom code) where the sharing strategy allows it,
-and imports official ALBERT checkpoints.
+Besides pushing, this module renders model cards (also for runs that Trainer pushes: `AlbertModelCardMixin` in
+albert_hf/training/trainer.py calls `write_model_card`). Conversion to and from stock transformers ALBERT is in
+albert_hf/convert.py, ONNX export in albert_hf/onnx_export.py.
 """
 
 from __future__ import annotations
@@ -29,14 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import transformers
 from huggingface_hub import CommitInfo, CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData
-from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
+from transformers import PreTrainedTokenizerBase, TrainingArguments
 
 from .configuration import AlbertConfig
 from .data.pretraining import script_language
-from .modeling import ALBERT_AUTO_CLASSES, AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
-from .training.reliability import ReliableTrainerMixin
+from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +120,9 @@ class CardInfo:
         return None
 
 
-def count_parameters(model: torch.nn.Module) -> int:
-    """Distinct parameters (tied weights counted once, as `model.parameters()` yields them)."""
+def module_parameter_count(model: torch.nn.Module) -> int:
+    """Distinct parameters of a built module (tied weights counted once, as `model.parameters()` yields them); for
+    the count of a config without building the model, see `albert_hf.distributed.pretraining_parameter_count`."""
     return sum(parameter.numel() for parameter in model.parameters())
 
 
@@ -204,8 +203,8 @@ def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
     backbone = getattr(model, model.base_model_prefix, model)
     return [
         ("Head", f"`{type(model).__name__}`"),
-        ("Parameters (whole model)", f"{count_parameters(model):,}"),
-        ("Parameters (AlbertModel backbone)", f"{count_parameters(backbone):,}"),
+        ("Parameters (whole model)", f"{module_parameter_count(model):,}"),
+        ("Parameters (AlbertModel backbone)", f"{module_parameter_count(backbone):,}"),
         ("Layers x inner layers", f"{config.num_hidden_layers} x {config.inner_group_num}"),
         ("Hidden size / embedding size", f"{config.hidden_size} / {config.embedding_size}"),
         ("Attention heads", str(config.num_attention_heads)),
@@ -371,13 +370,13 @@ def save_for_hub(
 
 
 def register_tokenizer_for_remote_code() -> None:
-    """Make albert_hf's `AlbertTokenizer` travel as remote code, like the model: `save_pretrained` then writes
+    """Make albert_hf's `AlbertHFTokenizer` travel as remote code, like the model: `save_pretrained` then writes
     tokenization.py and an `auto_map` in tokenizer_config.json, so `AutoTokenizer.from_pretrained(repo,
-    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and `AlbertTrainer` call it."""
-    from .tokenization import AlbertTokenizer
+    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and albert_hf's Trainers call it."""
+    from .tokenization import AlbertHFTokenizer
 
-    if AlbertTokenizer._auto_class is None:
-        AlbertTokenizer.register_for_auto_class("AutoTokenizer")
+    if AlbertHFTokenizer._auto_class is None:
+        AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 def push_to_hub(
@@ -418,222 +417,14 @@ def push_to_hub(
         )
 
 
-class AlbertModelCardMixin:
-    """Mix into a `Trainer` so that the README.md it writes (`create_model_card`, and so `push_to_hub` and
-    `--push_to_hub`) is albert_hf's card: architecture, recipe from `self.args`, results from the eval logs.
-
-    Trainer's own keyword arguments keep their meaning: `dataset_tags` -> dataset id, `dataset_args` -> dataset
-    config, `dataset` -> display name, `finetuned_from` -> base model, `license`, `language`, `tags`. Defaults for all
-    of them come from `card_info` (e.g. set once by a task script).
-    """
-
-    card_info: CardInfo | None = None
-
-    def create_model_card(
-        self,
-        language: str | None = None,
-        license: str | None = None,
-        tags: str | list[str] | None = None,
-        model_name: str | None = None,
-        finetuned_from: str | None = None,
-        tasks: str | list[str] | None = None,
-        dataset_tags: str | list[str] | None = None,
-        dataset: str | list[str] | None = None,
-        dataset_args: str | list[str] | None = None,
-    ) -> None:
-        if not self.is_world_process_zero():
-            return
-        # `tasks` is not needed: the pipeline tag follows from the model's head.
-        info = _merge_card_info(
-            self.card_info or CardInfo(),
-            language=language,
-            license=license,
-            tags=tags,
-            finetuned_from=finetuned_from,
-            dataset_tags=dataset_tags,
-            dataset=dataset,
-            dataset_args=dataset_args,
-        )
-        model = self.accelerator.unwrap_model(self.model)
-        write_model_card(
-            self.args.output_dir,
-            model,
-            # The full repository id, when pushing, so the card's loading snippet works as written.
-            model_name=self.hub_model_id or model_name or Path(self.args.output_dir).resolve().name,
-            info=info,
-            eval_metrics=latest_eval_metrics(self.state.log_history),
-            training_args=self.args,
-            tokenizer=self.processing_class if isinstance(self.processing_class, PreTrainedTokenizerBase) else None,
-        )
-
-
-class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # atomic checkpoints, NaN guard
-    """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
-
-    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.card_info = card_info
-        # Checkpoints and pushes then carry tokenization.py, like modeling.py.
-        register_tokenizer_for_remote_code()
-
-
-def _first(value: str | list[str] | None) -> str | None:
-    return value[0] if isinstance(value, list) else value
-
-
-def _merge_card_info(info: CardInfo, **trainer_kwargs: Any) -> CardInfo:
-    """Trainer's `create_model_card` arguments layered over `info` (given arguments win)."""
-    updates: dict[str, Any] = {}
-    mapping = {
-        "finetuned_from": "base_model",
-        "dataset_tags": "dataset_id",
-        "dataset_args": "dataset_config",
-        "dataset": "dataset_name",
-        "license": "license",
-    }
-    for trainer_name, field_name in mapping.items():
-        value = _first(trainer_kwargs.get(trainer_name))
-        if value is not None:
-            updates[field_name] = value
-    if trainer_kwargs.get("language") is not None:
-        language = trainer_kwargs["language"]
-        updates["language"] = [language] if isinstance(language, str) else list(language)
-    if trainer_kwargs.get("tags") is not None:
-        tags = trainer_kwargs["tags"]
-        updates["tags"] = [*info.tags, *([tags] if isinstance(tags, str) else tags)]
-    return CardInfo(**{**info.__dict__, **updates})
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Stock transformers ALBERT: export and import
-# --------------------------------------------------------------------------------------------------------------------
-
-# Fields of our config that stock transformers' AlbertConfig does not have (or must not inherit).
-_ALBERT_HF_ONLY_FIELDS = ("sharing", "auto_map", "model_type", "architectures", "transformers_version", "_name_or_path")
-
-
-def check_exportable(config: AlbertConfig) -> None:
-    """Raise unless stock ALBERT can hold these weights: sharing "all" (any number of groups) or "none"."""
-    if config.shares("attention") and config.shares("ffn"):
-        return
-    # sharing="attention" keeps a feed-forward block per layer application, "ffn" an attention block.
-    block, modules = {"attention": ("feed-forward", "unshared_ffn"), "ffn": ("attention", "unshared_attention")}[
-        config.sharing
-    ]
-    raise ValueError(
-        f"Cannot export sharing={config.sharing!r} to a stock transformers ALBERT checkpoint: it keeps one {block} "
-        f"block per layer application (encoder.{modules}.*), which transformers' AlbertModel has no place for. Only "
-        "sharing='all' (any num_hidden_groups) and sharing='none' export; share this model as an albert_hf "
-        "checkpoint (trust_remote_code=True) instead."
-    )
-
-
-def to_transformers_config(config: AlbertConfig) -> transformers.AlbertConfig:
-    """The stock `transformers.AlbertConfig` (model_type "albert") describing the same architecture."""
-    check_exportable(config)
-    fields = {key: value for key, value in config.to_dict().items() if key not in _ALBERT_HF_ONLY_FIELDS}
-    return transformers.AlbertConfig(**fields)
-
-
-def export_to_transformers(
-    model: AlbertPreTrainedModel,
-    output_dir: str | os.PathLike,
-    tokenizer: PreTrainedTokenizerBase | None = None,
-) -> Path:
-    """Save `model` as a stock transformers ALBERT checkpoint (model_type "albert", no custom code), loadable with
-    `transformers.Albert*` / Auto classes by people who never install albert_hf.
-
-    The weights are loaded into transformers' class of the same name with `strict=True`, so a layout difference
-    fails here rather than in the user's hands. A tokenizer is saved as transformers' own `AlbertTokenizer` on the
-    same `spiece.model`, set to return token_type_ids (transformers 5 omits them by default, which would give
-    sentence pairs all-zero segments).
-    """
-    output_dir = Path(output_dir)
-    stock_config = to_transformers_config(model.config)
-    stock_class = getattr(transformers, type(model).__name__)
-    stock_model = stock_class(stock_config)
-    stock_model.load_state_dict(model.state_dict(), strict=True)
-    stock_model.eval().save_pretrained(output_dir)
-    if tokenizer is not None:
-        check_tokenizer_fits(model, tokenizer)
-        _save_stock_tokenizer(tokenizer, output_dir)
-    return output_dir
-
-
-def _save_stock_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: Path) -> None:
-    vocab_file = getattr(tokenizer, "vocab_file", None)
-    if not vocab_file or not os.path.isfile(vocab_file):
-        raise ValueError(
-            f"Cannot export {type(tokenizer).__name__}: it has no SentencePiece model file (vocab_file="
-            f"{vocab_file!r}). Stock ALBERT tokenizers are built on spiece.model."
-        )
-    with tempfile.TemporaryDirectory() as folder:
-        # transformers' AlbertTokenizer builds its fast backend from a folder holding spiece.model.
-        Path(folder, "spiece.model").write_bytes(Path(vocab_file).read_bytes())
-        stock = transformers.AlbertTokenizer.from_pretrained(
-            folder,
-            do_lower_case=getattr(tokenizer, "do_lower_case", True),
-            keep_accents=getattr(tokenizer, "keep_accents", False),
-            model_input_names=["input_ids", "token_type_ids", "attention_mask"],
-        )
-        stock.save_pretrained(output_dir)
-
-
-def import_official_checkpoint(
-    source: str | os.PathLike,
-    output_dir: str | os.PathLike | None = None,
-    model_class: type[AlbertPreTrainedModel] = AlbertForPreTraining,
-    **from_pretrained_kwargs: Any,
-) -> AlbertPreTrainedModel:
-    """Load an official ALBERT checkpoint (e.g. "albert/albert-base-v2", or a folder with model_type "albert") into
-    an albert_hf class; with `output_dir`, also save it as a complete albert_hf checkpoint (remote code, tokenizer
-    when `source` has one, model card).
-
-    Every backbone weight must be in the checkpoint: a missing `albert.*` key raises (a head the checkpoint lacks,
-    e.g. a new classifier, is initialised fresh and logged).
-    """
-    model, loading_info = model_class.from_pretrained(source, output_loading_info=True, **from_pretrained_kwargs)
-    missing = loading_info["missing_keys"]
-    # AlbertModel's own keys have no "albert." prefix: all of them are backbone keys.
-    prefix = "" if model_class is AlbertModel else f"{model.base_model_prefix}."
-    missing_backbone = [key for key in missing if key.startswith(prefix)]
-    if missing_backbone:
-        raise ValueError(
-            f"{source} is missing backbone weights {missing_backbone[:5]} ({len(missing_backbone)} in "
-            "all): it is not a complete ALBERT checkpoint."
-        )
-    if missing:
-        logger.info("Newly initialised (not in %s): %s", source, ", ".join(missing))
-    if output_dir is not None:
-        tokenizer = _official_tokenizer(source)
-        save_for_hub(model, output_dir, tokenizer=tokenizer, info=CardInfo(base_model=str(source)))
-    return model
-
-
-def _official_tokenizer(source: str | os.PathLike) -> PreTrainedTokenizerBase | None:
-    """albert_hf's tokenizer on the checkpoint's spiece.model, or None when the folder has none."""
-    from .tokenization import AlbertTokenizer
-
-    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "spiece.model")):
-        logger.warning("%s has no spiece.model: the imported checkpoint has no tokenizer.", source)
-        return None
-    return AlbertTokenizer.from_pretrained(source)
-
-
 __all__ = [
-    "AlbertModelCardMixin",
-    "AlbertTrainer",
     "CardInfo",
-    "check_exportable",
-    "export_to_transformers",
-    "import_official_checkpoint",
     "latest_eval_metrics",
     "push_to_hub",
     "quality_metrics",
     "register_tokenizer_for_remote_code",
     "render_model_card",
     "save_for_hub",
-    "to_transformers_config",
     "training_recipe",
     "write_model_card",
 ]

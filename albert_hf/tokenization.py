@@ -11,7 +11,7 @@ ALBERT checkpoints only work with the tokenization they were pretrained with. Th
 3. re-split every piece that ends in a digit followed by a comma ("▁1990," -> "▁1990" ","), so that numbers are
    tokenized the same whether or not a comma follows.
 
-Backend choice. `AlbertTokenizer` is a `TokenizersBackend` (Rust `tokenizers`) whose pipeline reproduces those steps,
+Backend choice. `AlbertHFTokenizer` is a `TokenizersBackend` (Rust `tokenizers`) whose pipeline reproduces those steps,
 rather than a class that calls the `sentencepiece` package per text, because the Rust backend gives everything
 transformers users rely on for free and correctly: batching, padding, truncation strategies, overflowing windows with
 stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized input even where lowercasing, NFKD or
@@ -59,14 +59,12 @@ the original's pretraining data has it after masking a piece of "▁吾輩は" "
 text after it continues the word too. Languages written without spaces (Japanese, Chinese) thus get pieces the
 model saw in pretraining on both sides of [MASK].
 
-`train_tokenizer` trains a new vocabulary with the ALBERT recipe (SentencePiece Unigram, 30,000 pieces, `<pad>`=0
-`<unk>`=1 `[CLS]`=2 `[SEP]`=3 `[MASK]`=4, character coverage 0.99995, the same normalization) and writes a folder
-that `AlbertTokenizer.from_pretrained` and `AutoTokenizer.from_pretrained` load.
+This file travels with every checkpoint as remote code, so it holds the tokenizer only: training a new vocabulary
+with the ALBERT recipe (`train_tokenizer`) is in albert_hf/vocabulary.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import functools
@@ -78,25 +76,17 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tokenizers import NormalizedString, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 from transformers import TokenizersBackend
 from transformers.utils import logging
 
-if TYPE_CHECKING:
-    import datasets
-
 logger = logging.get_logger(__name__)
 
 SPIECE_UNDERLINE = "▁"
 VOCAB_FILES_NAMES = {"vocab_file": "spiece.model", "tokenizer_file": "tokenizer.json"}
-
-# The ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).
-ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
-ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
-ALBERT_CHARACTER_COVERAGE = 0.99995
 
 # A Unicode noncharacter ("for internal use"): marks where `_OriginalPieceMarks` wants a split. It never reaches the
 # model: the pre-tokenizer splits on it and removes it.
@@ -600,7 +590,7 @@ class _Backend:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("normalizer", "pre_tokenizer"):
-            raise AttributeError(f"AlbertTokenizer's {name} reproduces the original tokenization; it cannot be set")
+            raise AttributeError(f"AlbertHFTokenizer's {name} reproduces the original tokenization; it cannot be set")
         setattr(self.rust, name, value)
 
     def __repr__(self) -> str:
@@ -628,6 +618,10 @@ def _pad_to_longest(encodings: list, padding: dict) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+# Not named "AlbertTokenizer": transformers resolves `tokenizer_class` in tokenizer_config.json by class name, globally,
+# so registering a class of that name with AutoTokenizer would silently replace transformers' own tokenizer for every
+# official ALBERT checkpoint (and other models that use it) in the process. Folders we save say "AlbertHFTokenizer"
+# (and their `auto_map` names tokenization.AlbertHFTokenizer), which loads this class and only it.
 class AlbertHFTokenizer(TokenizersBackend):
     """
     ALBERT's tokenizer, built on a SentencePiece model file (`spiece.model`), with exactly the original tokenization.
@@ -683,7 +677,7 @@ class AlbertHFTokenizer(TokenizersBackend):
             proto = sentencepiece_model_from_tokenizer_json(tokenizer_file, map(str, special_tokens))
         else:
             raise ValueError(
-                "AlbertTokenizer needs a SentencePiece model: pass vocab_file='.../spiece.model', or load a folder "
+                "AlbertHFTokenizer needs a SentencePiece model: pass vocab_file='.../spiece.model', or load a folder "
                 "holding spiece.model (or the tokenizer.json of transformers' AlbertTokenizer) with from_pretrained."
             )
         self.sp_model_proto = proto.SerializeToString()
@@ -788,296 +782,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         return file_names + self.save_vocabulary(str(save_directory), filename_prefix)
 
 
-# The public name is `AlbertTokenizer`; the class itself is named differently because transformers resolves
-# `tokenizer_class` in tokenizer_config.json by class name, globally: registering a class called "AlbertTokenizer"
-# with AutoTokenizer would silently replace transformers' own tokenizer for every official ALBERT checkpoint (and
-# other models that use it) in the process. Folders we save say "AlbertHFTokenizer" and load ours.
-AlbertTokenizer = AlbertHFTokenizer
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Training a vocabulary
-# ----------------------------------------------------------------------------------------------------------------------
-
-
-# Accent stripping (NFKD, then every combining character dropped) is meant for the letters of cased scripts: é -> e,
-# Ä -> a. Scripts without case have no accents in that sense, and there it deletes parts of letters: every dakuten
-# and handakuten of Japanese kana (が -> か, パ -> ハ, ヴ -> ウ), the virama and nukta of Indic scripts (नमस्ते ->
-# नमसते), the vowel points of Hebrew and Arabic. Hangul is decomposed into jamo but nothing is dropped, and
-# SentencePiece's NFKC composes it back; Chinese characters and most kanji have no decomposition at all.
-# Lower-casing never changes a character of a script without case (checked over all of Unicode in the tests).
-# `train_tokenizer` therefore counts the characters of caseless scripts (Unicode letters of category Lo/Lm, and
-# combining marks written on them) that stripping would change, and keeps accents when they reach this share of the
-# text: a Japanese corpus is about 7% such characters (a dozen dakuten kana are among its most frequent), an English
-# one with a few names in kana or Devanagari stays far below and keeps the ALBERT recipe.
-SCRIPT_DAMAGE_THRESHOLD = 1e-3
-
-
-@functools.cache
-def _accent_stripping_targets() -> tuple[re.Pattern, dict[str, str]]:
-    """(a regex matching every character that accent stripping changes, {such character: its base letter}).
-
-    A standalone combining mark (as in NFD text, or the half-width dakuten ﾞ) has "" as its base: whether it damages
-    a script depends on the letter it is written on.
-    """
-    bases: dict[str, str] = {}
-    for code_point in range(sys.maxunicode + 1):
-        char = chr(code_point)
-        if unicodedata.decomposition(char) or unicodedata.combining(char):  # the others NFKD leaves alone
-            decomposed = unicodedata.normalize("NFKD", char)
-            kept = _strip_accents(decomposed)
-            if kept != decomposed:
-                bases[char] = kept[:1]
-    return re.compile("[" + "".join(re.escape(char) for char in bases) + "]"), bases
-
-
-def _has_no_case(char: str) -> bool:
-    return unicodedata.category(char) in ("Lo", "Lm")
-
-
-def count_accent_stripping_damage(texts: Iterable[str]) -> tuple[int, int, dict[str, int]]:
-    """What accent stripping would do to characters of scripts without case, over `texts`.
-
-    Returns (damaged characters, non-space characters, {damaged character: count}). A character is damaged when
-    stripping changes it and it is, or is a mark written on, a letter without case (Unicode Lo/Lm: kana, kanji,
-    Indic, Hebrew, Arabic, Thai, ...). é -> e on a Latin letter is what stripping is for and is not counted.
-    """
-    pattern, bases = _accent_stripping_targets()
-    damaged, total, examples = 0, 0, {}
-    for text in texts:
-        total += len("".join(text.split()))
-        for match in pattern.finditer(text):
-            char, base = match.group(), bases[match.group()]
-            if not base:  # a standalone mark: find the letter it is written on
-                position = match.start() - 1
-                while position >= 0 and unicodedata.category(text[position]).startswith("M"):
-                    position -= 1
-                base = bases.get(text[position]) or text[position] if position >= 0 else ""
-            if base and _has_no_case(base):
-                damaged += 1
-                examples[char] = examples.get(char, 0) + 1
-    return damaged, total, examples
-
-
-def choose_accent_stripping(
-    texts: Iterable[str], strip_accents: bool | None, threshold: float = SCRIPT_DAMAGE_THRESHOLD
-) -> bool:
-    """Whether to strip accents for a vocabulary trained on `texts`: `strip_accents` when given, else decided here.
-
-    Unset (None): strip (the ALBERT recipe) unless stripping would change at least `threshold` of the characters by
-    damaging scripts without case, then keep accents and say so in the log. True on such text is an error that names
-    --keep_accents: the vocabulary would silently merge words (パン and ハン, だいぶ and たいふ).
-    """
-    if strip_accents is False:
-        return False
-    damaged, total, examples = count_accent_stripping_damage(texts)
-    if not damaged:
-        return True
-    share = damaged / max(total, 1)
-    common = ", ".join(
-        f"{char} -> {_strip_accents(char) or '(deleted)'} ({count}x)"
-        for char, count in sorted(examples.items(), key=lambda item: -item[1])[:5]
-    )
-    message = (
-        f"accent stripping (NFKD, combining characters dropped) would change {damaged} of {total} characters "
-        f"({share:.2%}) of scripts that have no accents to strip: {common}"
-    )
-    if share < threshold:
-        logger.warning(
-            "%s. Below %.2g%% of the text, so accents are stripped as the ALBERT recipe does; pass --keep_accents "
-            "(strip_accents=False) to keep them.",
-            message,
-            100 * threshold,
-        )
-        return True
-    if strip_accents:
-        raise ValueError(
-            f"{message}. The vocabulary would merge different words. Pass --keep_accents "
-            "(strip_accents=False), or leave the option unset to have it chosen from the text."
-        )
-    logger.warning(
-        "%s. Accents are kept for this text (as --keep_accents does); the tokenizer records it "
-        "(keep_accents=True in tokenizer_config.json).",
-        message,
-    )
-    return False
-
-
-def _strip_accents(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
-def train_tokenizer(
-    input: str | Path | list[str | Path] | datasets.Dataset,
-    output_dir: str | Path,
-    vocab_size: int = 30000,
-    lowercase: bool = True,
-    strip_accents: bool | None = None,
-    text_column: str = "text",
-    character_coverage: float = ALBERT_CHARACTER_COVERAGE,
-    user_defined_symbols: Iterable[str] = ALBERT_USER_DEFINED_SYMBOLS,
-    input_sentence_size: int = 10_000_000,
-    show_progress: bool = True,
-    num_threads: int | None = None,
-) -> AlbertTokenizer:
-    """Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder.
-
-    The recipe of google-research/albert: Unigram, `vocab_size` pieces, `<pad>`=0 `<unk>`=1 `[CLS]`=2 `[SEP]`=3
-    `[MASK]`=4, the user-defined symbols ( ) " - . – £ €, character coverage 0.99995, sentences shuffled and at most
-    `input_sentence_size` of them. The text is normalized exactly as the tokenizer will normalize it (whitespace
-    collapsed, NFKD and accents dropped if `strip_accents`, lowercased unless `lowercase=False`), so the vocabulary
-    is learned on what the tokenizer will see.
-
-    `strip_accents=None` (the default) strips accents as ALBERT does unless the text is in a script that stripping
-    would damage (kana, Indic scripts, ...: see [`choose_accent_stripping`]); then accents are kept and the log says
-    so. `strip_accents=True` on such text is an error. Lower-casing never changes a script without case, so it stays
-    the user's choice (`lowercase=False` for a cased model).
-
-    Args:
-        input: a text file, a list of text files (one sentence or paragraph per line), or a `datasets.Dataset`.
-        output_dir: where `spiece.model`, `spiece.vocab` and `tokenizer_config.json` are written.
-        text_column: the column holding the text when `input` is a Dataset.
-        show_progress: a progress bar while reading the input and SentencePiece's log while training.
-
-    Returns:
-        The trained tokenizer, already saved in `output_dir` (`AutoTokenizer.from_pretrained(output_dir)` loads it).
-    """
-    import sentencepiece as spm
-    from tqdm.auto import tqdm
-
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
-        raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
-    strip_accents = choose_accent_stripping(_iter_texts(input, text_column), strip_accents)
-    # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
-    normalizer = normalizers.Sequence(
-        build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
-    )
-
-    def sentences() -> Iterator[str]:
-        for text in tqdm(
-            _iter_texts(input, text_column), desc="reading text", unit=" lines", disable=not show_progress
-        ):
-            if text := normalizer.normalize_str(text):
-                yield text
-
-    model = _TrainingOutput()
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences(),
-            model_writer=model,
-            model_type="unigram",
-            vocab_size=vocab_size,
-            character_coverage=character_coverage,
-            pad_id=0,
-            unk_id=1,
-            bos_id=-1,
-            eos_id=-1,
-            control_symbols=list(ALBERT_CONTROL_SYMBOLS),
-            user_defined_symbols=list(user_defined_symbols),
-            input_sentence_size=input_sentence_size,
-            max_sentence_length=1 << 24,  # spm skips longer lines (default 4192 bytes); keep whole paragraphs
-            shuffle_input_sentence=True,
-            normalization_rule_name="nmt_nfkc",
-            num_threads=num_threads or os.cpu_count() or 1,
-            minloglevel=0 if show_progress else 2,
-        )
-    except RuntimeError as error:  # e.g. "Vocabulary size too high (600). Please set it to a value <= 410."
-        raise ValueError(f"SentencePiece training failed: {error}") from error
-    model_file = output_dir / "spiece.model"
-    model_file.write_bytes(model.data)
-    proto = read_sentencepiece_model(model_file)
-    (output_dir / "spiece.vocab").write_text(
-        "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
-    )
-    tokenizer = AlbertTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
-    tokenizer.save_pretrained(output_dir)
-    return tokenizer
-
-
-class _TrainingOutput:
-    """`model_writer` for SentencePieceTrainer: keeps the serialized model in memory."""
-
-    data: bytes = b""
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-
-def _iter_texts(source: str | Path | list[str | Path] | datasets.Dataset, text_column: str) -> Iterator[str]:
-    """Lines of text files, or the `text_column` of a Dataset; a clear error for anything else."""
-    if isinstance(source, (str, Path)):
-        source = [source]
-    if isinstance(source, list):
-        for path in map(Path, source):
-            if not path.is_file():
-                raise FileNotFoundError(f"training text file not found: {path}")
-            with path.open(encoding="utf-8") as file:
-                for line_number, line in enumerate(file, 1):
-                    if "\x00" in line:
-                        raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
-                    yield line
-        return
-    column_names = getattr(source, "column_names", None)
-    if column_names is None:
-        raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
-    if text_column not in column_names:
-        raise ValueError(f"the dataset has no column {text_column!r} (columns: {column_names}); pass text_column=")
-    for text in source[text_column]:
-        if text is not None:
-            yield text
-
-
-def train_tokenizer_main(argv: list[str] | None = None) -> int:
-    """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe."""
-    parser = argparse.ArgumentParser(
-        prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0]
-    )
-    parser.add_argument("inputs", nargs="+", help="text files, one sentence or paragraph per line")
-    parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
-    parser.add_argument("--vocab_size", type=int, default=30000)
-    parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
-    accents = parser.add_mutually_exclusive_group()
-    accents.add_argument(
-        "--keep_accents",
-        action="store_const",
-        const=False,
-        dest="strip_accents",
-        help="no NFKD accent stripping (default: chosen from the text, kept for e.g. Japanese)",
-    )
-    accents.add_argument(
-        "--strip_accents",
-        action="store_const",
-        const=True,
-        dest="strip_accents",
-        help="strip accents as ALBERT does; an error on text whose script it would damage",
-    )
-    parser.add_argument("--character_coverage", type=float, default=ALBERT_CHARACTER_COVERAGE)
-    parser.add_argument("--input_sentence_size", type=int, default=10_000_000)
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-    args = parser.parse_args(argv)
-    tokenizer = train_tokenizer(
-        [Path(path) for path in args.inputs],
-        args.output_dir,
-        vocab_size=args.vocab_size,
-        lowercase=not args.no_lowercase,
-        strip_accents=args.strip_accents,
-        character_coverage=args.character_coverage,
-        input_sentence_size=args.input_sentence_size,
-        show_progress=not args.quiet,
-    )
-    print(
-        f"wrote {args.output_dir}: {len(tokenizer)} tokens (lowercase={tokenizer.do_lower_case}, "
-        f"keep_accents={tokenizer.keep_accents})"
-    )
-    return 0
-
-
 __all__ = [
-    "AlbertTokenizer",
     "AlbertHFTokenizer",
-    "train_tokenizer",
-    "train_tokenizer_main",
     "read_sentencepiece_model",
-    "ALBERT_USER_DEFINED_SYMBOLS",
 ]

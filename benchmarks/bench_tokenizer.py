@@ -1,4 +1,4 @@
-"""Speed of `albert_hf.AlbertTokenizer` against transformers' `AlbertTokenizer`: batch-encode real texts.
+"""Speed of `albert_hf.AlbertHFTokenizer` against transformers' `AlbertTokenizer`: batch-encode real texts.
 
 Both tokenizers load the same `spiece.model` and encode the same texts in batches of `--batch_size` (truncation to
 128 tokens, as a fine-tuning data pipeline calls them), in the same process, alternating, `--repeats` times each.
@@ -49,11 +49,11 @@ def load_both(model_file: Path):
     """albert_hf's and transformers' tokenizers on the same `spiece.model`."""
     from transformers import AlbertTokenizer as TransformersAlbertTokenizer
 
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
     with tempfile.TemporaryDirectory() as folder:  # transformers loads spiece.model from a folder
         shutil.copy(model_file, Path(folder) / "spiece.model")
-        return AlbertTokenizer(vocab_file=str(model_file)), TransformersAlbertTokenizer.from_pretrained(folder)
+        return AlbertHFTokenizer(vocab_file=str(model_file)), TransformersAlbertTokenizer.from_pretrained(folder)
 
 
 def encode_all(tokenizer, sentences: list[str], batch_size: int) -> tuple[float, float, int]:

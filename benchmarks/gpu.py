@@ -1,16 +1,19 @@
 """GPU benchmark and checks: albert_hf against transformers' ALBERT on one GPU, in one unattended run.
 
-On a machine with one CUDA GPU (the figures in docs were measured on an H200), from the repository root after
+On a machine with one CUDA GPU (the run times quoted here are an H200's), from the repository root after
 `pip install -e .[test]`, with torch built for CUDA:
 
-    python benchmarks/gpu.py                   # 4-5 minutes (H200); table on stdout, JSON in $OUT/gpu_results.json
-                                               # (benchmarks/gpu_results.json when OUT is unset)
+    python benchmarks/gpu.py                   # 4-5 minutes (H200); table on stdout, JSON in
+                                               # benchmarks/gpu_results.json (--json PATH to write it elsewhere)
     python benchmarks/gpu.py --sections throughput,compile     # a subset, e.g. to rerun what failed
     OMP_NUM_THREADS=1 python benchmarks/gpu.py --smoke         # tiny config, 2 steps per section, CPU without CUDA
 
-Keeping a log next to the JSON (a time limit of 8 minutes per run leaves room to rerun a subset that failed):
+Keeping a log next to the JSON:
 
-    set -o pipefail; PYTHONUNBUFFERED=1 python benchmarks/gpu.py 2>&1 | tee $OUT/gpu_log.txt
+    set -o pipefail; PYTHONUNBUFFERED=1 python benchmarks/gpu.py --json runs/gpu.json 2>&1 | tee runs/gpu_log.txt
+
+`--budget-s` (420 s by default) skips the sections not yet started once that much time has passed, so that a run
+under a time limit still prints its table and writes its JSON, and the skipped sections can be rerun with --sections.
 
 Sections (each in its own try/except: an error is recorded in the table and the JSON, and the run goes on):
 
@@ -837,15 +840,13 @@ def print_table(results: dict, ctx: Context) -> None:
     print("\n".join(formatted[1:]))
 
 
-def results_path() -> Path:
-    out = os.environ.get("OUT")
-    return Path(out) / "gpu_results.json" if out else REPO / "benchmarks" / "gpu_results.json"
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="tiny config, 2 steps per section (CPU without CUDA)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of: {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "--json", type=Path, default=REPO / "benchmarks" / "gpu_results.json", help="where to write the results"
+    )
     parser.add_argument(
         "--budget-s", type=float, default=420.0, help="skip the remaining sections once this many seconds have passed"
     )
@@ -888,7 +889,7 @@ def main(argv: list[str] | None = None) -> None:
     results = run_sections(names, ctx, args.budget_s)
     ctx.meta.update(total_s=time.perf_counter() - started, peak_flops=ctx.peak_flops, peak_source=ctx.peak_source)
     print_table(results, ctx)
-    path = results_path()
+    path = args.json
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dict(meta=ctx.meta, sections=results), indent=2, default=str))
     print(f"\nwrote {path} ({ctx.meta['total_s']:.0f} s)")

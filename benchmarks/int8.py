@@ -30,9 +30,9 @@ import torch
 
 import albert_hf
 from albert_hf import AlbertConfig
-from albert_hf.export import export, load_pytorch_int8
-from albert_hf.hub import export_to_transformers
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.convert import export_to_transformers
+from albert_hf.onnx_export import export, load_pytorch_int8
+from albert_hf.tokenization import AlbertHFTokenizer
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "data"
@@ -167,7 +167,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    tokenizer = AlbertTokenizer(vocab_file=str(SHARED / "spiece" / "albert-30k-clean.model"))
+    tokenizer = AlbertHFTokenizer(vocab_file=str(SHARED / "spiece" / "albert-30k-clean.model"))
     workdir = Path(args.workdir) / f"{args.task}-{args.size}-{args.train_steps}"
     print(f"training {args.size} ALBERT from scratch on {args.task} ({args.train_steps} steps of 32) in {workdir}")
     trained = train(

@@ -47,9 +47,10 @@ from albert_hf.tasks.pretraining import (
     frequency_baselines,
     make_instances,
 )
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
 from albert_hf.training.trainer import PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = os.environ.get("ALBERT_HF_SHARED_DATA", str(REPOSITORY.parent / "shared" / "data"))
@@ -161,7 +162,7 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
     documents, held_out = corpus_documents(Path(args.data_dir), args.held_out_articles)
     tokenizer_dir = output_dir / "tokenizer"
     if (tokenizer_dir / "spiece.model").is_file():
-        tokenizer = AlbertTokenizer.from_pretrained(tokenizer_dir)
+        tokenizer = AlbertHFTokenizer.from_pretrained(tokenizer_dir)
     else:
         sentences = [sentence for document in documents["sentences"] for sentence in document]
         from datasets import Dataset
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
         if not random_init.is_dir():  # the same config with fresh weights
             set_seed(args.seed)
             model = AlbertForPreTraining(AlbertConfig.from_pretrained(pretrained))
-            save_checkpoint(model, AlbertTokenizer.from_pretrained(pretrained), random_init)
+            save_checkpoint(model, AlbertHFTokenizer.from_pretrained(pretrained), random_init)
     else:
         pretrained, state["pretraining"] = pretrain(args, output_dir)
         random_init = output_dir / "random_init"

@@ -117,10 +117,10 @@ def length_statistics(lengths, labels) -> dict:
 
 def run_ours(corpus: str, num_proc: int, dupe_factor: int, cache_dir: str) -> dict:
     from albert_hf.tasks.pretraining import PretrainingDataArguments, load_documents, make_instances
-    from albert_hf.tokenization import AlbertTokenizer
+    from albert_hf.tokenization import AlbertHFTokenizer
 
     start = time.perf_counter()
-    tokenizer = AlbertTokenizer(vocab_file=str(SPIECE))
+    tokenizer = AlbertHFTokenizer(vocab_file=str(SPIECE))
     data_args = PretrainingDataArguments(
         train_files=[corpus],
         max_seq_length=512,

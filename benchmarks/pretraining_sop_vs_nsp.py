@@ -32,8 +32,9 @@ from albert_hf.tasks.pretraining import (
     frequency_baselines,
     make_instances,
 )
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.trainer import PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 
 def parse_arguments() -> argparse.Namespace:
@@ -70,11 +71,11 @@ def split_corpus(corpus: Path, held_out_articles: int) -> tuple[Dataset, Dataset
     return train, held_out
 
 
-def shared_tokenizer(documents: Dataset, output_dir: Path, vocab_size: int) -> AlbertTokenizer:
+def shared_tokenizer(documents: Dataset, output_dir: Path, vocab_size: int) -> AlbertHFTokenizer:
     """One vocabulary for both modes, trained on the training text (reused when already there)."""
     folder = output_dir / "tokenizer"
     if (folder / "spiece.model").is_file():
-        return AlbertTokenizer.from_pretrained(folder)
+        return AlbertHFTokenizer.from_pretrained(folder)
     sentences = Dataset.from_dict({"text": [s for document in documents["sentences"] for s in document]})
     return train_tokenizer(sentences, folder, vocab_size=vocab_size, show_progress=False)
 

@@ -27,7 +27,7 @@ WIDE = TINY.replace("embedding_size=64,hidden_size=128", "embedding_size=128,hid
     "intermediate_size=512", "intermediate_size=1024"
 )
 
-# The quickstart's first settings (before this sweep): the tiny recipe for 300 steps at length 128, dupe_factor 1.
+# The baseline the other rows are compared with: the tiny recipe for 300 steps at length 128, dupe_factor 1.
 FIRST = [
     "--max_steps",
     "300",

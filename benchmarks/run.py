@@ -287,7 +287,7 @@ def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: floa
     """Inference latency: transformers' ALBERT in PyTorch against albert_hf exported to ONNX under onnxruntime."""
     import onnxruntime
 
-    from albert_hf.export import export_onnx
+    from albert_hf.onnx_export import export_onnx
 
     config = AlbertConfig.preset(size)
     reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))

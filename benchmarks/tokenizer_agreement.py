@@ -1,11 +1,11 @@
-"""Agreement of `albert_hf.AlbertTokenizer` with the original ALBERT algorithm and with transformers' AlbertTokenizer.
+"""Agreement of `albert_hf.AlbertHFTokenizer` with the original ALBERT algorithm and with transformers' AlbertTokenizer.
 
 Every text of the shared data folder (all GLUE sentences, SQuAD contexts and questions, CoNLL-2003 sentences, the
 pretraining corpora and transformers' text samples) is encoded, without special tokens, by:
 
 - google-research's own code (`tests/tokenization_reference.py`: the albert-tensorflow wheel's `preprocess_text`
   with lower=True and `FullTokenizer.tokenize`, as run_classifier.py runs them),
-- albert_hf's AlbertTokenizer with `split_special_tokens=True` (text is text, as in the original),
+- albert_hf's AlbertHFTokenizer with `split_special_tokens=True` (text is text, as in the original),
 - transformers' AlbertTokenizer (v5, Rust backend) on the same spiece.model, also with `split_special_tokens=True`.
 
 The table gives, per source, the examples checked and the examples whose ids differ. Differences from the original are
@@ -37,7 +37,7 @@ from pathlib import Path
 import sentencepiece as spm
 from transformers import AlbertTokenizer as TransformersAlbertTokenizer
 
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from tokenization_reference import TEXT_SOURCES, preprocess_text, reference_pieces  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
 
     model_file = args.data_dir / "spiece" / "albert-30k-clean.model"
     sp = spm.SentencePieceProcessor(model_file=str(model_file))
-    ours = AlbertTokenizer(vocab_file=str(model_file))
+    ours = AlbertHFTokenizer(vocab_file=str(model_file))
     with tempfile.TemporaryDirectory() as folder:
         shutil.copy(model_file, Path(folder) / "spiece.model")
         theirs = TransformersAlbertTokenizer.from_pretrained(folder)

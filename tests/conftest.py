@@ -85,6 +85,14 @@ def spiece_model() -> Path:
     return SPIECE_MODEL
 
 
+@pytest.fixture(scope="module")
+def tokenizer(spiece_model):
+    """albert_hf's tokenizer on the real ALBERT 30k vocabulary (one per test module)."""
+    from albert_hf.tokenization import AlbertHFTokenizer
+
+    return AlbertHFTokenizer(vocab_file=str(spiece_model))
+
+
 @pytest.fixture(scope="session")
 def wikitext_articles(tmp_path_factory):
     """`write(n)`: a file with the first n WikiText-2 validation articles (one paragraph per line, a blank line
@@ -100,3 +108,39 @@ def wikitext_articles(tmp_path_factory):
         return path
 
     return write
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Tiny models
+# --------------------------------------------------------------------------------------------------------------------
+
+# The tiny ALBERT of the model-level tests: one shared layer group applied 4 times, an embedding size E below the
+# hidden size H (so the E -> H projection is exercised), H split over several heads, and odd sizes (vocabulary 99,
+# feed-forward 37) so that no two dimensions can be confused. Files that need other fields override them by name.
+TINY_CONFIG = dict(
+    vocab_size=99,
+    embedding_size=16,
+    hidden_size=32,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
+
+# `--config_overrides` of the job tests, on top of a real preset, so that a whole job runs in seconds on a CPU: one
+# layer for the fine-tuning jobs (GLUE, NER, SQuAD, multiple choice); two layer applications for pretraining and the
+# crash/resume tests, which add their own dropout settings.
+TINY_ONE_LAYER_OVERRIDES = (
+    "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
+)
+TINY_TWO_LAYER_OVERRIDES = (
+    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
+    "max_position_embeddings=64"
+)
+
+
+def tiny_config(**overrides):
+    """`AlbertConfig` of [`TINY_CONFIG`] with `overrides`."""
+    from albert_hf import AlbertConfig
+
+    return AlbertConfig(**{**TINY_CONFIG, **overrides})

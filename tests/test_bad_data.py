@@ -54,13 +54,6 @@ def test_runs_of_blank_lines_make_no_empty_documents(tmp_path):
     assert documents["sentences"] == [["A one.", "A two."], ["B one.", "B two."]]
 
 
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
-
-    return AlbertTokenizer(vocab_file=str(spiece_model))
-
-
 def prepare(tmp_path: Path, tokenizer, text: str, max_seq_length: int = 32):
     from albert_hf.tasks.pretraining import PretrainingDataArguments, prepare_datasets
 

@@ -11,7 +11,6 @@ from torch.utils.data import DataLoader
 
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
-from albert_hf.tokenization import AlbertTokenizer
 
 NGRAM_PROBS = np.array([6 / 11, 3 / 11, 2 / 11])
 
@@ -19,11 +18,6 @@ NGRAM_PROBS = np.array([6 / 11, 3 / 11, 2 / 11])
 def within(observed: float, expected: float, count: int, sigmas: float = 4.0) -> bool:
     """|observed - expected| within `sigmas` binomial standard errors of a proportion over `count` draws."""
     return abs(observed - expected) <= sigmas * np.sqrt(expected * (1 - expected) / count)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

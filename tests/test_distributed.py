@@ -13,6 +13,7 @@ start compiles a small C++ op, cached in $TORCH_EXTENSIONS_DIR).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
 import yaml
@@ -46,19 +48,8 @@ TOLERANCE = 1e-6
 GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
 
 
-def tiny_config(**overrides) -> AlbertConfig:
-    # One shared layer group applied three times: cross-layer sharing is exercised by every test.
-    fields = dict(
-        vocab_size=100,
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        classifier_dropout_prob=0.0,
-    )
-    return AlbertConfig(**{**fields, **overrides})
+# One shared layer group applied three times: cross-layer sharing is exercised by every test.
+tiny_config = functools.partial(conftest.tiny_config, vocab_size=100, num_hidden_layers=3, classifier_dropout_prob=0.0)
 
 
 def torchrun(script: Path, *args: str, timeout: int = 420) -> None:

@@ -25,7 +25,6 @@ from albert_hf.data.pretraining import (
     truncate_seq_pair,
 )
 from albert_hf.data.squad import postprocess_predictions, prepare_eval_features, truncate_questions
-from albert_hf.tokenization import AlbertTokenizer
 
 # Profiles (fixed-seed by default, `HYPOTHESIS_PROFILE=thorough` for 10x more fresh examples): tests/conftest.py.
 
@@ -37,11 +36,6 @@ TRICKY_TEXT = st.text(
     max_size=40,
 )
 TEXTS = st.one_of(ANY_TEXT, TRICKY_TEXT)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

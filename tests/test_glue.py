@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import is_full
+from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 from test_metrics import reference_f1, reference_matthews, reference_pearson
 from transformers import EvalPrediction, TrainingArguments
@@ -26,7 +26,6 @@ from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_
 from albert_hf.tasks.common import ModelArguments
 from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset
 
-TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
 LOCAL_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "wnli")
 # Official GLUE row counts (train, dev, test).
 OFFICIAL_SIZES = {
@@ -37,13 +36,6 @@ OFFICIAL_SIZES = {
     "rte": (2490, 277, 3000),
     "wnli": (635, 71, 146),
 }
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
-
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 def glue_dir(shared_data, task_name):
@@ -430,7 +422,7 @@ def common_args(spiece_model, output_dir):
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",
-        TINY_MODEL,
+        TINY_ONE_LAYER_OVERRIDES,
         "--output_dir",
         str(output_dir),
         "--report_to",
@@ -559,7 +551,7 @@ def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
     """transformers also length-groups (and shuffles) evaluation with group_by_length; prediction files need order."""
     from albert_hf.configuration import AlbertConfig
     from albert_hf.modeling import AlbertForSequenceClassification
-    from albert_hf.tasks.finetuning import FineTuningTrainer
+    from albert_hf.training.trainer import FineTuningTrainer
 
     lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 3
     dataset = Dataset.from_list([{"input_ids": [i] * n, "label": 0} for i, n in enumerate(lengths)])

@@ -7,6 +7,7 @@ receives the files, and a subprocess that cannot import albert_hf loads them wit
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,24 +16,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
-import transformers
+from conftest import TINY_CONFIG
 from datasets import Dataset
 from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
 from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from transformers import TrainingArguments
 
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.hub import (
-    AlbertTrainer,
     CardInfo,
-    check_exportable,
-    export_to_transformers,
-    import_official_checkpoint,
     latest_eval_metrics,
     push_to_hub,
     quality_metrics,
@@ -40,28 +38,13 @@ from albert_hf.hub import (
     render_model_card,
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.training.trainer import AlbertTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(
-    vocab_size=30000,  # the real ALBERT vocabulary, so the real tokenizer's ids fit
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
+# The real ALBERT vocabulary, so the real tokenizer's ids fit.
+TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2)
 TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
-
-
-def tiny_config(**overrides) -> AlbertConfig:
-    return AlbertConfig(**{**TINY, **overrides})
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
+tiny_config = functools.partial(conftest.tiny_config, **TINY)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -413,88 +396,3 @@ def test_release_cards_match_the_presets(size):
     assert re.search(rf"\| ALBERT-{size} v2 \| [\d.]+ \| [\d.]+/[\d.]+ \| [\d.]+/[\d.]+ \|", text)
     assert re.search(rf"\| ALBERT-{size} v1 \| [\d.]+ \| [\d.]+/[\d.]+ \| [\d.]+/[\d.]+ \|", text)
     assert "@inproceedings{lan2020albert" in text and "trust_remote_code" not in card.data.to_dict()
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Export to stock transformers ALBERT, import from official checkpoints
-# --------------------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [dict(sharing="all", num_hidden_groups=2, inner_group_num=2, num_hidden_layers=4), dict(sharing="none")],
-)
-def test_export_to_stock_transformers(tmp_path, tokenizer, overrides):
-    torch.manual_seed(0)
-    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=2, **overrides)).eval()
-    export_to_transformers(model, tmp_path / "stock", tokenizer=tokenizer)
-
-    config = json.loads((tmp_path / "stock" / "config.json").read_text())
-    assert config["model_type"] == "albert" and "auto_map" not in config and "sharing" not in config
-    assert not list((tmp_path / "stock").glob("*.py"))  # no custom code
-    stock = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "stock").eval()
-    assert type(stock) is transformers.AlbertForSequenceClassification
-    stock_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "stock")
-    assert type(stock_tokenizer) is transformers.AlbertTokenizer
-    ours, theirs = encode(tokenizer), encode(stock_tokenizer)
-    assert set(theirs) == set(ours) and all(torch.equal(ours[k], theirs[k]) for k in ours)
-    with torch.no_grad():
-        assert torch.allclose(stock(**theirs).logits, model(**ours).logits, atol=1e-6)
-
-
-@pytest.mark.parametrize("sharing, block", [("attention", "unshared_ffn"), ("ffn", "unshared_attention")])
-def test_export_refuses_partial_sharing(tmp_path, sharing, block):
-    model = albert_hf.AlbertModel(tiny_config(sharing=sharing))
-    with pytest.raises(ValueError, match=rf"sharing='{sharing}'.*{block}"):
-        export_to_transformers(model, tmp_path / "stock")
-    assert not (tmp_path / "stock").exists()
-    check_exportable(tiny_config(sharing="none"))  # the allowed ones pass
-
-
-def official_folder(folder: Path, spiece_model: Path) -> transformers.AlbertForPreTraining:
-    """What albert/albert-base-v2 publishes: config (model_type "albert"), weights, spiece.model."""
-    torch.manual_seed(0)
-    reference = transformers.AlbertForPreTraining(transformers.AlbertConfig(**TINY)).eval()
-    reference.save_pretrained(folder)
-    shutil.copyfile(spiece_model, folder / "spiece.model")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True, "model_max_length": 512}))
-    return reference
-
-
-def test_import_official_checkpoint(tmp_path, spiece_model):
-    reference = official_folder(tmp_path / "official", spiece_model)
-    model = import_official_checkpoint(tmp_path / "official", tmp_path / "imported")
-    assert type(model) is albert_hf.AlbertForPreTraining
-    imported = tmp_path / "imported"
-    assert {
-        "config.json",
-        "model.safetensors",
-        "modeling.py",
-        "configuration.py",
-        "spiece.model",
-        "tokenizer_config.json",
-        "tokenization.py",
-        "README.md",
-    } <= files_in(imported)
-    assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
-    assert ModelCard.load(imported / "README.md").data.base_model == str(tmp_path / "official")
-
-    tokenizer = AlbertTokenizer.from_pretrained(imported)
-    inputs = encode(tokenizer)
-    reloaded = albert_hf.AlbertForPreTraining.from_pretrained(imported).eval()
-    with torch.no_grad():
-        expected = reference(**inputs)
-        for candidate in (model.eval(), reloaded):
-            actual = candidate(**inputs)
-            assert torch.allclose(actual.prediction_logits, expected.prediction_logits, atol=1e-5)
-            assert torch.allclose(actual.sop_logits, expected.sop_logits, atol=1e-5)
-
-
-def test_import_refuses_a_checkpoint_without_backbone_weights(tmp_path, spiece_model):
-    official_folder(tmp_path / "official", spiece_model)
-    weights_path = tmp_path / "official" / "model.safetensors"
-    weights = load_file(weights_path)
-    del weights["albert.embeddings.word_embeddings.weight"]
-    save_file(weights, weights_path, metadata={"format": "pt"})
-    with pytest.raises(ValueError, match="missing backbone weights.*word_embeddings"):
-        import_official_checkpoint(tmp_path / "official", model_class=albert_hf.AlbertModel)

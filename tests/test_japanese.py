@@ -22,7 +22,7 @@ from albert_hf.data.pretraining import (
     split_sentences,
 )
 from albert_hf.tasks.pretraining import parse_pretraining_args, quickstart_tokenizer_options
-from albert_hf.tokenization import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
+from albert_hf.vocabulary import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"
@@ -257,7 +257,7 @@ def test_quickstart_on_japanese_gives_a_fill_mask_model_and_a_japanese_card(tmp_
 def test_card_language_is_read_off_the_vocabulary_unless_given(japanese_tokenizer, spiece_model):
     from albert_hf.hub import CardInfo, card_language
 
-    english = albert_hf.AlbertTokenizer(vocab_file=str(spiece_model))
+    english = albert_hf.AlbertHFTokenizer(vocab_file=str(spiece_model))
     assert card_language(CardInfo(), japanese_tokenizer) == ["ja"]
     assert card_language(CardInfo(), english) == ["en"]
     assert card_language(CardInfo(), None) == ["en"]

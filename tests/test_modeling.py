@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import torch
 import transformers
+from conftest import TINY_CONFIG, tiny_config
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 import albert_hf
@@ -26,26 +27,14 @@ HEAD_CLASSES = [
     "AlbertForMultipleChoice",
 ]
 
-TINY = dict(
-    vocab_size=99,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-    hidden_act="gelu_new",
-)
+# transformers' AlbertConfig is built from the same fields: the activation is named so that both sides say it.
+TINY = dict(TINY_CONFIG, hidden_act="gelu_new")
 # groups > 1, inner_group_num > 1, and E == H (the projection still exists, as in transformers).
 PARITY_CONFIGS = {
     "plain": dict(TINY),
     "groups2_inner2": dict(TINY, num_hidden_groups=2, inner_group_num=2),
     "e_equals_h": dict(TINY, embedding_size=32, num_hidden_layers=3, num_hidden_groups=3),
 }
-
-
-def tiny_config(**overrides) -> AlbertConfig:
-    return AlbertConfig(**{**TINY, **overrides})
 
 
 def padded_batch(batch_size: int = 3, seq_len: int = 10, vocab_size: int = 99, seed: int = 0):
@@ -326,7 +315,7 @@ def test_pretraining_loss_parts_and_ignore_index():
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def count_parameters(model: torch.nn.Module) -> int:
+def module_parameter_count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
@@ -337,7 +326,7 @@ def count_parameters(model: torch.nn.Module) -> int:
 def test_preset_parameter_counts(preset, expected):
     with torch.device("meta"):  # shapes only: no memory, no init
         model = albert_hf.AlbertModel(AlbertConfig.preset(preset))
-    assert count_parameters(model) == expected
+    assert module_parameter_count(model) == expected
 
 
 def closed_form_parameter_count(config: AlbertConfig) -> int:
@@ -371,7 +360,7 @@ def test_sharing_ablation_parameter_counts(sharing, paper_millions):
     config = AlbertConfig.preset("base", sharing=sharing)
     with torch.device("meta"):
         model = albert_hf.AlbertModel(config)
-    count = count_parameters(model)
+    count = module_parameter_count(model)
     assert count == closed_form_parameter_count(config)
     assert round(count / 1e6) == paper_millions or abs(count / 1e6 - paper_millions) < 1.0
 
@@ -381,7 +370,7 @@ def test_sharing_ablation_parameter_counts(sharing, paper_millions):
 def test_partial_sharing_runs_and_uses_distinct_blocks(sharing, groups, inner):
     config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
     model = albert_hf.AlbertModel(config).eval()
-    assert count_parameters(model) == closed_form_parameter_count(config)
+    assert module_parameter_count(model) == closed_form_parameter_count(config)
     input_ids, attention_mask, _ = padded_batch()
     output = model(input_ids, attention_mask=attention_mask, output_hidden_states=True)
     assert len(output.hidden_states) == 1 + 4 * inner

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import TINY_ONE_LAYER_OVERRIDES
 from datasets import Dataset
 from transformers import EvalPrediction
 
@@ -18,15 +19,7 @@ from albert_hf.data.multiple_choice import (
 )
 from albert_hf.tasks.multiple_choice import accuracy_compute_metrics
 
-TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
 ARTICLE = "Tom went to the market. He bought three apples and a pear."
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
-
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 def write_jsonl(path, records):
@@ -191,7 +184,7 @@ def test_run_swag_end_to_end_through_the_cli(shared_data, spiece_model, tmp_path
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",
-        TINY_MODEL,
+        TINY_ONE_LAYER_OVERRIDES,
         "--output_dir",
         str(output_dir),
         "--report_to",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import is_full
+from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
 
 from albert_hf.data.ner import (
@@ -24,15 +24,6 @@ from albert_hf.data.ner import (
     write_conll_predictions,
 )
 from albert_hf.metrics.ner import ner_metrics
-
-TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
-
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")
@@ -261,7 +252,7 @@ def test_run_ner_end_to_end_through_the_cli(shared_data, spiece_model, tmp_path)
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",
-        TINY_MODEL,
+        TINY_ONE_LAYER_OVERRIDES,
         "--output_dir",
         str(output_dir),
         "--report_to",

@@ -6,12 +6,12 @@ import re
 
 import pytest
 import torch
+from conftest import tiny_config
 from datasets import Dataset
 from peft import PeftModel, get_peft_model
 from transformers import Trainer, TrainingArguments
 
 import albert_hf
-from albert_hf import AlbertConfig
 from albert_hf.peft_utils import (
     TARGET_MODULES,
     count_adapter_parameters,
@@ -21,20 +21,6 @@ from albert_hf.peft_utils import (
     lora_config,
     lora_parameter_count,
 )
-
-TINY = dict(
-    vocab_size=99,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
-
-
-def tiny_config(**overrides) -> AlbertConfig:
-    return AlbertConfig(**{**TINY, **overrides})
 
 
 def batch(batch_size: int = 4, seq_len: int = 12, seed: int = 0) -> dict[str, torch.Tensor]:

@@ -8,33 +8,21 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_CONFIG
 from transformers import pipeline
 
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.pipelines import TASK as QA_TASK
-from albert_hf.tokenization import AlbertTokenizer
 
-TINY = dict(
-    vocab_size=30000,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=128,
-)
+# The real ALBERT vocabulary (the real tokenizer's ids fit) and room for question-answering windows.
+TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2, max_position_embeddings=128)
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 def tiny_model(class_name: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)
     return getattr(albert_hf, class_name)(AlbertConfig(**{**TINY, **overrides})).eval()
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

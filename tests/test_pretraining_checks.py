@@ -15,7 +15,7 @@ from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.tasks.pretraining import main
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
     PretrainingSetupError,
@@ -25,6 +25,7 @@ from albert_hf.training.sanity import (
     check_tokenizer_matches_config,
 )
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +44,7 @@ def documents() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def tokenizer(documents, tmp_path_factory) -> AlbertTokenizer:
+def tokenizer(documents, tmp_path_factory) -> AlbertHFTokenizer:
     sentences = Dataset.from_dict({"text": [s for document in documents["sentences"] for s in document]})
     return train_tokenizer(sentences, tmp_path_factory.mktemp("tokenizer"), vocab_size=400, show_progress=False)
 
@@ -109,7 +110,7 @@ def test_special_id_mismatch(tokenizer, config_field, tokenizer_field):
         check_tokenizer_matches_config(tokenizer, config)
 
 
-class SplittingTokenizer(AlbertTokenizer):
+class SplittingTokenizer(AlbertHFTokenizer):
     """A tokenizer whose [MASK] is not registered as one token: text "[MASK]" becomes ordinary pieces."""
 
     def __call__(self, text, **kwargs):
@@ -153,7 +154,7 @@ def test_padding_chosen_as_a_label(tokenizer, instances):
 
 def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp_path):
     """`albert-hf pretrain` with a model of ALBERT's 30,000-piece vocabulary and a 1,000-piece tokenizer whose ids
-    mean other pieces trained without a word; it now stops before training, naming both sides."""
+    mean other pieces trained without a word; it stops before training, naming both sides."""
     checkpoint = tmp_path / "albert-30k"
     AlbertForPreTraining(
         AlbertConfig.preset(

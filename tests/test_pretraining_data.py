@@ -20,14 +20,8 @@ from albert_hf.data.pretraining import (
     tokenize_documents,
     truncate_seq_pair,
 )
-from albert_hf.tokenization import AlbertTokenizer
 
 CLS, SEP = 2, 3
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")

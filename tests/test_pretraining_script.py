@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
 from transformers import AutoModelForPreTraining, AutoTokenizer, default_data_collator
 
@@ -16,14 +17,12 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.tasks.pretraining import RECIPES, accumulation_steps, main, parse_pretraining_args, quickstart_main
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb
 from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.vocabulary import train_tokenizer
 
-TINY_MODEL = (
-    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
-    "max_position_embeddings=64,classifier_dropout_prob=0.0"
-)
+TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},classifier_dropout_prob=0.0"
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +39,8 @@ def tokenizer_dir(corpus_file, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tokenizer_dir) -> AlbertTokenizer:
-    return AlbertTokenizer.from_pretrained(tokenizer_dir)
+def tokenizer(tokenizer_dir) -> AlbertHFTokenizer:
+    return AlbertHFTokenizer.from_pretrained(tokenizer_dir)
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +312,7 @@ def test_pretrain_command_end_to_end(corpus_file, tokenizer_dir, tmp_path):
     model = AutoModelForPreTraining.from_pretrained(output_dir)
     assert isinstance(model, AlbertForPreTraining) and model.config.vocab_size == 1000
     reloaded = AutoTokenizer.from_pretrained(output_dir)
-    assert reloaded("a test.")["input_ids"] == AlbertTokenizer.from_pretrained(tokenizer_dir)("a test.")["input_ids"]
+    assert reloaded("a test.")["input_ids"] == AlbertHFTokenizer.from_pretrained(tokenizer_dir)("a test.")["input_ids"]
 
 
 def test_pretrain_command_names_bad_arguments(corpus_file, tokenizer_dir, tmp_path):

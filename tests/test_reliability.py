@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_TWO_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from torch.utils.data import Dataset as TorchDataset
 from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -30,18 +31,15 @@ from albert_hf.training.reliability import (
     STAGING_DIR_NAME,
     CheckpointError,
     NonFiniteLossError,
-    ReliableTrainer,
     ReliableTrainerMixin,
     check_checkpoint_matches_model,
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
+from albert_hf.training.trainer import ReliableTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY_MODEL = (
-    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
-    "max_position_embeddings=64,hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
-)
+TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
 COMMON_ARGS = [
     "--report_to",
     "none",
@@ -279,7 +277,7 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     shared_data, spiece_model, tmp_path, step
 ):
     from albert_hf.tasks import glue
-    from albert_hf.tasks.finetuning import FineTuningTrainer
+    from albert_hf.training.trainer import FineTuningTrainer
 
     context = f"GLUE killed while saving checkpoint-{step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
@@ -700,7 +698,8 @@ TWO_RANK_WORKER = textwrap.dedent(
     import torch
     sys.path.insert(0, sys.argv[1])  # the tests folder, for the helpers of test_reliability
     from test_reliability import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
-    from albert_hf.training.reliability import NonFiniteLossError, ReliableTrainer
+    from albert_hf.training.reliability import NonFiniteLossError
+    from albert_hf.training.trainer import ReliableTrainer
 
     output = Path(sys.argv[2])
     trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(output / "run", save_total_limit=1),

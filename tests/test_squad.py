@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import is_full
+from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import Dataset
 from transformers import TrainingArguments
 
@@ -29,19 +29,11 @@ from albert_hf.data.squad import (
     window_offsets,
     write_prediction_files,
 )
-from albert_hf.metrics.squad import normalize_answer, squad_v1_scores, squad_v2_scores
+from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
 from albert_hf.tasks.common import ModelArguments, parse_config_overrides
-from albert_hf.tasks.squad import SQUAD_HYPERPARAMETERS, SquadArguments, apply_squad_preset, squad_metrics
+from albert_hf.tasks.squad import SQUAD_HYPERPARAMETERS, SquadArguments, apply_squad_preset
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TINY_MODEL = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model):
-    from albert_hf.tokenization import AlbertTokenizer
-
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 def squad_file(shared_data, name):
@@ -474,7 +466,7 @@ def common_args(spiece_model, output_dir):
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",
-        TINY_MODEL,
+        TINY_ONE_LAYER_OVERRIDES,
         "--output_dir",
         str(output_dir),
         "--report_to",
@@ -597,7 +589,7 @@ def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model
     from albert_hf.tasks.squad import main
 
     checkpoint = tmp_path / "checkpoint"
-    config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_MODEL))
+    config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))
     AlbertForQuestionAnswering(config).save_pretrained(checkpoint)
     argv = [
         "--model_name_or_path",

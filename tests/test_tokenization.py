@@ -1,4 +1,4 @@
-"""albert_hf.AlbertTokenizer: exact original ALBERT tokenization, offsets, transformers API, loading and saving.
+"""albert_hf.AlbertHFTokenizer: exact original ALBERT tokenization, offsets, transformers API, loading and saving.
 
 "Exact" is checked against google-research's own `tokenization.py` (`tokenization_reference`, the albert-tensorflow
 wheel run with a tensorflow stand-in). On the real data, every source is checked on all texts that take the
@@ -25,16 +25,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tokenization_reference import TEXT_SOURCES, google, preprocess_text, reference_ids, reference_pieces
 
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
+from albert_hf.vocabulary import train_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tokenizer"
 CONTROL_STRINGS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(spiece_model) -> AlbertTokenizer:
-    return AlbertTokenizer(vocab_file=str(spiece_model))
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +129,7 @@ def test_quotes_are_kept_by_default_and_replaced_on_request(spiece_model, sp, to
     text = "He said ``yes'' and ''no``."
     assert tokenizer(text, add_special_tokens=False)["input_ids"] == reference_ids(sp, [text])[0]
     assert tokenizer.unk_token_id in tokenizer(text)["input_ids"]  # "``" is not a piece of the released vocabulary
-    replacing = AlbertTokenizer(vocab_file=str(spiece_model), replace_quotes=True)
+    replacing = AlbertHFTokenizer(vocab_file=str(spiece_model), replace_quotes=True)
     assert replacing.tokenize(text) == reference_pieces(sp, [text], replace_quotes=True)[0]
     assert tokenizer.unk_token_id not in replacing(text)["input_ids"]
     assert replacing.tokenize(text).count('"') == 4
@@ -142,7 +138,7 @@ def test_quotes_are_kept_by_default_and_replaced_on_request(spiece_model, sp, to
 
 @pytest.mark.parametrize("do_lower_case,keep_accents", [(False, False), (True, True), (False, True)])
 def test_options_equal_the_original_algorithm(spiece_model, sp, do_lower_case, keep_accents):
-    tokenizer = AlbertTokenizer(vocab_file=str(spiece_model), do_lower_case=do_lower_case, keep_accents=keep_accents)
+    tokenizer = AlbertHFTokenizer(vocab_file=str(spiece_model), do_lower_case=do_lower_case, keep_accents=keep_accents)
     texts = ["Crème Brûlée in 1990, ÅNGSTRÖM", "İstanbul ǅemal naïve ΟΔΟΣ", "Hello World, 3,500 x\x1c\u00a0\u0301y"]
     assert not assert_same_as_reference(tokenizer, sp, texts, lower=do_lower_case, keep_accents=keep_accents)
 
@@ -151,7 +147,7 @@ def test_options_equal_the_original_algorithm(spiece_model, sp, do_lower_case, k
 def test_normalizer_equals_preprocess_text_then_sentencepiece(spiece_model, sp, do_lower_case, keep_accents):
     """Every whitespace character of Python's str.split() next to combining marks, letters and other spaces: the
     Rust normalizer gives exactly google-research's preprocess_text followed by SentencePiece's normalization."""
-    tokenizer = AlbertTokenizer(vocab_file=str(spiece_model), do_lower_case=do_lower_case, keep_accents=keep_accents)
+    tokenizer = AlbertHFTokenizer(vocab_file=str(spiece_model), do_lower_case=do_lower_case, keep_accents=keep_accents)
     normalizer = tokenizer._tokenizer._rust_normalizer  # the exact path's differs only in keeping a leading space
     spaces = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
     marks = [chr(code) for code in range(sys.maxunicode + 1) if unicodedata.combining(chr(code))][::5]
@@ -450,7 +446,7 @@ def test_save_and_reload_round_trip(tokenizer, tmp_path):
     tokenizer.add_tokens(["brandnewtoken"])
     tokenizer.save_pretrained(tmp_path)
     assert (tmp_path / "spiece.model").is_file() and (tmp_path / "tokenizer_config.json").is_file()
-    reloaded = AlbertTokenizer.from_pretrained(tmp_path)
+    reloaded = AlbertHFTokenizer.from_pretrained(tmp_path)
     assert reloaded(TEXTS + ["a brandnewtoken"])["input_ids"] == tokenizer(TEXTS + ["a brandnewtoken"])["input_ids"]
     assert len(reloaded) == len(tokenizer)
 
@@ -480,7 +476,7 @@ def test_hub_style_folder(spiece_model, tokenizer, tmp_path):
         "tokenizer_class": "AlbertTokenizer",
     }
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
-    loaded = AlbertTokenizer.from_pretrained(tmp_path)
+    loaded = AlbertHFTokenizer.from_pretrained(tmp_path)
     assert loaded.model_max_length == 512
     assert loaded(TEXTS)["input_ids"][:2] == tokenizer(TEXTS)["input_ids"][:2]
     assert loaded.convert_ids_to_tokens(loaded("a [MASK]")["input_ids"]) == ["[CLS]", "▁a", "[MASK]", "[SEP]"]
@@ -496,7 +492,7 @@ def test_folder_saved_by_transformers_albert_tokenizer(spiece_model, tokenizer, 
     shutil.copy(spiece_model, source / "spiece.model")
     TransformersAlbertTokenizer.from_pretrained(source).save_pretrained(tmp_path / "saved")
     assert not (tmp_path / "saved" / "spiece.model").exists()
-    loaded = AlbertTokenizer.from_pretrained(tmp_path / "saved")
+    loaded = AlbertHFTokenizer.from_pretrained(tmp_path / "saved")
     assert loaded(TEXTS)["input_ids"] == tokenizer(TEXTS)["input_ids"]
     assert "token_type_ids" in loaded("a", "b")
 
@@ -523,18 +519,18 @@ def test_auto_tokenizer_after_import_albert_hf(tokenizer, tmp_path):
 
 def test_missing_model_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="spiece.model"):
-        AlbertTokenizer(vocab_file=str(tmp_path / "spiece.model"))
+        AlbertHFTokenizer(vocab_file=str(tmp_path / "spiece.model"))
     with pytest.raises((OSError, ValueError), match="spiece.model|SentencePiece"):
-        AlbertTokenizer.from_pretrained(tmp_path)
+        AlbertHFTokenizer.from_pretrained(tmp_path)
 
 
 def test_corrupt_model_file_is_a_clear_error(spiece_model, tmp_path):
     (tmp_path / "garbage.model").write_bytes(b"this is not a sentencepiece model")
     with pytest.raises(ValueError, match="garbage.model is not a valid SentencePiece model"):
-        AlbertTokenizer(vocab_file=str(tmp_path / "garbage.model"))
+        AlbertHFTokenizer(vocab_file=str(tmp_path / "garbage.model"))
     (tmp_path / "truncated.model").write_bytes(Path(spiece_model).read_bytes()[:5000])
     with pytest.raises(ValueError, match="truncated.model is not a valid SentencePiece model"):
-        AlbertTokenizer(vocab_file=str(tmp_path / "truncated.model"))
+        AlbertHFTokenizer(vocab_file=str(tmp_path / "truncated.model"))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -548,7 +544,7 @@ def japanese_corpus(shared_data) -> Path:
 
 
 @pytest.fixture(scope="module")
-def japanese_tokenizer(japanese_corpus, tmp_path_factory) -> AlbertTokenizer:
+def japanese_tokenizer(japanese_corpus, tmp_path_factory) -> AlbertHFTokenizer:
     """Trained on the Japanese novel with the normalization Japanese needs: no accent stripping, no lower-casing."""
     folder = tmp_path_factory.mktemp("ja_tokenizer")
     return train_tokenizer(

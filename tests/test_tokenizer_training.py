@@ -8,14 +8,15 @@ import pytest
 import sentencepiece as spm
 from tokenization_reference import preprocess_text, reference_ids
 
-from albert_hf.tokenization import AlbertTokenizer, train_tokenizer, train_tokenizer_main
+from albert_hf.tokenization import AlbertHFTokenizer
+from albert_hf.vocabulary import train_tokenizer, train_tokenizer_main
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
 SPECIAL_IDS = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
 
 
 @pytest.fixture(scope="module")
-def english_tokenizer(shared_data, tmp_path_factory) -> tuple[AlbertTokenizer, Path]:
+def english_tokenizer(shared_data, tmp_path_factory) -> tuple[AlbertHFTokenizer, Path]:
     output_dir = tmp_path_factory.mktemp("english")
     tokenizer = train_tokenizer(
         shared_data / "corpus" / "botchan.txt", output_dir, vocab_size=1000, show_progress=False
@@ -56,10 +57,12 @@ def test_auto_tokenizer_loads_the_trained_folder(english_tokenizer):
 
     from albert_hf.configuration import AlbertConfig
 
-    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertTokenizer, exist_ok=True)  # what `import albert_hf` does
+    AutoTokenizer.register(
+        AlbertConfig, tokenizer_class=AlbertHFTokenizer, exist_ok=True
+    )  # what `import albert_hf` does
     tokenizer, output_dir = english_tokenizer
     loaded = AutoTokenizer.from_pretrained(output_dir)
-    assert isinstance(loaded, AlbertTokenizer)
+    assert isinstance(loaded, AlbertHFTokenizer)
     assert (
         loaded("Some text, 1,000 times.", "A pair")["input_ids"]
         == tokenizer("Some text, 1,000 times.", "A pair")["input_ids"]
@@ -134,6 +137,6 @@ def test_command_line_shows_progress_and_writes_a_loadable_folder(shared_data, t
     )
     captured = capsys.readouterr()
     assert "reading text" in captured.err and "wrote" in captured.out
-    tokenizer = AlbertTokenizer.from_pretrained(output_dir)
+    tokenizer = AlbertHFTokenizer.from_pretrained(output_dir)
     assert tokenizer.do_lower_case is False and tokenizer.keep_accents is True
     assert tokenizer.convert_ids_to_tokens(tokenizer("東京 Tokyo")["input_ids"])[0] == "[CLS]"

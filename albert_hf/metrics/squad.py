@@ -11,6 +11,9 @@ reference answers). The two versions differ on empty strings, which only v2.0 ca
 References are given as `{question_id: [answer texts]}` (an empty list: unanswerable), predictions as
 `{question_id: text}`. A question without a prediction scores 0 and is counted in `missing`; the official v1.1 script
 does the same (the v2.0 script would stop with a KeyError).
+
+`squad_metrics` scores a SQuAD job's post-processed answers (`albert_hf.data.squad.SquadPredictions`) against its
+examples, through the `evaluate` modules shipped in albert_hf/metrics/modules.
 """
 
 from __future__ import annotations
@@ -20,6 +23,15 @@ import logging
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..data.squad import gold_answers
+from . import load as load_metric_module
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from ..data.squad import SquadPredictions
 
 logger = logging.getLogger(__name__)
 
@@ -217,3 +229,31 @@ def _percentages(exact: Mapping[str, float], f1: Mapping[str, float], question_i
 def _warn_missing(missing: int, total: int) -> None:
     if missing:
         logger.warning("SQuAD evaluation: %d of %d questions have no prediction and score 0.", missing, total)
+
+
+def squad_metrics(
+    predictions: SquadPredictions, examples: Dataset, version_2_with_negative: bool, null_score_diff_threshold: float
+) -> dict[str, float]:
+    """The official metrics of the answers.
+
+    v1.1: `exact_match`, `f1`. v2.0: `exact`, `f1` and their HasAns/NoAns breakdowns at the fixed threshold, and
+    `best_exact`/`best_f1` with their thresholds, searched over the null odds of the evaluation set as the original
+    does. Scoring the best non-null spans with the null odds at the fixed threshold is the same as scoring
+    `predictions.json`; the threshold search needs the non-null spans. Scored through the package's `evaluate`
+    modules "squad" and "squad_v2" (same numbers as `squad_v1_scores` and `squad_v2_scores`).
+    """
+    references = gold_answers(examples)
+    gold = [
+        {"id": key, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
+        for key, texts in references.items()
+    ]
+    if not version_2_with_negative:
+        answers = [{"id": key, "prediction_text": predictions.predictions[key]} for key in references]
+        return load_metric_module("squad").compute(predictions=answers, references=gold)
+    answers = [
+        {"id": key, "prediction_text": predictions.best_spans[key], "no_answer_probability": predictions.null_odds[key]}
+        for key in references
+    ]
+    return load_metric_module("squad_v2").compute(
+        predictions=answers, references=gold, no_answer_threshold=null_score_diff_threshold
+    )

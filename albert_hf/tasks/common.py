@@ -76,14 +76,14 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
 
 def load_tokenizer(model_args: ModelArguments):
     """The ALBERT tokenizer from a folder (spiece.model + tokenizer_config.json) or a bare spiece.model file."""
-    from ..tokenization import AlbertTokenizer
+    from ..tokenization import AlbertHFTokenizer
 
     source = model_args.tokenizer_name_or_path or model_args.model_name_or_path
     if source is None:
         raise ValueError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
     if os.path.isfile(source):
-        return AlbertTokenizer(vocab_file=source)
-    return AlbertTokenizer.from_pretrained(source)
+        return AlbertHFTokenizer(vocab_file=source)
+    return AlbertHFTokenizer.from_pretrained(source)
 
 
 # Name of the attribute where `parse_args` records the flags the user gave (so presets only fill the others).

@@ -2,7 +2,7 @@
 
 Each task script (GLUE, NER, multiple choice, SQuAD) parses `(ModelArguments, FineTuningArguments, <task arguments>,
 TrainingArguments)`, applies `--preset` with `apply_paper_preset`, and runs `train_and_evaluate` with a
-`FineTuningTrainer` (a Trainer that predicts in dataset order).
+`FineTuningTrainer` (albert_hf/training/trainer.py: a Trainer that predicts in dataset order).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch.utils.data import SequentialSampler
 from transformers import Trainer, TrainingArguments
 
-from ..hub import AlbertModelCardMixin, CardInfo, register_tokenizer_for_remote_code
-from ..training.reliability import ReliableTrainerMixin, resolve_resume_checkpoint
+from ..training.reliability import resolve_resume_checkpoint
 from .common import GIVEN_FLAGS_ATTRIBUTE, ModelArguments, parse_config_overrides
 
 logger = logging.getLogger(__name__)
@@ -162,27 +160,6 @@ def _per_device_batch_size(global_batch_size: int, training_args: TrainingArgume
             f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
         )
     return global_batch_size // shards
-
-
-# ReliableTrainerMixin: atomic checkpoints, the NaN guard and checked resumption, so a crash costs minutes.
-class FineTuningTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):
-    """Trainer whose evaluation and prediction follow the dataset's order, and whose model card is albert_hf's.
-
-    transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
-    order. Metrics do not mind (labels move with predictions), but per-example outputs do: leaderboard files, word-level
-    NER predictions and SQuAD post-processing must line predictions up with their examples.
-    """
-
-    def __init__(self, *args, card_info: CardInfo | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.card_info = card_info  # dataset and base model for the card that --push_to_hub uploads
-        register_tokenizer_for_remote_code()  # checkpoints and pushes carry tokenization.py, like modeling.py
-
-    def _get_eval_sampler(self, eval_dataset):
-        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
-            return None
-        # One process: in order. Several: accelerate shards sequentially and the gather restores the order.
-        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
 
 
 def take_first(dataset, max_samples: int | None):

@@ -31,10 +31,10 @@ from ..data.glue import (
 from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
+from ..training.trainer import FineTuningTrainer
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
     FineTuningArguments,
-    FineTuningTrainer,
     apply_paper_preset,
     log_truncation,
     output_path,

@@ -22,10 +22,10 @@ from transformers import DataCollatorForMultipleChoice, EvalPrediction, Training
 from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokenize_multiple_choice
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
+from ..training.trainer import FineTuningTrainer
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
     FineTuningArguments,
-    FineTuningTrainer,
     apply_paper_preset,
     log_truncation,
     output_path,

@@ -32,10 +32,10 @@ from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
 from ..modeling import AlbertForTokenClassification
+from ..training.trainer import FineTuningTrainer
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
     FineTuningArguments,
-    FineTuningTrainer,
     apply_paper_preset,
     log_truncation,
     output_path,

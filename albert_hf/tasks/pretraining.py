@@ -553,7 +553,7 @@ def quickstart_documents(args: argparse.Namespace) -> Dataset:
 
 def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartResult:
     """Tokenizer, instances, pretraining and held-out evaluation of the quickstart; saves model + tokenizer."""
-    from ..tokenization import train_tokenizer
+    from ..vocabulary import train_tokenizer
 
     say = (lambda message: None) if quiet else print
     started = time.time()
@@ -631,7 +631,7 @@ def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_g
     that coverage keeps. Accent stripping is chosen by train_tokenizer itself from the text."""
     from collections import Counter
 
-    from ..tokenization import ALBERT_CHARACTER_COVERAGE
+    from ..vocabulary import ALBERT_CHARACTER_COVERAGE
 
     share = cjk_character_share(texts)
     if share < 0.3:

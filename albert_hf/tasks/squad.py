@@ -13,32 +13,24 @@ over all thresholds on the evaluation set (`best_f1_thresh`: rerun with that thr
 from __future__ import annotations
 
 import logging
-import math
-import time
 from dataclasses import dataclass, field
 
 from datasets import Dataset, load_dataset
 from transformers import TrainingArguments, default_data_collator, set_seed
-from transformers.trainer_utils import speed_metrics
 
 from ..data.squad import (
-    SquadPredictions,
     check_squad_examples,
     count_unanswerable,
-    gold_answers,
     load_squad_examples,
-    postprocess_predictions,
     prepare_eval_features,
     prepare_train_features,
     truncate_questions,
-    write_prediction_files,
 )
 from ..hub import CardInfo
-from ..metrics import load as load_metric_module
 from ..modeling import AlbertForQuestionAnswering
+from ..training.trainer import SquadTrainer
 from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
 from .finetuning import (
-    FineTuningTrainer,
     PaperHyperparameters,
     apply_table_row,
     setup_logging,
@@ -145,93 +137,6 @@ def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
         raise ValueError(f"No {split} data: pass --{file_flag} or --dataset_name.")
     examples = load_dataset(squad_args.dataset_name, split=hub_split)
     return check_squad_examples(examples, f"{squad_args.dataset_name}[{hub_split}]")
-
-
-def squad_metrics(
-    predictions: SquadPredictions, examples: Dataset, version_2_with_negative: bool, null_score_diff_threshold: float
-) -> dict[str, float]:
-    """The official metrics of the answers.
-
-    v1.1: `exact_match`, `f1`. v2.0: `exact`, `f1` and their HasAns/NoAns breakdowns at the fixed threshold, and
-    `best_exact`/`best_f1` with their thresholds, searched over the null odds of the evaluation set as the original
-    does. Scoring the best non-null spans with the null odds at the fixed threshold is the same as scoring
-    `predictions.json`; the threshold search needs the non-null spans. Scored through the package's `evaluate`
-    modules "squad" and "squad_v2" (same numbers as `squad_v1_scores` and `squad_v2_scores`).
-    """
-    references = gold_answers(examples)
-    gold = [
-        {"id": key, "answers": {"text": list(texts), "answer_start": [0] * len(texts)}}
-        for key, texts in references.items()
-    ]
-    if not version_2_with_negative:
-        answers = [{"id": key, "prediction_text": predictions.predictions[key]} for key in references]
-        return load_metric_module("squad").compute(predictions=answers, references=gold)
-    answers = [
-        {"id": key, "prediction_text": predictions.best_spans[key], "no_answer_probability": predictions.null_odds[key]}
-        for key in references
-    ]
-    return load_metric_module("squad_v2").compute(
-        predictions=answers, references=gold, no_answer_threshold=null_score_diff_threshold
-    )
-
-
-class SquadTrainer(FineTuningTrainer):
-    """A Trainer whose evaluation answers every question and scores the answers with the official SQuAD metric.
-
-    It evaluates in dataset order (FineTuningTrainer): post-processing matches windows to questions by position, and
-    transformers 5 would otherwise reorder evaluation by length under `--train_sampling_strategy group_by_length`.
-
-    The model's start/end logits over all evaluation windows are merged per question by `postprocess_predictions`;
-    the prediction files are written to `output_dir` by the main process.
-    """
-
-    def __init__(self, *args, eval_examples: Dataset, squad_args: SquadArguments, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.eval_examples = eval_examples
-        self.squad_args = squad_args
-
-    def evaluate(
-        self, eval_dataset: Dataset | None = None, ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval"
-    ) -> dict[str, float]:
-        features = self.eval_dataset if eval_dataset is None else eval_dataset
-        start_time = time.time()
-        # Windows carry no labels: the loop returns the logits only, and the metrics come from the answers below.
-        output = self.evaluation_loop(
-            self.get_eval_dataloader(features),
-            description="Evaluation",
-            prediction_loss_only=False,
-            ignore_keys=ignore_keys,
-            metric_key_prefix=metric_key_prefix,
-        )
-        start_logits, end_logits = output.predictions[:2]
-        args = self.squad_args
-        predictions = postprocess_predictions(
-            self.eval_examples,
-            features,
-            start_logits,
-            end_logits,
-            n_best_size=args.n_best_size,
-            max_answer_length=args.max_answer_length,
-            version_2_with_negative=args.version_2_with_negative,
-            null_score_diff_threshold=args.null_score_diff_threshold,
-        )
-        if self.is_world_process_zero():
-            paths = write_prediction_files(self.args.output_dir, predictions)
-            logger.info("Wrote %s", ", ".join(paths))
-
-        scores = squad_metrics(
-            predictions, self.eval_examples, args.version_2_with_negative, args.null_score_diff_threshold
-        )
-        scores["questions_without_valid_span"] = len(predictions.no_valid_span)
-        metrics = {f"{metric_key_prefix}_{key}": value for key, value in scores.items()}
-        metrics.update(output.metrics)
-        total_batch_size = self.args.eval_batch_size * self.args.world_size
-        metrics.update(
-            speed_metrics(metric_key_prefix, start_time, len(features), math.ceil(len(features) / total_batch_size))
-        )
-        self.log(metrics)
-        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
-        return metrics
 
 
 def _features(examples: Dataset, tokenizer, squad_args: SquadArguments, split: str, training_args) -> Dataset:

@@ -536,8 +536,3 @@ class ReliableTrainerMixin:
         if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
             check_checkpoint_matches_model(resume_from_checkpoint, self.accelerator.unwrap_model(model or self.model))
         super()._load_from_checkpoint(resume_from_checkpoint, model)
-
-
-class ReliableTrainer(ReliableTrainerMixin, Trainer):
-    """`transformers.Trainer` with [`ReliableTrainerMixin`]: atomic checkpoints, a non-finite loss guard, checked
-    resumption."""

@@ -8,7 +8,7 @@ import torch
 
 import albert_hf
 from albert_hf import AlbertConfig
-from albert_hf.export import export_onnx, verify_onnx
+from albert_hf.onnx_export import export_onnx, verify_onnx
 
 
 def test_onnx_export_matches_pytorch_and_stores_shared_layer_once(tmp_path):
@@ -125,7 +125,7 @@ def test_onnx_int8_is_close_to_fp32_loads_in_onnxruntime_and_stores_the_shared_l
 
 
 def test_pytorch_int8_is_close_to_fp32_and_reloads(exported):
-    from albert_hf.export import load_pytorch_int8, quantize_pytorch
+    from albert_hf.onnx_export import load_pytorch_int8, quantize_pytorch
 
     model, output = exported
     inputs = _inputs()
@@ -148,7 +148,7 @@ def test_pytorch_int8_is_close_to_fp32_and_reloads(exported):
 
 
 def test_export_refuses_unknown_quantization_and_missing_model(tmp_path):
-    from albert_hf.export import export
+    from albert_hf.onnx_export import export
 
     with pytest.raises(ValueError, match="quantize must be one of"):
         export(tmp_path, tmp_path / "out", quantize="int4")
