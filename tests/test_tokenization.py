@@ -382,9 +382,9 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
 
 THREADS_SCRIPT = """
 import sys, threading
-from albert_hf.tokenization import AlbertTokenizer
+from albert_hf.tokenization import AlbertHFTokenizer
 texts = %r
-tokenizer = AlbertTokenizer(vocab_file=sys.argv[1])
+tokenizer = AlbertHFTokenizer(vocab_file=sys.argv[1])
 batches = [texts[i:] + texts[:i] for i in range(len(texts))] * 20
 expected = [tokenizer(batch)["input_ids"] for batch in batches]
 results = {}
