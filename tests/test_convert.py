@@ -12,7 +12,7 @@ import torch
 import transformers
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
-from test_hub import TINY, encode, files_in, tiny_config
+from test_hub import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
 
 import albert_hf
 from albert_hf.convert import check_exportable, export_to_transformers, import_official_checkpoint
@@ -65,16 +65,7 @@ def test_import_official_checkpoint(tmp_path, spiece_model):
     model = import_official_checkpoint(tmp_path / "official", tmp_path / "imported")
     assert type(model) is albert_hf.AlbertForPreTraining
     imported = tmp_path / "imported"
-    assert {
-        "config.json",
-        "model.safetensors",
-        "modeling.py",
-        "configuration.py",
-        "spiece.model",
-        "tokenizer_config.json",
-        "tokenization.py",
-        "README.md",
-    } <= files_in(imported)
+    assert REMOTE_CODE_FILES <= files_in(imported)
     assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
     assert ModelCard.load(imported / "README.md").data.base_model == str(tmp_path / "official")
 

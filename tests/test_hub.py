@@ -108,6 +108,19 @@ def fake_hub(tmp_path, monkeypatch) -> FakeHub:
     return hub
 
 
+# What a repository needs to load with trust_remote_code and no albert_hf installed, plus its card.
+REMOTE_CODE_FILES = {
+    "config.json",
+    "model.safetensors",
+    "modeling.py",
+    "configuration.py",
+    "spiece.model",
+    "tokenizer_config.json",
+    "tokenization.py",
+    "README.md",
+}
+
+
 def files_in(folder: Path) -> set[str]:
     return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
 
@@ -254,22 +267,13 @@ def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokeni
         raise EntryNotFoundError("README.md")  # a new repository: transformers then writes its default card
 
     monkeypatch.setattr(ModelCard, "load", no_card_on_the_hub)
-    register_tokenizer_for_remote_code()  # what `import albert_hf` should do (see the report to the lead)
+    register_tokenizer_for_remote_code()  # as save_for_hub and AlbertTrainer do: tokenization.py travels too
     model = albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5))
     model.push_to_hub("someone/tiny-ner")
     tokenizer.push_to_hub("someone/tiny-ner")
     assert [kind for kind, _ in fake_hub.calls].count("create_commit") == 2
     remote = fake_hub.folder("someone/tiny-ner")
-    assert {
-        "config.json",
-        "model.safetensors",
-        "modeling.py",
-        "configuration.py",
-        "spiece.model",
-        "tokenizer_config.json",
-        "tokenization.py",
-        "README.md",
-    } <= files_in(remote)
+    assert REMOTE_CODE_FILES <= files_in(remote)
     assert "auto_map" in json.loads((remote / "config.json").read_text())
     assert "auto_map" in json.loads((remote / "tokenizer_config.json").read_text())
 

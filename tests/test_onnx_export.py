@@ -12,18 +12,7 @@ from albert_hf.onnx_export import export_onnx, verify_onnx
 
 
 def test_onnx_export_matches_pytorch_and_stores_shared_layer_once(tmp_path):
-    torch.manual_seed(0)
-    config = AlbertConfig(
-        vocab_size=300,
-        embedding_size=16,
-        hidden_size=64,
-        num_hidden_layers=6,
-        num_attention_heads=4,
-        intermediate_size=128,
-        max_position_embeddings=64,
-        num_labels=3,
-    )
-    model = albert_hf.AlbertForSequenceClassification(config).eval()
+    model = _tiny_classifier()
     path = tmp_path / "albert.onnx"
     assert export_onnx(model, path) == ["logits"]
 
