@@ -51,9 +51,6 @@ def is_full(root: Path) -> bool:
 def pytest_generate_tests(metafunc):
     if "shared_data" in metafunc.fixturenames:
         metafunc.parametrize("shared_data", data_roots(), indirect=True, scope="session")
-    if "full_data" in metafunc.fixturenames:
-        # Tests whose data (or whose expected figures) exist only in the full folder; the excerpts cannot stand in.
-        metafunc.parametrize("full_data", [r for r in data_roots() if r == "full"], indirect=True, scope="session")
 
 
 def pytest_report_header(config):
@@ -66,14 +63,6 @@ def shared_data(request) -> Path:
     """The real data folder: the repository's excerpts ("fixtures"), or the full folder ("full")."""
     if request.param == "fixtures":
         return FIXTURES
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"ALBERT_HF_REQUIRE_DATA is set but the full data folder {SHARED_DATA} is missing.")
-    return SHARED_DATA
-
-
-@pytest.fixture(scope="session")
-def full_data(request) -> Path:
-    """The full data folder only (tests of figures measured on all of it); left out where it is absent."""
     if not SHARED_DATA.is_dir():
         pytest.fail(f"ALBERT_HF_REQUIRE_DATA is set but the full data folder {SHARED_DATA} is missing.")
     return SHARED_DATA

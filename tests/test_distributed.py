@@ -14,6 +14,7 @@ start compiles a small C++ op, cached in $TORCH_EXTENSIONS_DIR).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import subprocess
@@ -526,11 +527,25 @@ def ner_checkpoint(workdir) -> Path:
     return path
 
 
-def ner_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
+@pytest.fixture(scope="module")
+def ner_data(workdir, shared_data) -> Path:
+    """The first `GLOBAL_BATCH * STEPS` real CoNLL sentences (the excerpt's 10 read again from the start to fill them),
+    as train.txt and valid.txt in the CoNLL layout."""
+    text = (shared_data / "conll2003" / "train.txt").read_text(encoding="utf-8")
+    sentences = [block for block in text.strip("\n").split("\n\n") if not block.startswith("-DOCSTART-")]
+    kept = list(itertools.islice(itertools.cycle(sentences), GLOBAL_BATCH * STEPS))
+    folder = workdir / "ner_data"
+    folder.mkdir(exist_ok=True)
+    for split in ("train", "valid"):
+        (folder / f"{split}.txt").write_text("\n\n".join(kept) + "\n", encoding="utf-8")
+    return folder
+
+
+def ner_arguments(data_dir: Path, spiece_model: Path, checkpoint: Path, output_dir: Path, batch: int) -> list[str]:
     # Sentences have different numbers of labelled tokens, so a per-process mean would weigh them wrongly.
     return [
         "--data_dir",
-        str(shared_data / "conll2003"),
+        str(data_dir),
         "--model_name_or_path",
         str(checkpoint),
         "--tokenizer_name_or_path",
@@ -569,17 +584,17 @@ def ner_arguments(shared_data: Path, spiece_model: Path, checkpoint: Path, outpu
 
 
 @pytest.mark.distributed
-def test_ner_script_two_processes_match_one(workdir, full_data, spiece_model, ner_checkpoint, record_property):
+def test_ner_script_two_processes_match_one(workdir, ner_data, spiece_model, ner_checkpoint, record_property):
     reference_dir, output_dir = workdir / "ner_single", workdir / "ner_ddp"
     reference = job_reference(
         "albert_hf.tasks.ner",
-        ner_arguments(full_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
+        ner_arguments(ner_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
         AlbertForTokenClassification,
         ner_checkpoint,
         reference_dir,
         min_change=100 * TOLERANCE,
     )
-    arguments = ner_arguments(full_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
+    arguments = ner_arguments(ner_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
     assert_two_processes_match(
         "albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp", reference, record_property
     )

@@ -39,6 +39,8 @@ def test_fixtures_are_the_documented_excerpts(shared_data):
         assert [article["title"] for article in squad] == ["Super_Bowl_50", "Warsaw"]
         wikitext = (FIXTURES / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8")
         assert len(wikitext.strip("\n").split("\n\n")) == make_fixtures.WIKITEXT_ARTICLES
+        novel = (FIXTURES / "corpus" / "ja" / "wagahai_wa_neko_de_aru.txt").read_text(encoding="utf-8")
+        assert len(novel.splitlines()) == make_fixtures.JAPANESE_LINES
         return
     for path in sorted(FIXTURES.rglob("*")):
         relative = path.relative_to(FIXTURES)

@@ -14,6 +14,7 @@ import evaluate
 import numpy as np
 import pytest
 import tomllib
+from conftest import is_full
 from transformers import EvalPrediction
 
 import albert_hf.metrics
@@ -91,14 +92,15 @@ def squad_rows(answers: dict[str, list[str]], predictions: dict[str, str], na_pr
     return rows, references
 
 
-def test_squad_v1_module_equals_the_function_on_the_real_dev_set(full_data):
-    answers = gold_answers(load_squad_examples(full_data / "squad" / "dev-v1.1-part-a.json"))
+def test_squad_v1_module_equals_the_function_on_the_real_dev_set(shared_data):
+    answers = gold_answers(load_squad_examples(shared_data / "squad" / "dev-v1.1-part-a.json"))
     rng = random.Random(0)
     predictions = {key: perturbed_answer(rng.choice(texts), rng) for key, texts in answers.items()}
     expected = squad_v1_scores(predictions, answers)
     rows, references = squad_rows(answers, predictions)
     assert evaluate.load(albert_hf.metrics.path("squad")).compute(predictions=rows, references=references) == expected
-    assert expected["total"] == 5696 and 30 < expected["exact_match"] < 90 and expected["f1"] > expected["exact_match"]
+    assert expected["total"] == (5696 if is_full(shared_data) else 1057)  # the first two articles in the excerpt
+    assert 30 < expected["exact_match"] < 90 and expected["f1"] > expected["exact_match"]
 
 
 @pytest.mark.parametrize("threshold", [1.0, 0.5, -0.3])
@@ -135,12 +137,13 @@ def perturbed_tags(sentences: list[list[str]], rng: random.Random) -> list[list[
     return out
 
 
-def test_seqeval_module_equals_the_function_on_real_conll(full_data):
-    gold = [sentence["ner_tags"] for sentence in read_conll(str(full_data / "conll2003" / "valid.txt"))]
+def test_seqeval_module_equals_the_function_on_real_conll(shared_data):
+    gold = [sentence["ner_tags"] for sentence in read_conll(str(shared_data / "conll2003" / "valid.txt"))]
     predictions = perturbed_tags(gold, random.Random(0))
     expected = ner_metrics(gold, predictions)
     assert albert_hf.metrics.load("seqeval").compute(predictions=predictions, references=gold) == expected
-    assert 0.5 < expected["f1"] < 0.95 and expected["PER_number"] > 1000
+    assert 0.5 < expected["f1"] < 0.95
+    assert expected["PER_number"] > 1000 if is_full(shared_data) else expected["PER_number"] == 7  # 10 sentences
 
 
 def test_the_jobs_score_through_the_modules(monkeypatch):

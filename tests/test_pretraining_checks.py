@@ -152,7 +152,7 @@ def test_padding_chosen_as_a_label(tokenizer, instances):
         check_batch(batch, tokenizer, config_for(tokenizer))
 
 
-def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp_path):
+def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(shared_data, tmp_path):
     """`albert-hf pretrain` with a model of ALBERT's 30,000-piece vocabulary and a 1,000-piece tokenizer whose ids
     mean other pieces trained without a word; it stops before training, naming both sides."""
     checkpoint = tmp_path / "albert-30k"
@@ -168,7 +168,12 @@ def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp
     ).save_pretrained(checkpoint)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("One sentence here.\nAnother sentence there.\n\nA second document.\nIt ends here.\n")
-    tokenizer_file = full_data / "spiece" / "test_sentencepiece.model"
+    small = train_tokenizer(
+        shared_data / "corpus" / "botchan.txt", tmp_path / "tokenizer-1000", vocab_size=1000, show_progress=False
+    )
+    tokenizer_file = tmp_path / "tokenizer-1000" / "spiece.model"
+    pieces = len(small)
+    assert pieces == 1000
     argv = [
         "--model_name_or_path",
         str(checkpoint),
@@ -188,7 +193,7 @@ def test_pretrain_refuses_a_30k_model_with_a_1000_piece_tokenizer(full_data, tmp
     ]
     with pytest.raises(
         PretrainingSetupError,
-        match=rf"The tokenizer \({tokenizer_file}\) has 1004 pieces but the "
+        match=rf"The tokenizer \({tokenizer_file}\) has {pieces} pieces but the "
         rf"config of {checkpoint} has vocab_size 30000",
     ):
         main(argv)

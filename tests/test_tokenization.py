@@ -174,7 +174,10 @@ def test_real_data_equals_the_original_algorithm(tokenizer, sp, shared_data, sou
 def test_all_real_data_equals_the_original_algorithm(tokenizer, sp, shared_data, source):
     texts = list(TEXT_SOURCES[source](shared_data))
     ties = assert_same_as_reference(tokenizer, sp, texts)
-    assert ties == {key for key, entry in KNOWN_TIES.items() if entry["source"] == source}  # the list is current
+    known = {key for key, entry in KNOWN_TIES.items() if entry["source"] == source}
+    if not is_full(shared_data):  # the excerpts hold only some of the texts with a known tie
+        known &= {text_key(text) for text in texts}
+    assert ties == known  # the list is current
 
 
 # Arbitrary Unicode, and text dense in what the pipeline treats specially: every kind of whitespace, accents and
@@ -544,20 +547,22 @@ def japanese_corpus(shared_data) -> Path:
 
 
 @pytest.fixture(scope="module")
-def japanese_tokenizer(japanese_corpus, tmp_path_factory) -> AlbertHFTokenizer:
+def japanese_tokenizer(shared_data, japanese_corpus, tmp_path_factory) -> AlbertHFTokenizer:
     """Trained on the Japanese novel with the normalization Japanese needs: no accent stripping, no lower-casing."""
     folder = tmp_path_factory.mktemp("ja_tokenizer")
+    vocab_size = 8000 if is_full(shared_data) else 2000  # the excerpt has room for at most 2,816 pieces
     return train_tokenizer(
-        japanese_corpus, folder, vocab_size=8000, lowercase=False, strip_accents=False, show_progress=False
+        japanese_corpus, folder, vocab_size=vocab_size, lowercase=False, strip_accents=False, show_progress=False
     )
 
 
-def test_japanese_ids_and_offsets_equal_sentencepiece(japanese_tokenizer, japanese_corpus):
+def test_japanese_ids_and_offsets_equal_sentencepiece(japanese_tokenizer, japanese_corpus, shared_data):
     """Every line of the novel: ids equal SentencePiece's (google-research's pieces, same normalization options),
     and each token's offsets slice out exactly the raw characters SentencePiece normalized into that piece."""
     sp = spm.SentencePieceProcessor(model_proto=japanese_tokenizer.sp_model_proto)
     lines = [line for line in japanese_corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert len(lines) > 9000
+    full = is_full(shared_data)
+    assert len(lines) > (9000 if full else 500)
     encoding = japanese_tokenizer(lines, add_special_tokens=False, return_offsets_mapping=True)
     assert encoding["input_ids"] == reference_ids(sp, lines, lower=False, keep_accents=True)
     plain = sp.encode([" ".join(line.split()) for line in lines])  # no digit-comma re-split in this novel's pieces
@@ -576,7 +581,7 @@ def test_japanese_ids_and_offsets_equal_sentencepiece(japanese_tokenizer, japane
                 # One raw character normalized into several pieces ("…" -> "..."): each piece spans all of it.
                 assert end - start == 1 and token.lstrip("▁") in normalized, (line, token, line[start:end])
                 partial += 1
-    assert checked > 100_000 and partial < checked / 100
+    assert checked > (100_000 if full else 10_000) and partial < checked / 100
 
 
 @pytest.mark.parametrize(
