@@ -263,7 +263,7 @@ def render_model_card(
             stripping them would turn が into か).
     """
     info = info or CardInfo()
-    class_name = type(model).__name__
+    class_name = type(model).__name__.removeprefix("FSDP")  # FSDP2 swaps in a subclass named FSDP<class>
     if class_name not in PIPELINE_TAGS:
         raise TypeError(f"render_model_card takes an albert_hf model, got {class_name}.")
     pipeline_tag = PIPELINE_TAGS[class_name]

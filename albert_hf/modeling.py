@@ -516,19 +516,33 @@ class AlbertModel(AlbertPreTrainedModel):
 
 
 class AlbertMLMHead(nn.Module):
-    """H -> E dense + activation + LayerNorm, then the decoder E -> V tied to the word embeddings."""
+    """H -> E dense + activation + LayerNorm, then the decoder E -> V (its weight tied to the word embeddings) plus the
+    output bias.
+
+    The output bias belongs to this module alone, not also to the decoder: transformers' ALBERT ties `decoder.bias` to
+    `bias`, one tensor in two modules, which FSDP2 refuses once the decoder is sharded in another unit than the head
+    (accelerate's FSDP2 preparation puts the input and output embeddings in one unit of their own). State dicts that
+    hold the tied copy `decoder.bias` (transformers' ALBERT's) still load: the copy is dropped, or stands in for
+    `bias` where that is missing.
+    """
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.LayerNorm = AlbertLayerNorm(config.embedding_size, eps=config.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.dense = nn.Linear(config.hidden_size, config.embedding_size)
-        self.decoder = nn.Linear(config.embedding_size, config.vocab_size)
+        self.decoder = nn.Linear(config.embedding_size, config.vocab_size, bias=False)
         self.activation = activation_function(config.hidden_act)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.LayerNorm(self.activation(self.dense(hidden_states)))  # (..., E)
-        return self.decoder(hidden_states)  # (..., V)
+        return self.decoder(hidden_states) + self.bias  # (..., V)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        tied_copy = state_dict.pop(prefix + "decoder.bias", None)
+        if tied_copy is not None and prefix + "bias" not in state_dict:
+            state_dict[prefix + "bias"] = tied_copy
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class AlbertSOPHead(nn.Module):
@@ -543,16 +557,16 @@ class AlbertSOPHead(nn.Module):
         return self.classifier(self.dropout(pooled_output))
 
 
-_TIED_MLM_KEYS = {
-    "predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
-    "predictions.decoder.bias": "predictions.bias",
-}
+_TIED_MLM_KEYS = {"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight"}
 
 
 class _AlbertWithMLMHead(AlbertPreTrainedModel):
     """Shared plumbing of the two models that carry the tied MLM head."""
 
     _tied_weights_keys = _TIED_MLM_KEYS
+    # transformers' ALBERT checkpoints may hold the output bias twice (`predictions.decoder.bias`, tied to
+    # `predictions.bias`); here the head's `bias` is the only copy (see AlbertMLMHead).
+    _keys_to_ignore_on_load_unexpected = [r"predictions\.decoder\.bias"]
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.albert.embeddings.word_embeddings
@@ -562,7 +576,12 @@ class _AlbertWithMLMHead(AlbertPreTrainedModel):
 
     def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
         self.predictions.decoder = new_embeddings
-        self.predictions.bias = new_embeddings.bias
+        old_bias, vocab_size = self.predictions.bias, new_embeddings.out_features
+        if old_bias.shape[0] != vocab_size:  # resize_token_embeddings: kept tokens keep their bias, new ones get 0
+            bias = old_bias.new_zeros(vocab_size)
+            kept = min(vocab_size, old_bias.shape[0])
+            bias[:kept] = old_bias.detach()[:kept]
+            self.predictions.bias = nn.Parameter(bias)
 
     def mlm_scores(
         self, sequence_output: torch.Tensor, labels: torch.Tensor | None, masked_positions_only: bool

@@ -56,46 +56,9 @@ COMMON_ARGS = [
     "2",
 ]
 
-# Run in the child: append a callback to Trainer's defaults (so the task script needs no change), then run the
-# task's `main`. The callback SIGKILLs the process at the end of step KILL_STEP (before that step's save); with
-# KILL_MID_STEP, in the middle of step KILL_STEP (after its first gradient-accumulation micro-batch, before the
-# optimizer step); with KILL_IN_SAVE, Trainer's RNG save is patched to SIGKILL it in the middle of writing
-# checkpoint-KILL_STEP (model and optimizer written, RNG states and trainer_state.json not).
-CHILD_DRIVER = textwrap.dedent(
-    """
-    import importlib, os, signal, sys
-    import torch
-    import transformers.trainer as trainer_module
-    from transformers import TrainerCallback
-
-    torch.set_num_threads(int(os.environ["TORCH_THREADS"]))
-    kill_step = int(os.environ["KILL_STEP"])
-
-    def die():
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    class KillAtStep(TrainerCallback):
-        def on_substep_end(self, args, state, control, **kwargs):
-            if state.global_step == kill_step - 1 and os.environ.get("KILL_MID_STEP"):
-                die()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == kill_step and not (os.environ.get("KILL_IN_SAVE") or os.environ.get("KILL_MID_STEP")):
-                die()
-
-    if os.environ.get("KILL_IN_SAVE"):
-        save_rng_state = trainer_module.Trainer._save_rng_state
-        def _save_rng_state(self, output_dir):
-            if self.state.global_step == kill_step:
-                die()
-            save_rng_state(self, output_dir)
-        trainer_module.Trainer._save_rng_state = _save_rng_state
-
-    trainer_module.DEFAULT_CALLBACKS.append(KillAtStep)
-    task = importlib.import_module(sys.argv[1])
-    task.main(sys.argv[2:])
-    """
-)
+# The child: the task's `main` under tests/distributed/killed_job.py, which SIGKILLs it at the end of step KILL_STEP,
+# in its middle (between gradient-accumulation micro-batches) or inside the save of checkpoint-KILL_STEP.
+KILLED_JOB = REPO_ROOT / "tests" / "distributed" / "killed_job.py"
 
 
 def start_killed_run(
@@ -116,7 +79,7 @@ def start_killed_run(
     if mid_step:
         env["KILL_MID_STEP"] = "1"
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD_DRIVER, module, *argv],
+        [sys.executable, str(KILLED_JOB), module, *argv],
         env=env,
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,

@@ -31,6 +31,7 @@ latest` into it, so the same command starts a job and restarts it after a crash.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -41,6 +42,7 @@ import shutil
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor
 from transformers import Trainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
 
@@ -292,15 +294,32 @@ def loss_scale(trainer: Trainer) -> float | None:
     return float(scaler.get_scale())
 
 
+@contextlib.contextmanager
+def own_class(model: torch.nn.Module):
+    """The model with its own class for the duration (FSDP2's `FSDP<name>` subclass set aside)."""
+    wrapped = type(model)
+    own = next((c for c in wrapped.__mro__[1:] if c.__name__ == wrapped.__name__.removeprefix("FSDP")), wrapped)
+    model.__class__ = own
+    try:
+        yield model
+    finally:
+        model.__class__ = wrapped
+
+
 def non_finite_parameters(model: torch.nn.Module) -> list[str]:
     """Names of the parameters holding a NaN or inf (one device sync for all of them)."""
     named = [(name, parameter) for name, parameter in model.named_parameters() if parameter.numel()]
     if not named:
         return []
-    device = named[0][1].device
+    # FSDP2 parameters are DTensors: each process checks its own shard, then all take the verdict of every shard.
+    sharded = any(isinstance(parameter, DTensor) for _, parameter in named)
+    local = [parameter.to_local() if isinstance(parameter, DTensor) else parameter for _, parameter in named]
+    device = local[0].device
     # One flag per parameter, gathered on one device: a single transfer to the CPU instead of one per parameter.
-    finite = torch.stack([torch.isfinite(parameter.detach()).all().to(device) for _, parameter in named]).cpu()
-    return [name for (name, _), ok in zip(named, finite.tolist()) if not ok]
+    finite = torch.stack([torch.isfinite(tensor.detach()).all().to(device) for tensor in local]).int()
+    if sharded:
+        torch.distributed.all_reduce(finite, op=torch.distributed.ReduceOp.MIN)
+    return [name for (name, _), ok in zip(named, finite.cpu().tolist()) if not ok]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -385,6 +404,25 @@ class ReliableTrainerMixin:
                 use_mtime=True,
             )
         self.accelerator.wait_for_everyone()  # nobody reads the checkpoint before it has its final name
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Trainer's save; under FSDP, the gathered full weights saved under the model's own class.
+
+        Under FSDP with a sharded state dict Trainer's `save_model` writes nothing (a checkpoint's shards are written
+        apart from it), so a run's final model would not exist for `from_pretrained`; checkpoints keep only their
+        shards (gathering at every save would hold the whole model in one process's memory each time). And FSDP2
+        swaps the model's class for a subclass `FSDP<name>` defined in torch, so `save_pretrained` would copy torch's
+        FSDP source files as the folder's remote code instead of albert_hf's modeling.py.
+        """
+        if not self.is_fsdp_enabled:
+            return super().save_model(output_dir, _internal_call)
+        full = "FULL_STATE_DICT" in str(self.accelerator.state.fsdp_plugin.state_dict_type)
+        if _internal_call and not full:
+            return None
+        state_dict = self.accelerator.get_state_dict(self.model)  # a collective: every process takes part
+        with own_class(self.accelerator.unwrap_model(self.model)):
+            self._save(output_dir or self.args.output_dir, state_dict=state_dict)
+        return None
 
     def _point_best_checkpoint_at_final_name(self, run_dir: str, staging_dir: str) -> None:
         """Trainer's best-checkpoint bookkeeping, with the final folder names instead of the staging one.
