@@ -42,8 +42,9 @@ def main() -> None:
         prepare_datasets,
     )
 
-    files = sorted(glob.glob(os.path.join(cli.corpus, "**", "*.txt"), recursive=True))
-    files = [f for f in files if "/ja/" not in f]
+    # The English paragraph files (the Gutenberg books as paragraphs, WikiText-2, Botchan); the raw books under
+    # gutenberg/ repeat gutenberg_paragraphs.txt, and one of them is not UTF-8.
+    files = sorted(glob.glob(os.path.join(cli.corpus, "*.txt")))
     with tempfile.TemporaryDirectory() as output_dir:
         argv = [
             "--recipe",
