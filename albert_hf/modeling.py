@@ -394,10 +394,11 @@ class AlbertPreTrainedModel(PreTrainedModel):
 
     # Called with the path or Hub id before transformers loads it, to raise an error that names a damaged weights file
     # or a missing folder (transformers' own errors name neither). `import albert_hf` installs
-    # `albert_hf.training.checkpoints.check_pretrained_source`; as remote code, without albert_hf, loading is plain
-    # transformers'.
+    # `albert_hf.training.checkpoints.check_pretrained_source`, the one weights-file checker; as remote code, without
+    # albert_hf, loading is plain transformers'.
     check_pretrained_source: ClassVar[Callable[[str | os.PathLike], None] | None] = None
 
+    # Overridden only to call that check first: transformers offers no hook that runs before it opens the files.
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         if cls.check_pretrained_source is not None and pretrained_model_name_or_path is not None:
