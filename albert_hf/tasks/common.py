@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -101,15 +102,20 @@ def load_tokenizer(model_args: ModelArguments):
 GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
 
 
-def given_fields(dataclass_types: tuple, argv: list[str]) -> frozenset[str]:
-    """Field names a command line gives, as argparse reads it: abbreviated flags and `--no_<field>` included."""
-    import argparse
-
-    # A parser whose every default is "absent": the namespace it returns holds exactly the fields on the command line.
-    parser = HfArgumentParser(dataclass_types)
-    for action in parser._actions:
+def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
+    """Destinations (field names) a command line sets, as `parser` reads it: abbreviated flags and `--no_<field>`
+    included, a value equal to the default too."""
+    # Parse again with every default "absent": the namespace then holds exactly what the command line gave.
+    saved_defaults, saved_actions = parser._defaults, [(action, action.default) for action in parser._actions]
+    parser._defaults = {}
+    for action, _ in saved_actions:
         action.default = argparse.SUPPRESS
-    namespace, _ = parser.parse_known_args(argv)
+    try:
+        namespace, _ = parser.parse_known_args(argv)
+    finally:
+        parser._defaults = saved_defaults
+        for action, default in saved_actions:
+            action.default = default
     return frozenset(vars(namespace))
 
 
@@ -131,7 +137,7 @@ def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:
             given = frozenset(json.load(handle))
     else:
         parsed = parser.parse_args_into_dataclasses(args=argv)
-        given = given_fields(dataclass_types, argv)
+        given = given_options(parser, argv)
     for arguments in parsed:
         setattr(arguments, GIVEN_FIELDS_ATTRIBUTE, given)
     return tuple(parsed)

@@ -43,7 +43,16 @@ from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from ..training.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from .common import ModelArguments, build_config, build_model, fill_unset, load_tokenizer, parse_args, start_job
+from .common import (
+    ModelArguments,
+    build_config,
+    build_model,
+    fill_unset,
+    given_options,
+    load_tokenizer,
+    parse_args,
+    start_job,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -365,7 +374,8 @@ def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8)
 def main(argv: list[str] | None = None) -> int:
     """`albert-hf pretrain`: pretrain ALBERT on text files, save model + tokenizer, report MLM/SOP metrics."""
     model_args, data_args, recipe_args, training_args = parse_pretraining_args(argv)
-    # transformers at WARNING: its INFO lines would bury the job's own report of the data and the model.
+    # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
+    # that saves hundreds of times.
     start_job(training_args, transformers_level=logging.WARNING)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps (a stream has no length to count epochs in).")
@@ -498,10 +508,13 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--evaluations", type=int, default=5, help="points on the held-out learning curve")
     parser.add_argument("--seed", type=int, default=42)
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser.set_defaults(**(FAST_DEFAULTS if "--fast" in argv else QUICKSTART_DEFAULTS))
+    parser.set_defaults(**QUICKSTART_DEFAULTS)
     args = parser.parse_args(argv)
+    given = given_options(parser, argv)
+    if args.fast:  # a preset: it fills the options the user did not give, as presets and recipes of the other jobs do
+        vars(args).update({name: value for name, value in FAST_DEFAULTS.items() if name not in given})
     # A corpus of Chinese/Japanese/Korean text gets a larger vocabulary unless the user chose one.
-    args.vocab_size_given = any(item.split("=", 1)[0] == "--vocab_size" for item in argv)
+    args.vocab_size_given = "vocab_size" in given
     for name in ("max_steps", "vocab_size", "max_seq_length", "batch_size", "dupe_factor", "evaluations"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
