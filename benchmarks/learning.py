@@ -8,8 +8,10 @@
 Each runs with the real 30k SentencePiece vocabulary and a small randomly initialised ALBERT, on CPU, then prints a
 table. Meant to finish within 15 minutes on 2 CPU cores:
 
-    PYTHONPATH=. python benchmarks/learning.py --task sst2 [--data ../shared/data] [--max_train_samples 30000] [--epochs 1]
-    PYTHONPATH=. python benchmarks/learning.py --task conll [--data ../shared/data] [--max_train_samples 14041] [--epochs 2]
+    PYTHONPATH=. python benchmarks/learning.py --task sst2 [--data ../shared/data] [--max_train_samples 30000] \
+        [--epochs 1]
+    PYTHONPATH=. python benchmarks/learning.py --task conll [--data ../shared/data] [--max_train_samples 14041] \
+        [--epochs 2]
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def run_job(task: str, argv: list[str]) -> None:
 
 
 def result_rows(task: str, args: argparse.Namespace, output_dir: str) -> list[tuple[str, str]]:
-    """The evaluation figures: SST-2 dev accuracy beside the majority class; CoNLL entity scores, overall and per type."""
+    """The evaluation figures: SST-2 dev accuracy beside the majority class; CoNLL entity scores, overall, per type."""
     if task == "sst2":
         from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
 
