@@ -93,7 +93,8 @@ def load_tokenizer(model_args: ModelArguments):
 # --------------------------------------------------------------------------------------------------------------------
 #
 # 1. `parse_args` reads the command line (or one .json file) into the job's dataclasses and records on each which
-#    fields the user gave. It starts nothing: no process group, no logging.
+#    fields the user gave. It adds nothing to what building TrainingArguments does (which sets up the device): it
+#    checks no launch, starts no DeepSpeed communication, sets up no logging.
 # 2. A preset (fine-tuning: a row of the paper's Table 14) or recipe (pretraining) then fills the fields the user did
 #    not give, with `fill_unset`: what the user typed always wins, even a value equal to the default.
 # 3. `start_job` joins the launcher's process group and sets up logging, before anything builds the model.
@@ -123,7 +124,7 @@ def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:
     """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments.
 
     Each returned dataclass records the fields the user gave (`is_given`), so that a preset or recipe applied next
-    fills only the others. Parsing has no side effect: the job calls `start_job` once its arguments are final.
+    fills only the others. Parsing starts nothing of the job: it calls `start_job` once its arguments are final.
     """
     import json
     import sys
