@@ -30,8 +30,8 @@ class AlbertConfig(PretrainedConfig):
         embedding_size: width E of the factorized vocabulary embeddings (128), projected to `hidden_size`.
         hidden_size: width H of the transformer layers.
         num_hidden_layers: number of layer applications L.
-        num_hidden_groups: number of distinct parameter groups; layer application i uses group
-            `i // (num_hidden_layers // num_hidden_groups)`.
+        num_hidden_groups: number of distinct parameter groups; layer i uses group
+            `i // (num_hidden_layers // num_hidden_groups)` (see [`AlbertConfig.group_layer`]).
         num_attention_heads: attention heads per layer; must divide `hidden_size`.
         intermediate_size: width of the feed-forward layer.
         inner_group_num: number of (attention + FFN) layers inside each group, each applied in turn.
@@ -145,6 +145,13 @@ class AlbertConfig(PretrainedConfig):
     def num_layer_applications(self) -> int:
         """How many (attention + FFN) layers a forward pass applies: `num_hidden_layers * inner_group_num`."""
         return self.num_hidden_layers * self.inner_group_num
+
+    def group_layer(self, application: int) -> tuple[int, int]:
+        """(group, inner layer) whose weights layer application `application` (0 .. num_layer_applications - 1) uses:
+        each of the `num_hidden_layers` layers runs its group's `inner_group_num` inner layers in turn, and
+        `layers_per_group` consecutive layers use the same group."""
+        layer, inner = divmod(application, self.inner_group_num)
+        return layer // self.layers_per_group, inner
 
     def shares(self, block: str) -> bool:
         """Whether `block` ("attention" or "ffn") lives in the layer groups, each copy applied at the

@@ -1,6 +1,7 @@
 """Multi-process training helpers: start-up checks for the launchers, and the memory a training run needs per GPU.
 
-Every job calls `init_distributed(training_args)` right after parsing its arguments and before building the model:
+Every job calls `init_distributed(training_args)` (through `tasks.common.start_job`) once its arguments are final
+(parsed, presets applied) and before building the model:
 
   * It refuses the silent "independent jobs" trap: a launcher started N processes (WORLD_SIZE=N) but Trainer sees a
     world of 1 (on a machine without GPUs, `--use_cpu` / ACCELERATE_USE_CPU=true was not given), so every process

@@ -316,8 +316,9 @@ class AlbertLayerGroup(nn.Module):
 class AlbertTransformer(nn.Module):
     """Projects embeddings E -> H, then applies layers L times; which weights each application uses is the sharing.
 
-    Application i (0..L-1) uses group `i // (L / num_hidden_groups)` and runs that group's `inner_group_num` layers;
-    `AlbertConfig.shares(block)` says whether a block lives in the groups or once per layer application:
+    Layer i (0..L-1) uses group `i // (L / num_hidden_groups)` and runs that group's `inner_group_num` layers, one
+    layer application each (`AlbertConfig.group_layer`); `AlbertConfig.shares(block)` says whether a block lives in
+    the groups or once per layer application:
       sharing="all":       attention and FFN come from the group (ALBERT; transformers' layout).
       sharing="attention": attention from the group, FFN from `unshared_ffn[i * inner_group_num + j]`.
       sharing="ffn":       FFN from the group, attention from `unshared_attention[i * inner_group_num + j]`.
@@ -358,8 +359,8 @@ class AlbertTransformer(nn.Module):
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
         for application in range(self.config.num_layer_applications):
-            layer_index, inner_index = divmod(application, self.config.inner_group_num)
-            layer = self.albert_layer_groups[layer_index // self.config.layers_per_group].albert_layers[inner_index]
+            group, inner = self.config.group_layer(application)
+            layer = self.albert_layer_groups[group].albert_layers[inner]
             hidden_states, weights = layer(
                 hidden_states, attention_mask, output_attentions, partner=self.partner(application), **kwargs
             )
@@ -393,10 +394,11 @@ class AlbertPreTrainedModel(PreTrainedModel):
 
     # Called with the path or Hub id before transformers loads it, to raise an error that names a damaged weights file
     # or a missing folder (transformers' own errors name neither). `import albert_hf` installs
-    # `albert_hf.training.checkpoints.check_pretrained_source`; as remote code, without albert_hf, loading is plain
-    # transformers'.
+    # `albert_hf.training.checkpoints.check_pretrained_source`, the one weights-file checker; as remote code, without
+    # albert_hf, loading is plain transformers'.
     check_pretrained_source: ClassVar[Callable[[str | os.PathLike], None] | None] = None
 
+    # Overridden only to call that check first: transformers offers no hook that runs before it opens the files.
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         if cls.check_pretrained_source is not None and pretrained_model_name_or_path is not None:

@@ -68,7 +68,7 @@ def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
     4 H x H projections, the two FFN matmuls, and attention scores + weighted sum (2 x 2 T H)."""
     H, F, E = config.hidden_size, config.intermediate_size, config.embedding_size
     per_layer = 2 * (4 * H * H + 2 * H * F) + 4 * seq_len * H
-    return 2 * E * H + config.num_hidden_layers * config.inner_group_num * per_layer
+    return 2 * E * H + config.num_layer_applications * per_layer
 
 
 def mlm_head_flops(config: AlbertConfig) -> float:

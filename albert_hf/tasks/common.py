@@ -1,7 +1,9 @@
-"""What every job shares: model/tokenizer arguments, building or loading the model, parsing argv."""
+"""What every job shares: model/tokenizer arguments, building or loading the model, parsing argv and starting."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,39 +88,119 @@ def load_tokenizer(model_args: ModelArguments):
     return AlbertHFTokenizer.from_pretrained(source)
 
 
-# Name of the attribute where `parse_args` records the flags the user gave (so presets only fill the others).
-GIVEN_FLAGS_ATTRIBUTE = "_albert_hf_given_flags"
+# --------------------------------------------------------------------------------------------------------------------
+# One argument-parsing path for every job
+# --------------------------------------------------------------------------------------------------------------------
+#
+# 1. `parse_args` reads the command line (or one .json file) into the job's dataclasses and records on each which
+#    fields the user gave. It adds nothing to what building TrainingArguments does (which sets up the device): it
+#    checks no launch, starts no DeepSpeed communication, sets up no logging.
+# 2. A preset (fine-tuning: a row of the paper's Table 14) or recipe (pretraining) then fills the fields the user did
+#    not give, with `fill_unset`: what the user typed always wins, even a value equal to the default.
+# 3. `start_job` joins the launcher's process group and sets up logging, before anything builds the model.
+
+# Name of the attribute where `parse_args` records the fields the user gave (so presets only fill the others).
+GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
 
 
-def given_flags(argv: list[str]) -> frozenset[str]:
-    """Field names given on a command line: '--learning_rate 1e-5', '--do_train', '--max-steps=10'."""
-    return frozenset(item[2:].split("=", 1)[0].replace("-", "_") for item in argv if item.startswith("--"))
+def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
+    """Destinations (field names) a command line sets, as `parser` reads it: abbreviated flags and `--no_<field>`
+    included, a value equal to the default too."""
+    # Parse again with every default "absent": the namespace then holds exactly what the command line gave.
+    saved_defaults, saved_actions = parser._defaults, [(action, action.default) for action in parser._actions]
+    parser._defaults = {}
+    for action, _ in saved_actions:
+        action.default = argparse.SUPPRESS
+    try:
+        namespace, _ = parser.parse_known_args(argv)
+    finally:
+        parser._defaults = saved_defaults
+        for action, default in saved_actions:
+            action.default = default
+    return frozenset(vars(namespace))
 
 
-def parse_args(dataclass_types: tuple, argv: list[str] | None = None):
+def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:
     """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments.
 
-    Then joins the launcher's process group (see `albert_hf.distributed.init_distributed`): it refuses a launch where
-    every process would silently train alone on all the data, and starts DeepSpeed on gloo under --use_cpu.
+    Each returned dataclass records the fields the user gave (`is_given`), so that a preset or recipe applied next
+    fills only the others. Parsing starts nothing of the job: it calls `start_job` once its arguments are final.
     """
     import json
     import sys
 
-    from transformers import TrainingArguments
-
-    from ..distributed import init_distributed
-
     parser = HfArgumentParser(dataclass_types)
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        parsed = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-        given = frozenset(json.loads(open(argv[0], encoding="utf-8").read()))
+        path = os.path.abspath(argv[0])
+        parsed = parser.parse_json_file(json_file=path)
+        with open(path, encoding="utf-8") as handle:
+            given = frozenset(json.load(handle))
     else:
         parsed = parser.parse_args_into_dataclasses(args=argv)
-        given = given_flags(argv)
+        given = given_options(parser, argv)
     for arguments in parsed:
-        object.__setattr__(arguments, GIVEN_FLAGS_ATTRIBUTE, given)
-    for arguments in parsed:
-        if isinstance(arguments, TrainingArguments):
-            init_distributed(arguments)
-    return parsed
+        setattr(arguments, GIVEN_FIELDS_ATTRIBUTE, given)
+    return tuple(parsed)
+
+
+def is_given(arguments, name: str) -> bool:
+    """Whether the user set field `name` of `arguments`: given on the command line or in the JSON file when
+    `parse_args` built them; for dataclasses built in Python, set to anything but the declared default."""
+    given = getattr(arguments, GIVEN_FIELDS_ATTRIBUTE, None)
+    if given is not None:
+        return name in given
+    declared = {f.name: f.default for f in dataclasses.fields(arguments)}
+    return getattr(arguments, name) != declared[name]
+
+
+def fill_unset(arguments: tuple, values: dict[str, Any]) -> None:
+    """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place);
+    how presets and recipes apply."""
+    for name, value in values.items():
+        owner = next((a for a in arguments if name in {f.name for f in dataclasses.fields(a)}), None)
+        if owner is None:
+            raise ValueError(f"No argument declares {name!r} (known: {[type(a).__name__ for a in arguments]}).")
+        if not is_given(owner, name):
+            setattr(owner, name, value)
+
+
+def start_job(training_args, transformers_level: int | None = None) -> None:
+    """Start a job whose arguments are final: give DeepSpeed the final values, join the launcher's process group
+    (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
+    all the data, and starts DeepSpeed on gloo under --use_cpu), then set up logging."""
+    from ..distributed import init_distributed
+
+    sync_deepspeed_config(training_args)
+    init_distributed(training_args)
+    setup_logging(training_args, transformers_level)
+
+
+def sync_deepspeed_config(training_args) -> None:
+    """Fill the "auto" values of a `--deepspeed` config again from the arguments as they are now.
+
+    TrainingArguments fills them (batch sizes, accumulation, learning rate, clipping) when it is built, and Trainer
+    keeps that copy: a preset, recipe or --global_batch_size applied after parsing would otherwise not reach DeepSpeed.
+    The same three steps as TrainingArguments' own (and Trainer's, when a hyperparameter search changes the values).
+    """
+    if not training_args.deepspeed:
+        return
+    from accelerate.utils import DeepSpeedPlugin
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+
+    training_args.hf_deepspeed_config = HfTrainerDeepSpeedConfig(training_args.deepspeed)
+    training_args.hf_deepspeed_config.trainer_config_process(training_args)
+    training_args.deepspeed_plugin = DeepSpeedPlugin(hf_ds_config=training_args.hf_deepspeed_config)
+
+
+def setup_logging(training_args, transformers_level: int | None = None) -> None:
+    """INFO logs from albert_hf on the main process, warnings only on the others; transformers at the same level
+    unless `transformers_level` says otherwise."""
+    import logging
+
+    import transformers
+
+    level = logging.INFO if training_args.should_log else logging.WARNING
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
+    logging.getLogger("albert_hf").setLevel(level)
+    transformers.utils.logging.set_verbosity(level if transformers_level is None else transformers_level)

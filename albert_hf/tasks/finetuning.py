@@ -1,13 +1,13 @@
 """What every fine-tuning job shares: data arguments, the paper's Table 14 hyperparameters, and the Trainer steps.
 
 Each task script (GLUE, NER, multiple choice, SQuAD) parses `(ModelArguments, FineTuningArguments, <task arguments>,
-TrainingArguments)`, applies `--preset` with `apply_paper_preset`, and runs `train_and_evaluate` with a
-`FineTuningTrainer` (albert_hf/training/trainer.py: a Trainer that predicts in dataset order).
+TrainingArguments)` with `common.parse_args`, applies `--preset` with `apply_paper_preset` (the fields the user did
+not give), calls `common.start_job`, and runs `train_and_evaluate` with a `FineTuningTrainer`
+(albert_hf/training/trainer.py: a Trainer that predicts in dataset order).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -15,8 +15,9 @@ from typing import Any
 
 from transformers import Trainer, TrainingArguments
 
+from ..distributed import launched_world_size
 from ..training.reliability import resolve_resume_checkpoint
-from .common import GIVEN_FLAGS_ATTRIBUTE, ModelArguments, parse_config_overrides
+from .common import ModelArguments, fill_unset, is_given, parse_config_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -87,27 +88,14 @@ PAPER_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
 }
 
 
-def _is_default(arguments, name: str) -> bool:
-    """Whether argument `name` was left unset by the user, so that a preset may fill it.
-
-    `common.parse_args` records which flags the command line (or JSON file) gave; a flag given with the default value
-    (`--per_device_train_batch_size 8`) still counts as given. Arguments built in Python fall back to comparing with
-    the declared default.
-    """
-    given = getattr(arguments, GIVEN_FLAGS_ATTRIBUTE, None)
-    if given is not None:
-        return name not in given
-    declared = {f.name: f.default for f in dataclasses.fields(arguments)}
-    return getattr(arguments, name) == declared[name]
-
-
 def apply_paper_preset(
     model_args: ModelArguments, data_args: FineTuningArguments, training_args: TrainingArguments
 ) -> dict[str, float]:
     """Apply `data_args.preset` (a Table 14 row) to the arguments, in place; return the config's dropout fields.
 
-    Only values left at their defaults are replaced, so `--preset rte --max_steps 10` trains for 10 steps. The global
-    batch size of the paper is split over devices and gradient accumulation steps; it must divide evenly.
+    Only fields the user did not give are filled (`common.fill_unset`), so `--preset rte --max_steps 10` trains for 10
+    steps. The global batch size of the paper is split over devices and gradient accumulation steps; it must divide
+    evenly.
     """
     if data_args.preset is None:
         return {}
@@ -122,19 +110,18 @@ def apply_paper_preset(
 def apply_table_row(
     row: PaperHyperparameters, model_args: ModelArguments, length_args, training_args: TrainingArguments
 ) -> dict[str, float]:
-    """Apply one Table 14 row to the arguments left at their defaults, in place; return the config's dropout fields.
+    """Apply one Table 14 row to the fields the user did not give, in place; return the config's dropout fields.
 
     `length_args` is the dataclass holding `max_seq_length` (the task's data arguments)."""
-    if _is_default(training_args, "learning_rate"):
-        training_args.learning_rate = row.learning_rate
-    if _is_default(training_args, "per_device_train_batch_size"):
-        training_args.per_device_train_batch_size = _per_device_batch_size(row.batch_size, training_args)
-    if _is_default(training_args, "max_steps"):
-        training_args.max_steps = row.train_steps
-    if _is_default(training_args, "warmup_steps"):
-        training_args.warmup_steps = row.warmup_steps
-    if _is_default(length_args, "max_seq_length"):
-        length_args.max_seq_length = row.max_seq_length
+    values = {
+        "learning_rate": row.learning_rate,
+        "max_steps": row.train_steps,
+        "warmup_steps": row.warmup_steps,
+        "max_seq_length": row.max_seq_length,
+    }
+    if not is_given(training_args, "per_device_train_batch_size"):
+        values["per_device_train_batch_size"] = _per_device_batch_size(row.batch_size, training_args)
+    fill_unset((training_args, length_args), values)
 
     # Dropout lives in the model config; an explicit --config_overrides value wins over the preset.
     explicit = parse_config_overrides(model_args.config_overrides)
@@ -153,10 +140,13 @@ def requested_splits(training_args: TrainingArguments) -> list[str]:
 
 
 def _per_device_batch_size(global_batch_size: int, training_args: TrainingArguments) -> int:
-    shards = training_args.world_size * training_args.gradient_accumulation_steps
+    # The launcher's process count, as --global_batch_size of pretraining reads it: presets apply before the job joins
+    # the process group (`start_job`), which refuses a launch where it and Trainer's world size differ.
+    world_size = launched_world_size()
+    shards = world_size * training_args.gradient_accumulation_steps
     if global_batch_size % shards != 0:
         raise ValueError(
-            f"The paper's batch size {global_batch_size} does not split over {training_args.world_size} processes x "
+            f"The paper's batch size {global_batch_size} does not split over {world_size} processes x "
             f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
         )
     return global_batch_size // shards
@@ -224,13 +214,3 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
     """`filename` inside the output folder, created if needed."""
     os.makedirs(training_args.output_dir, exist_ok=True)
     return os.path.join(training_args.output_dir, filename)
-
-
-def setup_logging(training_args: TrainingArguments) -> None:
-    """INFO logs from albert_hf and transformers on the main process, warnings only on the others."""
-    import transformers
-
-    level = logging.INFO if training_args.should_log else logging.WARNING
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
-    logging.getLogger("albert_hf").setLevel(level)
-    transformers.utils.logging.set_verbosity(level)

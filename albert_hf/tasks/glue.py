@@ -32,13 +32,12 @@ from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
 from ..training.trainer import FineTuningTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
+from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, start_job
 from .finetuning import (
     FineTuningArguments,
     apply_paper_preset,
     log_truncation,
     output_path,
-    setup_logging,
     take_first,
     train_and_evaluate,
 )
@@ -120,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     model_args, data_args, glue_args, training_args = parse_args(
         (ModelArguments, FineTuningArguments, GlueArguments, TrainingArguments), argv
     )
-    setup_logging(training_args)
     task = get_glue_task(glue_args.task_name)
     if task.name == "ax":
         raise ValueError(
@@ -129,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if glue_args.ax_file and task.name != "mnli":
         raise ValueError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
     preset_config = apply_paper_preset(model_args, data_args, training_args)
+    start_job(training_args)
     set_seed(training_args.seed)
 
     splits = (["train"] if training_args.do_train else []) + (list(task.eval_splits) if training_args.do_eval else [])

@@ -23,14 +23,13 @@ from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokeni
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
 from ..training.trainer import FineTuningTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
+from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, start_job
 from .finetuning import (
     FineTuningArguments,
     apply_paper_preset,
     log_truncation,
     output_path,
     requested_splits,
-    setup_logging,
     take_first,
     train_and_evaluate,
 )
@@ -85,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     model_args, data_args, mc_args, training_args = parse_args(
         (ModelArguments, FineTuningArguments, MultipleChoiceArguments, TrainingArguments), argv
     )
-    setup_logging(training_args)
     preset_config = apply_paper_preset(model_args, data_args, training_args)
+    start_job(training_args)
     set_seed(training_args.seed)
 
     splits = requested_splits(training_args)

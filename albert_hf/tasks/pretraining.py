@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from datasets import Dataset, IterableDataset
-from transformers import HfArgumentParser, set_seed
+from transformers import set_seed
 from transformers.trainer_callback import ProgressCallback
 
 from ..configuration import AlbertConfig
@@ -38,12 +38,21 @@ from ..data.pretraining import (
     load_text_documents,
     tokenize_documents,
 )
-from ..distributed import init_distributed
+from ..distributed import launched_world_size
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from ..training.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from .common import ModelArguments, build_config, build_model, load_tokenizer
+from .common import (
+    ModelArguments,
+    build_config,
+    build_model,
+    fill_unset,
+    given_options,
+    load_tokenizer,
+    parse_args,
+    start_job,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -159,24 +168,17 @@ ARGUMENT_CLASSES = (ModelArguments, PretrainingDataArguments, RecipeArguments, P
 
 
 def parse_pretraining_args(argv: list[str] | None = None) -> tuple:
-    """(model, data, recipe, training) arguments: the recipe's values as defaults, the command line on top; then joins
-    the launcher's process group (`albert_hf.distributed.init_distributed`)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    recipe_parser = argparse.ArgumentParser(add_help=False)
-    recipe_parser.add_argument("--recipe", choices=sorted(RECIPES))
-    recipe_name = recipe_parser.parse_known_args(argv)[0].recipe
-    parser = HfArgumentParser(ARGUMENT_CLASSES)
-    if recipe_name:
-        parser.set_defaults(**RECIPES[recipe_name])
-    model_args, data_args, recipe_args, training_args = parser.parse_args_into_dataclasses(args=argv)
-    # As `common.parse_args` does for the other jobs (this one has its own parser for the recipes): join the
-    # launcher's group before anything counts devices or builds the model. Without it, under DeepSpeed with --use_cpu
-    # zero.Init (from_pretrained / _from_config under ZeRO-3) takes a world size of 1 and fails, and a launch whose
-    # processes would each train alone is not refused.
-    init_distributed(training_args)
+    """(model, data, recipe, training) arguments, parsed as every job parses them (`common.parse_args`); then the
+    recipe fills the fields the user did not give, and --global_batch_size sets the gradient accumulation steps."""
+    parsed = parse_args(ARGUMENT_CLASSES, argv)
+    model_args, data_args, recipe_args, training_args = parsed
+    if recipe_args.recipe:
+        fill_unset(parsed, RECIPES[recipe_args.recipe])
     if recipe_args.global_batch_size:
+        # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch
+        # where this count and Trainer's world size differ.
         training_args.gradient_accumulation_steps = accumulation_steps(
-            recipe_args.global_batch_size, training_args.per_device_train_batch_size, training_args.world_size
+            recipe_args.global_batch_size, training_args.per_device_train_batch_size, launched_world_size()
         )
     return model_args, data_args, recipe_args, training_args
 
@@ -372,7 +374,9 @@ def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8)
 def main(argv: list[str] | None = None) -> int:
     """`albert-hf pretrain`: pretrain ALBERT on text files, save model + tokenizer, report MLM/SOP metrics."""
     model_args, data_args, recipe_args, training_args = parse_pretraining_args(argv)
-    _setup_logging(training_args)
+    # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
+    # that saves hundreds of times.
+    start_job(training_args, transformers_level=logging.WARNING)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps (a stream has no length to count epochs in).")
     set_seed(training_args.seed)
@@ -415,15 +419,6 @@ def write_pretraining_card(trainer: AlbertPretrainingTrainer, tokenizer, languag
         training_args=trainer.args,
         tokenizer=tokenizer,
     )
-
-
-def _setup_logging(training_args: PretrainingArguments) -> None:
-    import transformers
-
-    level = logging.INFO if training_args.should_log else logging.WARNING
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
-    logging.getLogger("albert_hf").setLevel(level)
-    transformers.utils.logging.set_verbosity_warning()
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -513,10 +508,13 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--evaluations", type=int, default=5, help="points on the held-out learning curve")
     parser.add_argument("--seed", type=int, default=42)
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser.set_defaults(**(FAST_DEFAULTS if "--fast" in argv else QUICKSTART_DEFAULTS))
+    parser.set_defaults(**QUICKSTART_DEFAULTS)
     args = parser.parse_args(argv)
+    given = given_options(parser, argv)
+    if args.fast:  # a preset: it fills the options the user did not give, as presets and recipes of the other jobs do
+        vars(args).update({name: value for name, value in FAST_DEFAULTS.items() if name not in given})
     # A corpus of Chinese/Japanese/Korean text gets a larger vocabulary unless the user chose one.
-    args.vocab_size_given = any(item.split("=", 1)[0] == "--vocab_size" for item in argv)
+    args.vocab_size_given = "vocab_size" in given
     for name in ("max_steps", "vocab_size", "max_seq_length", "batch_size", "dupe_factor", "evaluations"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")

@@ -29,11 +29,10 @@ from ..data.squad import (
 from ..hub import CardInfo
 from ..modeling import AlbertForQuestionAnswering
 from ..training.trainer import SquadTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args
+from .common import ModelArguments, build_config, build_model, fill_unset, load_tokenizer, parse_args, start_job
 from .finetuning import (
     PaperHyperparameters,
     apply_table_row,
-    setup_logging,
     take_first,
     train_and_evaluate,
 )
@@ -114,7 +113,7 @@ def apply_squad_preset(
 ) -> dict[str, float]:
     """Apply `--preset` (a Table 14 SQuAD row) in place, like the other tasks' presets; return the dropout fields.
 
-    Only values left at their defaults are replaced, so `--preset squad1.1 --max_steps 10` trains for 10 steps.
+    Only fields the user did not give are filled, so `--preset squad1.1 --max_steps 10` trains for 10 steps.
     """
     if squad_args.preset is None:
         return {}
@@ -123,7 +122,7 @@ def apply_squad_preset(
         raise ValueError(f"--preset {squad_args.preset!r}: choose one of {sorted(SQUAD_HYPERPARAMETERS)}.")
     dropout = apply_table_row(SQUAD_HYPERPARAMETERS[name], model_args, squad_args, training_args)
     if name == "squad2.0":
-        squad_args.version_2_with_negative = True
+        fill_unset((squad_args,), {"version_2_with_negative": True})
     return dropout
 
 
@@ -181,10 +180,10 @@ def _prepare_split(split: str, squad_args: SquadArguments, tokenizer) -> Dataset
 
 def main(argv: list[str] | None = None) -> int:
     model_args, squad_args, training_args = parse_args((ModelArguments, SquadArguments, TrainingArguments), argv)
-    setup_logging(training_args)
     if not (training_args.do_train or training_args.do_eval):
         raise ValueError("Nothing to do: pass --do_train and/or --do_eval.")
     preset_config = apply_squad_preset(model_args, squad_args, training_args)
+    start_job(training_args)
     squad_args.check_window_room()
     set_seed(training_args.seed)
 
