@@ -44,8 +44,8 @@ MUTATIONS = [
     Mutation(
         "no weight tying",
         "albert_hf/modeling.py",
-        '    "predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",\n',
-        "",
+        '_TIED_MLM_KEYS = {"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight"}',
+        "_TIED_MLM_KEYS = {}",
         ("tests/test_modeling.py", "tests/test_overfit.py"),
     ),
     Mutation(
