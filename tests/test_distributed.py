@@ -14,7 +14,6 @@ start compiles a small C++ op, cached in $TORCH_EXTENSIONS_DIR).
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import os
 import subprocess
@@ -529,11 +528,15 @@ def ner_checkpoint(workdir) -> Path:
 
 @pytest.fixture(scope="module")
 def ner_data(workdir, shared_data) -> Path:
-    """The first `GLOBAL_BATCH * STEPS` real CoNLL sentences (the excerpt's 10 read again from the start to fill them),
-    as train.txt and valid.txt in the CoNLL layout."""
+    """The first `GLOBAL_BATCH * STEPS` real CoNLL sentences as train.txt and valid.txt in the CoNLL layout. The
+    excerpt has 10: it is read again, each sentence without its last token, so that every row stays distinct (the
+    ranks' rows are told apart by content)."""
     text = (shared_data / "conll2003" / "train.txt").read_text(encoding="utf-8")
     sentences = [block for block in text.strip("\n").split("\n\n") if not block.startswith("-DOCSTART-")]
-    kept = list(itertools.islice(itertools.cycle(sentences), GLOBAL_BATCH * STEPS))
+    shortened = ["\n".join(sentence.split("\n")[:-1]) for sentence in sentences]
+    needed = GLOBAL_BATCH * STEPS
+    kept = (sentences + [sentence for sentence in shortened if sentence])[:needed]
+    assert len(set(kept)) == needed, "the NER sentences of the test must be distinct"
     folder = workdir / "ner_data"
     folder.mkdir(exist_ok=True)
     for split in ("train", "valid"):
