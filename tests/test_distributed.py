@@ -52,17 +52,24 @@ GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
 tiny_config = functools.partial(conftest.tiny_config, vocab_size=100, num_hidden_layers=3, classifier_dropout_prob=0.0)
 
 
-def torchrun(script: Path, *args: str, timeout: int = 420) -> None:
-    env = {
+def run_torchrun(script: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 420):
+    """`torchrun --standalone --nproc_per_node 2 <script> <args>` on 1 thread per process, with `env` added; the
+    finished process (output captured), whatever its exit status."""
+    environment = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        **(env or {}),
     }
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
-        env.pop(name, None)
+        environment.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
-    result = subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*command, *args], env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def torchrun(script: Path, *args: str, timeout: int = 420) -> None:
+    result = run_torchrun(script, *args, timeout=timeout)
     assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
 

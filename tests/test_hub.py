@@ -207,16 +207,7 @@ def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(
     assert kinds == ["create_repo", "create_branch", "create_commit"]  # one commit holds everything
     assert fake_hub.calls[2][1]["revision"] == "v1"
     remote = fake_hub.folder("someone/tiny-albert-mnli")
-    assert files_in(remote) == {
-        "README.md",
-        "config.json",
-        "model.safetensors",
-        "modeling.py",
-        "configuration.py",
-        "spiece.model",
-        "tokenizer_config.json",
-        "tokenization.py",
-    }
+    assert files_in(remote) == REMOTE_CODE_FILES
     # config: our model type, an auto_map for every Auto class, the labels
     config = json.loads((remote / "config.json").read_text())
     assert config["model_type"] == "albert_hf"

@@ -56,6 +56,9 @@ COMMON_ARGS = [
     "2",
 ]
 
+# The pretraining runs of the resume tests: LAMB at 5e-3 after 2 warm-up steps, seed 7.
+LAMB_RECIPE = ["--learning_rate", "5e-3", "--warmup_steps", "2", "--optimizer", "lamb", "--seed", "7"]
+
 # The child: the task's `main` under tests/distributed/killed_job.py, which SIGKILLs it at the end of step KILL_STEP,
 # in its middle (between gradient-accumulation micro-batches) or inside the save of checkpoint-KILL_STEP.
 KILLED_JOB = REPO_ROOT / "tests" / "distributed" / "killed_job.py"
@@ -163,14 +166,7 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_d
         "2",
         "--max_steps",
         "6",
-        "--learning_rate",
-        "5e-3",
-        "--warmup_steps",
-        "2",
-        "--optimizer",
-        "lamb",
-        "--seed",
-        "7",
+        *LAMB_RECIPE,
         "--output_dir",
         str(output_dir),
         *COMMON_ARGS,

@@ -18,17 +18,14 @@ so do the losses logged after each resume: same rows, same masks, same optimizer
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
-from test_distributed import TOLERANCE, deepspeed_arguments, max_difference
-from test_reliability import COMMON_ARGS, KILLED_JOB, REPO_ROOT, TINY_MODEL, logged_losses
+from test_distributed import TOLERANCE, deepspeed_arguments, max_difference, run_torchrun
+from test_reliability import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, REPO_ROOT, TINY_MODEL, logged_losses
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 
 from albert_hf.modeling import AlbertForPreTraining
@@ -40,28 +37,13 @@ STEPS, PER_DEVICE_BATCH, GLOBAL_BATCH = 6, 2, 8  # 2 processes x 2 rows x 2 micr
 def launch(argv: list[str], engine: str, kill_step: int = 0, in_save: bool = False, mid_step: bool = False) -> str:
     """`albert-hf pretrain <argv>` under torchrun with 2 processes; with `kill_step`, rank 0 SIGKILLs itself there
     (see killed_job.py) and torchrun must report the failure. Returns the launcher's output."""
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    fault = {
         "KILL_STEP": str(kill_step),
+        "KILL_IN_SAVE": "1" if in_save else "",
+        "KILL_MID_STEP": "1" if mid_step else "",
     }
-    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
-        env.pop(name, None)
-    for name, on in (("KILL_IN_SAVE", in_save), ("KILL_MID_STEP", mid_step), ("FSDP_ON_CPU", engine == "fsdp2")):
-        env.pop(name, None)
-        if on:
-            env[name] = "1"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    result = subprocess.run(
-        [*command, str(KILLED_JOB), "albert_hf.tasks.pretraining", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    env = {**fault, "FSDP_ON_CPU": "1" if engine == "fsdp2" else "", "HF_HUB_OFFLINE": "1"}
+    result = run_torchrun(KILLED_JOB, "albert_hf.tasks.pretraining", *argv, env=env, timeout=600)
     output = f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     if kill_step:
         assert result.returncode != 0, f"the run was to be killed at step {kill_step}:\n{output}"
@@ -88,14 +70,7 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, engine:
         str(GLOBAL_BATCH),
         "--max_steps",
         str(STEPS),
-        "--learning_rate",
-        "5e-3",
-        "--warmup_steps",
-        "2",
-        "--optimizer",
-        "lamb",
-        "--seed",
-        "7",
+        *LAMB_RECIPE,
         "--cache_dir",
         str(output_dir.parent / "datasets_cache"),
         "--output_dir",

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from test_reliability import (
     COMMON_ARGS,
+    LAMB_RECIPE,
     TINY_MODEL,
     assert_same_run,
     logged_losses,
@@ -74,14 +75,7 @@ def streaming_argv(files: list[Path], validation: Path, spiece_model: Path, outp
         str(ACCUMULATION),
         "--max_steps",
         str(STEPS),
-        "--learning_rate",
-        "5e-3",
-        "--warmup_steps",
-        "2",
-        "--optimizer",
-        "lamb",
-        "--seed",
-        "7",
+        *LAMB_RECIPE,
         "--output_dir",
         str(output_dir),
         *COMMON_ARGS,
