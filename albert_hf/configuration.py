@@ -32,7 +32,9 @@ class AlbertConfig(PretrainedConfig):
         num_hidden_layers: number of layer applications L.
         num_hidden_groups: number of distinct parameter groups; layer i uses group
             `i // (num_hidden_layers // num_hidden_groups)` (see [`AlbertConfig.group_layer`]).
-        num_attention_heads: attention heads per layer; must divide `hidden_size`.
+        num_attention_heads: attention heads per layer; must divide `hidden_size`. Checked when a model is built, not
+            here, as in transformers: a config can then be edited one field at a time (`hidden_size=312`, then 12
+            heads) without passing through a refused state.
         intermediate_size: width of the feed-forward layer.
         inner_group_num: number of (attention + FFN) layers inside each group, each applied in turn.
         hidden_act: activation of the FFN and MLM head (`gelu_new` in the released models).
@@ -98,11 +100,6 @@ class AlbertConfig(PretrainedConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}.")
-        if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
-                f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
-                f"({self.num_attention_heads})."
-            )
         if self.num_hidden_groups > self.num_hidden_layers:
             raise ValueError(
                 f"AlbertConfig.num_hidden_groups ({self.num_hidden_groups}) cannot exceed num_hidden_layers "

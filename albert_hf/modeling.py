@@ -14,8 +14,8 @@ What this adds over transformers' ALBERT, with identical weights and key names (
 Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D = H / N head size, V vocabulary.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`, as in transformers' modeling files: transformers inspects the evaluated
+# signatures (`**kwargs: Unpack[TransformersKwargs]` says which options every head passes on to the backbone).
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +38,8 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.utils import ModelOutput
+from transformers.processing_utils import Unpack
+from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
 
 from .configuration import AlbertConfig
@@ -211,6 +212,11 @@ class AlbertAttention(nn.Module):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
+        if config.hidden_size % config.num_attention_heads != 0:
+            raise ValueError(
+                f"AlbertConfig.hidden_size ({config.hidden_size}) must be divisible by num_attention_heads "
+                f"({config.num_attention_heads}): each head gets hidden_size / num_attention_heads dimensions."
+            )
         self.num_attention_heads = config.num_attention_heads
         self.attention_head_size = config.hidden_size // config.num_attention_heads
         self.scaling = self.attention_head_size**-0.5
@@ -292,7 +298,7 @@ class AlbertLayer(GradientCheckpointingLayer):
         hidden_states: torch.Tensor,  # (B, T, H)
         attention_mask: torch.Tensor | None = None,
         output_attentions: bool = False,
-        partner: AlbertLayer | None = None,
+        partner: "AlbertLayer | None" = None,
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         attention_owner = self if hasattr(self, "attention") else partner
@@ -353,7 +359,7 @@ class AlbertTransformer(nn.Module):
         attention_mask: torch.Tensor | None = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> BaseModelOutput:
         hidden_states = self.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
         all_hidden_states = [hidden_states] if output_hidden_states else None
@@ -478,7 +484,7 @@ class AlbertModel(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> BaseModelOutputWithPooling:
         """`return_dict=False` gives a tuple; other keyword arguments go to the attention kernel."""
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
@@ -637,7 +643,7 @@ class AlbertForPreTraining(_AlbertWithMLMHead):
         num_items_in_batch: torch.Tensor | int | None = None,
         num_sequences_in_batch: torch.Tensor | int | None = None,
         masked_positions_only: bool = False,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> AlbertForPreTrainingOutput:
         r"""
         labels: (B, T) MLM targets, -100 where not masked.
@@ -693,7 +699,7 @@ class AlbertForMaskedLM(_AlbertWithMLMHead):
         labels: torch.LongTensor | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
         masked_positions_only: bool = False,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MaskedLMOutput:
         """`masked_positions_only`: see [`AlbertForPreTraining.forward`]."""
         outputs = self.albert(
@@ -727,7 +733,7 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput:
         outputs = self.albert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
@@ -781,7 +787,7 @@ class AlbertForTokenClassification(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> TokenClassifierOutput:
         outputs = self.albert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
@@ -813,7 +819,7 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         start_positions: torch.LongTensor | None = None,
         end_positions: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> QuestionAnsweringModelOutput:
         outputs = self.albert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
@@ -860,7 +866,7 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         num_items_in_batch: torch.Tensor | int | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> MultipleChoiceModelOutput:
         reference = input_ids if input_ids is not None else inputs_embeds
         if reference is None or reference.dim() < 3:

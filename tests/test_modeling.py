@@ -451,7 +451,6 @@ def test_official_hub_config_loads_unchanged(tmp_path):
 @pytest.mark.parametrize(
     "overrides, field",
     [
-        (dict(hidden_size=30, num_attention_heads=4), "hidden_size"),
         (dict(num_hidden_groups=5, num_hidden_layers=4), "num_hidden_groups"),
         (dict(num_hidden_groups=3, num_hidden_layers=4), "num_hidden_layers"),
         (dict(sharing="some"), "sharing"),
@@ -465,6 +464,17 @@ def test_official_hub_config_loads_unchanged(tmp_path):
 def test_invalid_config_names_the_field(overrides, field):
     with pytest.raises(ValueError, match=field):
         tiny_config(**overrides)
+
+
+def test_heads_that_do_not_divide_the_width_are_refused_when_the_model_is_built():
+    """As in transformers, the config takes the fields one at a time (`hidden_size=312` with the default 64 heads,
+    then 12 heads); the model refuses a head count that does not divide the width, naming both fields."""
+    config = AlbertConfig(hidden_size=312)
+    config.num_attention_heads = 12
+    assert albert_hf.AlbertModel(tiny_config(hidden_size=312, num_attention_heads=12)).config.hidden_size == 312
+    config = tiny_config(hidden_size=30, num_attention_heads=4)
+    with pytest.raises(ValueError, match=r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"):
+        albert_hf.AlbertModel(config)
 
 
 @pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
