@@ -66,8 +66,10 @@ with the ALBERT recipe (`train_tokenizer`) is in albert_hf/vocabulary.py.
 from __future__ import annotations
 
 import base64
+import bisect
 import contextlib
 import functools
+import itertools
 import json
 import os
 import re
@@ -264,6 +266,30 @@ def build_normalizer(
     return ([normalizers.Replace(Regex(_regex_char_class(unmapped)), " ")] if unmapped else []) + middle + end
 
 
+def build_printable_ascii_normalizer(
+    precompiled_charsmap: bytes, do_lower_case: bool = True, replace_quotes: bool = False
+) -> list[normalizers.Normalizer]:
+    """The steps of [`build_normalizer`] that can change a text of printable ASCII characters (" " to "~").
+
+    On such a text the other steps do nothing the tokens can see: no whitespace but " " to rewrite, nothing for NFKD
+    or the combining-mark removal, no capital sigma, and the collapse of spaces and the strip only remove spaces, which
+    the pre-tokenizer's whitespace split removes anyway (offsets point into the raw text either way). The charsmap
+    step is left out too where it maps every printable ASCII character to itself (ALBERT's does): `Precompiled`
+    looks characters up one grapheme cluster at a time, and each printable ASCII character is a cluster of its own.
+    Most text of an English corpus is such text, and what is left costs a fraction of the whole normalizer.
+    """
+    steps: list[normalizers.Normalizer] = []
+    if replace_quotes:
+        steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if do_lower_case:
+        steps.append(normalizers.Lowercase())
+    if precompiled_charsmap:
+        charsmap = normalizers.Precompiled(precompiled_charsmap)
+        if any(charsmap.normalize_str(char) != char for char in map(chr, range(32, 127))):
+            steps.append(charsmap)
+    return steps
+
+
 def build_pre_tokenizer(user_defined_symbols: Iterable[str], pieces: Iterable[str] = ()) -> pre_tokenizers.PreTokenizer:
     """Words with a "▁" prefix and user-defined symbols isolated (`_Backend` adds the split at the marks).
 
@@ -425,53 +451,71 @@ class _JoinAfterAddedTokens:
 
 
 class _Backend:
-    """The Rust tokenizer, with the Python step `_OriginalPieceMarks` run only on the texts it can change.
+    """The Rust tokenizer, routing each text through the cheapest pipeline that gives the original's tokens.
 
-    In the Rust pipeline a Python normalizer is called for every text, from every worker thread, through the GIL:
-    on SST-2 that callback cost 45% of the tokenizer's CPU time, while it changes only texts holding a "<digit>," or
-    a control-piece string after normalization (0.02% of SST-2's sentences, 6% of MRPC's). So `encode_batch` and
-    `encode` send each text through the pure-Rust pipeline (`rust`), except texts that may need the step: those are
-    encoded with the step appended to the normalizer, and a mixed batch is merged back in order and padded as one.
+    Three pipelines, the same added tokens, truncation, padding and post-processor (all `rust`'s):
 
-    transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
-    holds the added tokens, truncation, padding and post-processor used by both paths. `normalizer` is the full one,
-    the Python step included.
+    - "ascii": text of printable ASCII characters only, which most English text is. The normalizer keeps only the
+      steps that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
+    - "rust": any other text, through the full Rust normalizer.
+    - "exact": text that the Python steps can change, `_OriginalPieceMarks` (a "<digit>," or a control-piece string
+      after normalization: 0.02% of SST-2's sentences, 6% of MRPC's) or `_JoinAfterAddedTokens` (an added token
+      directly followed by text). A Python step in the Rust pipeline is called for every text, from every worker
+      thread, through the GIL (on SST-2 it cost 45% of the tokenizer's CPU time when it ran on every text), so it
+      runs only here.
+
+    `encode_batch` screens a batch with one regex over the joined texts and looks at a text alone only where the
+    regex matched; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
+    one. transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
+    rests with the full Rust normalizer. `normalizer` is the full one, the Python step included.
 
     Encoding is serialised by a lock, so one tokenizer can be shared by threads (datasets' streaming reads several
-    files from a thread pool and tokenizes in each): the exact path swaps `rust.normalizer` and `rust.pre_tokenizer`
-    for the duration of a call, which without the lock would both give other threads the wrong pipeline and deadlock
-    (a thread setting the normalizer holds the GIL and waits for the Rust tokenizer, which another thread's encode
-    holds while its Python normalizer step waits for the GIL). Rust still encodes each batch on all cores.
+    files from a thread pool and tokenizes in each): a call swaps `rust.normalizer` and `rust.pre_tokenizer` for its
+    duration, which without the lock would both give other threads the wrong pipeline and deadlock (a thread setting
+    the normalizer holds the GIL and waits for the Rust tokenizer, which another thread's encode holds while its
+    Python normalizer step waits for the GIL). Rust still encodes each batch on all cores.
     """
 
-    def __init__(self, rust: Tokenizer, marks: _OriginalPieceMarks):
+    def __init__(self, rust: Tokenizer, marks: _OriginalPieceMarks, ascii_normalizer: list[normalizers.Normalizer]):
         own = object.__setattr__
         own(self, "rust", rust)
         own(self, "_marks", marks)
         own(self, "_rust_normalizer", rust.normalizer)
+        own(self, "_rust_pre_tokenizer", rust.pre_tokenizer)
         # The exact path keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
         # text after "[MASK] " from text right after "[MASK]".
         steps = [rust.normalizer[index] for index in range(len(rust.normalizer))]
         if steps and isinstance(steps[-1], normalizers.Strip):
             steps[-1] = normalizers.Strip(left=False, right=True)
-        own(self, "_exact_normalizer", normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)]))
-        # The marks are only ever inserted by the Python step, so only its path splits (and drops) them.
-        own(self, "_rust_pre_tokenizer", rust.pre_tokenizer)
-        # The marks (and a "▁" the Metaspace step put in front of one) are dropped where the pre-tokenizer splits.
+        # The marks are only ever inserted by the Python step, so only its path splits (and drops) them, together
+        # with a "▁" the Metaspace step put in front of one.
         exact_pre_tokenizer = [
             pre_tokenizers.PreTokenizer.custom(_JoinAfterAddedTokens()),
             rust.pre_tokenizer,
             pre_tokenizers.Split(Regex(f"{SPIECE_UNDERLINE}?{_SPLIT_MARKER}"), behavior="removed"),
         ]
-        own(self, "_exact_pre_tokenizer", pre_tokenizers.Sequence(exact_pre_tokenizer))
-        own(self, "_ascii_screen", self._build_ascii_screen())
-        own(self, "_joins_screen_cache", (None, None))
+        own(
+            self,
+            "_pipelines",
+            {
+                "ascii": (normalizers.Sequence(ascii_normalizer), rust.pre_tokenizer),
+                "rust": (rust.normalizer, rust.pre_tokenizer),
+                "exact": (
+                    normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)]),
+                    pre_tokenizers.Sequence(exact_pre_tokenizer),
+                ),
+            },
+        )
+        own(self, "_ascii_screens", self._build_ascii_screens())
+        own(self, "_ascii_screen", re.compile("|".join(screen.pattern for screen in self._ascii_screens)))
+        own(self, "_screens_cache", (None, None))
         own(self, "_lock", threading.RLock())
 
-    # -- which texts need the Python step ----------------------------------------------------------------------------
+    # -- which pipeline each text takes ------------------------------------------------------------------------------
 
-    def _build_ascii_screen(self) -> re.Pattern:
-        """Matches every ASCII text whose normalization can hold a "<digit>," or the start of a control piece.
+    def _build_ascii_screens(self) -> tuple[re.Pattern, re.Pattern]:
+        """Regexes that together match every ASCII text whose normalization can hold a "<digit>," (the first) or a
+        control piece's first character (the second).
 
         Probes this model's normalizer one ASCII character at a time (the precompiled charsmap differs per model):
         which characters become digits, become commas, vanish, or become a control piece's first character.
@@ -491,24 +535,29 @@ class _Backend:
             return "[" + "".join(re.escape(char) for char in chars) + "]" if chars else "(?!)"  # (?!) never matches
 
         between = f"{any_of(vanishing)}*" if vanishing else ""
-        pattern = f"{any_of(digits)}{between}{any_of(commas)}|{any_of(starts)}"
-        return re.compile(pattern)
+        return re.compile(f"{any_of(digits)}{between}{any_of(commas)}"), re.compile(any_of(starts))
 
-    def _joins_screen(self) -> re.Pattern:
-        """Matches an added token directly followed by text (see `_JoinAfterAddedTokens`), any case.
+    def _screens(self) -> tuple[re.Pattern, tuple[re.Pattern, ...]]:
+        """(joins, batch screens), rebuilt when the added tokens change.
 
-        A token with rstrip=True absorbs the whitespace after it, so it matches whatever follows.
+        joins: an added token directly followed by text (see `_JoinAfterAddedTokens`), any case; a token with
+        rstrip=True absorbs the whitespace after it, so it matches whatever follows.
+        batch screens: whatever keeps a text off the "ascii" pipeline: a character outside printable ASCII other than
+        the "\\n" that joins the texts, the ASCII screens, a join. Separate regexes, as one alternation scans several
+        times slower than its parts one after the other.
         """
         tokens = self.rust.get_added_tokens_decoder()
         key = tuple((token.content, token.rstrip) for token in tokens.values())
-        cached_key, screen = self._joins_screen_cache
+        cached_key, screens = self._screens_cache
         if key != cached_key:
             plain = _alternation(content for content, rstrip in key if not rstrip)
             absorbing = _alternation(content for content, rstrip in key if rstrip)
             parts = ([f"(?:{plain})(?=\\S)"] if plain else []) + ([f"(?:{absorbing})"] if absorbing else [])
-            screen = re.compile("|".join(parts) or "(?!)", re.IGNORECASE)
-            object.__setattr__(self, "_joins_screen_cache", (key, screen))
-        return screen
+            joins = "|".join(parts) or "(?!)"
+            joins = re.compile(joins, re.IGNORECASE)
+            screens = (joins, (re.compile("[^ -~\\n]"), *self._ascii_screens, joins))
+            object.__setattr__(self, "_screens_cache", (key, screens))
+        return screens
 
     def needs_python_step(self, item: str | Sequence, joins: re.Pattern | None = None) -> bool:
         """Whether a text, a pair or pre-tokenized words may be changed by the Python steps.
@@ -516,7 +565,7 @@ class _Backend:
         That is `_OriginalPieceMarks` (a "<digit>," or a control-piece string after normalization) or
         `_JoinAfterAddedTokens` (an added token directly followed by text, as in fill-mask input without spaces).
         """
-        joins = joins or self._joins_screen()
+        joins = joins or self._screens()[0]
         if isinstance(item, str):
             if joins.search(item):
                 return True
@@ -526,9 +575,36 @@ class _Backend:
             return self._marks.changes(self._rust_normalizer.normalize_str(item))
         return any(self.needs_python_step(part, joins) for part in item)
 
+    def pipeline_of(self, item: str | Sequence, joins: re.Pattern | None = None) -> str:
+        """ "exact", "ascii" or "rust": the pipeline a text, a pair or pre-tokenized words take."""
+        if self.needs_python_step(item, joins):
+            return "exact"
+        return "ascii" if _printable_ascii(item) else "rust"
+
+    def pipelines_of(self, inputs: Sequence) -> list[str]:
+        """The pipeline of every item of a batch: one regex over the joined texts, then each text it matched in."""
+        joins, batch_screens = self._screens()
+        if not all(type(item) is str for item in inputs):  # pairs, pre-tokenized words
+            return [self.pipeline_of(item, joins) for item in inputs]
+        joined = "\n".join(inputs)
+        if joined.count("\n") != len(inputs) - 1:  # a text holds "\n": the join no longer tells texts apart
+            return [self.pipeline_of(item, joins) for item in inputs]
+        starts = list(itertools.accumulate((len(text) + 1 for text in inputs), initial=0))
+        matched: set[int] = set()
+        for screen in batch_screens:
+            match = screen.search(joined)
+            while match:  # the text it matched in, then on from the next text
+                index = bisect.bisect_right(starts, match.start()) - 1
+                matched.add(index)
+                match = screen.search(joined, starts[index + 1])
+        pipelines = ["ascii"] * len(inputs)
+        for index in matched:
+            pipelines[index] = self.pipeline_of(inputs[index], joins)
+        return pipelines
+
     @contextlib.contextmanager
-    def _python_step(self) -> Iterator[None]:
-        self.rust.normalizer, self.rust.pre_tokenizer = self._exact_normalizer, self._exact_pre_tokenizer
+    def _pipeline(self, name: str) -> Iterator[None]:
+        self.rust.normalizer, self.rust.pre_tokenizer = self._pipelines[name]
         try:
             yield
         finally:
@@ -537,8 +613,8 @@ class _Backend:
     # -- encoding ----------------------------------------------------------------------------------------------------
 
     def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True):
-        needed = self.needs_python_step(sequence if pair is None else (sequence, pair))
-        with self._lock, self._python_step() if needed else contextlib.nullcontext():
+        name = self.pipeline_of(sequence if pair is None else (sequence, pair))
+        with self._lock, self._pipeline(name):
             return self.rust.encode(
                 sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
             )
@@ -549,26 +625,26 @@ class _Backend:
 
     def _encode_batch(self, inputs, is_pretokenized: bool, add_special_tokens: bool):
         options = dict(is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
-        joins = self._joins_screen()
-        needed = [self.needs_python_step(item, joins) for item in inputs]
-        if not any(needed):
-            return self.rust.encode_batch(inputs, **options)
-        if all(needed):
-            with self._python_step():
+        pipelines = self.pipelines_of(inputs)
+        names = sorted(set(pipelines))
+        if len(names) <= 1:
+            with self._pipeline(names[0] if names else "rust"):
                 return self.rust.encode_batch(inputs, **options)
-        # A mixed batch: two encode_batch calls; padding to the batch's longest is done once, over both.
+        # Several pipelines: one encode_batch call each; padding to the batch's longest is done once, over all.
         padding = self.rust.padding
         pad_to_longest = padding is not None and padding["length"] is None
         if pad_to_longest:
             self.rust.no_padding()
         try:
-            plain = iter(self.rust.encode_batch([item for item, n in zip(inputs, needed) if not n], **options))
-            with self._python_step():
-                exact = iter(self.rust.encode_batch([item for item, n in zip(inputs, needed) if n], **options))
+            encoded = {}
+            for name in names:
+                with self._pipeline(name):
+                    items = [item for item, pipeline in zip(inputs, pipelines) if pipeline == name]
+                    encoded[name] = iter(self.rust.encode_batch(items, **options))
         finally:
             if pad_to_longest:
                 self.rust.enable_padding(**padding)
-        encodings = [next(exact) if n else next(plain) for n in needed]
+        encodings = [next(encoded[pipeline]) for pipeline in pipelines]
         if pad_to_longest:
             _pad_to_longest(encodings, padding)
         return encodings
@@ -577,11 +653,11 @@ class _Backend:
 
     @property
     def normalizer(self) -> normalizers.Normalizer:
-        return self._exact_normalizer
+        return self._pipelines["exact"][0]
 
     @property
     def pre_tokenizer(self) -> pre_tokenizers.PreTokenizer:
-        return self._exact_pre_tokenizer
+        return self._pipelines["exact"][1]
 
     def __getattr__(self, name: str) -> Any:
         if name == "rust":  # not set yet (e.g. during copying): avoid recursing
@@ -595,6 +671,13 @@ class _Backend:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.rust!r})"
+
+
+def _printable_ascii(item: str | Sequence) -> bool:
+    """Whether a text (or every part of a pair or of pre-tokenized words) is printable ASCII only (" " to "~")."""
+    if isinstance(item, str):
+        return item.isascii() and item.isprintable()
+    return all(_printable_ascii(part) for part in item)
 
 
 def _pad_to_longest(encodings: list, padding: dict) -> None:
@@ -741,12 +824,74 @@ class AlbertHFTokenizer(TokenizersBackend):
         )
         rust.pre_tokenizer = build_pre_tokenizer(user_defined, (piece.piece for piece in proto.pieces))
         rust.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True)
-        return _Backend(rust, _OriginalPieceMarks(proto))
+        return _Backend(rust, _OriginalPieceMarks(proto), self._printable_ascii_normalizer(proto))
+
+    def _printable_ascii_normalizer(self, proto) -> list[normalizers.Normalizer]:
+        return build_printable_ascii_normalizer(
+            proto.normalizer_spec.precompiled_charsmap, self.do_lower_case, self.replace_quotes
+        )
+
+    # -- plain texts to ids, the original's way ------------------------------------------------------------------------
+
+    def encode_plain_texts(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of plain texts, no special tokens, computed as google-research's code computes them.
+
+        The original's own steps: `preprocess_text` (whitespace, NFKD and accents, lower case; as this tokenizer's
+        options say), SentencePiece's C++ encoder, and the re-split of pieces that end in "<digit>,". Where offsets,
+        pairs and truncation are not needed, as in pretraining data, this is several times faster than `__call__`
+        (`benchmarks/pretraining_data.py`), and it is the original exactly, ties between equal-score segmentations
+        included. As in the original's data script, strings such as "[MASK]" or "<unk>" are plain text here, and
+        tokens added with `add_tokens` are not looked for.
+        """
+        processor, digit_comma_ids = self._sentencepiece()
+        prepared = [self._preprocess(text) for text in texts]
+        ids = processor.encode(prepared, num_threads=1)
+        for index, text_ids in enumerate(ids):
+            if not digit_comma_ids.isdisjoint(text_ids):  # the original re-splits these pieces
+                ids[index] = [processor.piece_to_id(piece) for piece in self._resplit(processor, text_ids)]
+        return ids
+
+    def _preprocess(self, text: str) -> str:
+        """The original `preprocess_text`, with this tokenizer's options."""
+        if self.replace_quotes:
+            text = text.replace("``", '"').replace("''", '"')
+        if self.remove_space:
+            text = " ".join(text.strip().split())
+        if not self.keep_accents and not text.isascii():  # ASCII text has no accent and is its own NFKD
+            text = "".join(char for char in unicodedata.normalize("NFKD", text) if not unicodedata.combining(char))
+        return text.lower() if self.do_lower_case else text
+
+    def _sentencepiece(self):
+        """SentencePiece's processor for this model, and the ids of its pieces that end in "<digit>,"."""
+        cached = self.__dict__.get("_sentencepiece_processor")
+        if cached is None:
+            import sentencepiece as spm
+
+            processor = spm.SentencePieceProcessor(model_proto=self.sp_model_proto)
+            pieces = (processor.id_to_piece(index) for index in range(processor.get_piece_size()))
+            digit_comma_ids = frozenset(index for index, piece in enumerate(pieces) if _is_digit_comma_piece(piece))
+            cached = self.__dict__["_sentencepiece_processor"] = (processor, digit_comma_ids)
+        return cached
+
+    @staticmethod
+    def _resplit(processor, ids: list[int]) -> list[str]:
+        """The original's `encode_pieces` after SentencePiece: "▁1990," -> "▁1990" ","; "0," -> "0" ","."""
+        pieces = []
+        for piece in map(processor.id_to_piece, ids):
+            if not _is_digit_comma_piece(piece):
+                pieces.append(piece)
+                continue
+            sub_pieces = processor.encode(piece[:-1].replace(SPIECE_UNDERLINE, ""), out_type=str)
+            if piece[0] != SPIECE_UNDERLINE and sub_pieces[0][0] == SPIECE_UNDERLINE:
+                sub_pieces = sub_pieces[1:] if len(sub_pieces[0]) == 1 else [sub_pieces[0][1:], *sub_pieces[1:]]
+            pieces += [*sub_pieces, piece[-1]]
+        return pieces
 
     # -- saving and pickling: the Python normalizer step cannot be serialized by `tokenizers` ------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
+        state.pop("_sentencepiece_processor", None)  # a C++ object; rebuilt on first use
         # The Rust pipeline as JSON (added tokens, padding and truncation included); the Python step is rebuilt.
         state["_tokenizer"] = self._tokenizer.rust.to_str()
         return state
@@ -754,7 +899,8 @@ class AlbertHFTokenizer(TokenizersBackend):
     def __setstate__(self, state: dict[str, Any]) -> None:
         rust = Tokenizer.from_str(state["_tokenizer"])
         self.__dict__.update(state)
-        self._tokenizer = _Backend(rust, _OriginalPieceMarks(_model_proto_class().FromString(self.sp_model_proto)))
+        proto = _model_proto_class().FromString(self.sp_model_proto)
+        self._tokenizer = _Backend(rust, _OriginalPieceMarks(proto), self._printable_ascii_normalizer(proto))
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str]:
         """Write the SentencePiece model as `spiece.model`."""

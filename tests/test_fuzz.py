@@ -66,6 +66,30 @@ def test_screening_never_skips_a_text_the_python_step_would_change(tokenizer, te
         assert backend.needs_python_step(text), repr(text)
 
 
+PRINTABLE_ASCII = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
+
+
+@given(text=st.one_of(PRINTABLE_ASCII, st.text(alphabet=st.sampled_from(list("aA1, .-()\"'`[]<>")), max_size=40)))
+def test_the_printable_ascii_pipeline_equals_the_full_one(tokenizer, text):
+    """The "ascii" pipeline leaves out the normalizer steps that cannot change printable ASCII text: the same ids,
+    offsets and words as the full Rust pipeline, for pairs too."""
+    backend = tokenizer._tokenizer
+    results = {}
+    for name in ("ascii", "rust"):
+        with backend._lock, backend._pipeline(name):
+            encoding = backend.rust.encode(text, "Pair " + text)
+        results[name] = (encoding.ids, encoding.offsets, encoding.word_ids, encoding.type_ids)
+    assert results["ascii"] == results["rust"], repr(text)
+
+
+@given(texts=st.lists(st.one_of(ASCII_TEXT, ASCII_TRICKY, TEXTS), max_size=12))
+def test_the_batch_screen_routes_every_text_as_the_text_alone_would(tokenizer, texts):
+    """One regex over the joined batch decides which texts to look at alone; every text must take the pipeline it
+    takes on its own ("\n" inside a text, texts run together at the join)."""
+    backend = tokenizer._tokenizer
+    assert backend.pipelines_of(texts) == [backend.pipeline_of(text) for text in texts], texts
+
+
 @given(text=TEXTS)
 def test_offsets_always_lie_inside_the_text(tokenizer, text):
     encoding = tokenizer(text, return_offsets_mapping=True)

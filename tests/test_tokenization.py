@@ -49,9 +49,13 @@ KNOWN_TIES = {entry["key"]: entry for entry in json.loads((FIXTURES / "known_tie
 
 
 def assert_same_as_reference(tokenizer, sp, texts: list[str], **preprocess) -> set[str]:
-    """Ids identical to google-research's, except the listed ties (checked piece by piece); returns their keys."""
+    """Ids identical to google-research's, except the listed ties (checked piece by piece); returns their keys.
+
+    `encode_plain_texts`, which runs SentencePiece itself, must give google-research's ids exactly, ties included."""
     ours = tokenizer(texts, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     expected = reference_ids(sp, texts, **preprocess)
+    plain = tokenizer.encode_plain_texts(texts)
+    assert plain == expected, next(text for text, a, b in zip(texts, plain, expected) if a != b)
     ties = set()
     for text, our_ids, reference in zip(texts, ours, expected):
         if our_ids == reference:
@@ -198,6 +202,7 @@ FUZZ_TEXT = st.one_of(
 def test_fuzz_ids_equal_the_original(tokenizer, sp, text):
     ours = tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     assert ours == reference_ids(sp, [text])[0]
+    assert tokenizer.encode_plain_texts([text]) == [ours]
 
 
 def test_default_recognizes_special_token_strings(tokenizer):
@@ -343,6 +348,7 @@ MIXED_TEXTS = [
     "the <unk> and [MASK] strings",  # control-piece strings
     "short",
     "commas, but no digit before them, here",
+    "tab\tseparated  words",  # ASCII, not printable: the full Rust pipeline
 ]
 
 
@@ -370,7 +376,7 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         # Pairs: windows over the second text, long enough for the longest first text.
         options = dict(options, truncation="only_second", max_length=24) if form == "pairs" else options
     backend = tokenizer._tokenizer
-    assert 0 < sum(map(backend.needs_python_step, MIXED_TEXTS)) < len(MIXED_TEXTS)  # a mixed batch
+    assert set(backend.pipelines_of(MIXED_TEXTS)) == {"ascii", "rust", "exact"}  # a batch through all three
     screened = tokenizer(*arguments, **options)
     screened_one_by_one = [backend.encode(text).ids for text in MIXED_TEXTS]  # `encode` screens too
     monkeypatch.setattr(type(backend), "needs_python_step", lambda self, item, joins=None: True)
@@ -381,6 +387,28 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         assert screened[key] == everywhere[key], key
     for index in range(len(screened["input_ids"])):
         assert screened.word_ids(index) == everywhere.word_ids(index)
+
+
+def test_a_charsmap_that_changes_ascii_stays_on_the_ascii_pipeline(tmp_path):
+    """The "ascii" pipeline leaves the charsmap out only where it maps every printable ASCII character to itself.
+    A model whose normalization rule rewrites "~" as "-" keeps it, and its ids equal the original algorithm's."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"line {i} with some words - and more words, {i % 7}" for i in range(300)), "utf-8")
+    rules = tmp_path / "rules.tsv"
+    rules.write_text("7E\t2D\n", "utf-8")  # "~" -> "-"
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=60, model_type="unigram",
+        normalization_rule_tsv=str(rules), bos_id=-1, eos_id=-1, minloglevel=2,
+    )  # fmt: skip
+    tokenizer = AlbertHFTokenizer(vocab_file=str(tmp_path / "sp.model"))
+    assert "Precompiled" in repr(tokenizer._tokenizer._pipelines["ascii"][0])
+    texts = ["words~and~more", "Some Words - and ~ more", "line 3 with ~~ words"]
+    assert tokenizer._tokenizer.pipelines_of(texts) == ["ascii"] * 3
+    assert_same_as_reference(tokenizer, spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model")), texts)
+
+
+def test_albert_s_charsmap_leaves_printable_ascii_alone(tokenizer):
+    assert repr(tokenizer._tokenizer._pipelines["ascii"][0]) == "Sequence(normalizers=[Lowercase()])"
 
 
 THREADS_SCRIPT = """

@@ -275,16 +275,24 @@ def documents_from_texts(
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def encode_sentences(tokenizer, sentences: list[str]) -> list[list[int]]:
+    """Ids of plain sentences, no special tokens.
+
+    ALBERT's tokenizer encodes them as the original's data script does, through SentencePiece itself
+    (`AlbertHFTokenizer.encode_plain_texts`: the original's ids exactly, several times faster than the Rust pipeline,
+    which computes offsets that pretraining data never uses); any other tokenizer through `__call__`.
+    """
+    if not sentences:
+        return []
+    if hasattr(tokenizer, "encode_plain_texts"):
+        return tokenizer.encode_plain_texts(sentences)
+    options = dict(add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False)
+    return tokenizer(sentences, **options)["input_ids"]
+
+
 def _tokenize_batch(batch: dict, tokenizer) -> dict:
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
-    flat = [sentence for document in batch["sentences"] for sentence in document]
-    ids = (
-        tokenizer(
-            flat, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
-        )["input_ids"]
-        if flat
-        else []
-    )
+    ids = encode_sentences(tokenizer, [sentence for document in batch["sentences"] for sentence in document])
     documents, start = [], 0
     for document in batch["sentences"]:
         # Sentences that tokenize to nothing (stray markup) are dropped, as in the original.
@@ -306,7 +314,13 @@ def tokenize_documents(
     if isinstance(documents, Dataset):
         # An explicit fingerprint, so the cache is reused even for tokenizers that `datasets` cannot hash.
         kwargs["new_fingerprint"] = Hasher.hash(
-            [documents._fingerprint, "tokenize_documents", tokenizer_fingerprint(tokenizer), documents_per_batch]
+            [
+                documents._fingerprint,
+                "tokenize_documents",
+                "encode_sentences",
+                tokenizer_fingerprint(tokenizer),
+                documents_per_batch,
+            ]
         )
     return _map(
         documents,
