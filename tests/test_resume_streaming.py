@@ -64,9 +64,7 @@ def streaming_argv(files: list[Path], validation: Path, spiece_model: Path, outp
         str(validation),
         "--streaming",
         "--shuffle_buffer_size",
-        "4",
-        "--documents_per_batch",
-        "1",  # windows of two or three documents: three per pass, so a resume starts in a later window of a pass
+        "4",  # windows of two or three documents: three per pass, so a resume starts in a later window of a pass
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",

@@ -8,8 +8,9 @@ by construction instead:
   * documents are read in order (the files in an order drawn per pass from the seed), in batches of
     `documents_per_batch` documents, tokenized and cut into instances exactly as [`create_sentence_order_instances`]
     does on a stream (same batches, so NSP draws from the same pools; randomness keyed by (seed, copy, document));
-  * consecutive batches form a *window* of at least `window_size` instances, and the instances of one window are
-    emitted in an order drawn from (seed, pass, window) alone.
+  * consecutive documents form a *window* of at least `window_size` instances (for NSP, whole batches, whose
+    documents B segments are drawn from), and the instances of one window are emitted in an order drawn from (seed,
+    pass, window) alone.
 
 A window's content and order therefore depend only on where it starts: the file, the byte offset and line there, the
 index of its first document, and the index of its first instance in the pass ([`StreamPosition`]). The stream keeps
@@ -83,7 +84,8 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
     Args:
         files: the text files (one sentence per line, blank lines between documents).
         tokenizer: the tokenizer, called as [`tokenize_documents`] calls it.
-        window_size: instances shuffled together (at least; a window is made of whole batches of documents).
+        window_size: instances shuffled together (at least: a window is made of whole documents, for NSP of whole
+            batches of documents).
         seed: keys the file order of each pass, the instances (as [`create_sentence_order_instances`]) and the order
             within each window.
         split_lines / sentence_splitter: as [`load_text_documents`].
@@ -174,33 +176,55 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
 
     def _windows_from(self, start: StreamPosition) -> Iterator[tuple[StreamPosition, pa.Table, StreamPosition]]:
         """(start, shuffled instances, start of the next window) of each window of the pass, from `start` on."""
-        paths = self.file_order(start.epoch)
-        documents = read_documents(paths, self.split_lines, self.sentence_splitter, start.read_position)
+        documents = self._document_instances(start)
         window = start
         while True:
-            tables, size, document, position = [], 0, window.document, window.read_position
-            while size < self.window_size:
-                batch = list(itertools.islice(documents, self.documents_per_batch))
-                if not batch:
+            tables, size, last = [], 0, None
+            for document, position, table in documents:
+                tables.append(table)
+                size, last = size + table.num_rows, (document, position)
+                if size >= self.window_size and self._may_end_window(document):
                     break
-                tables.append(self._instances(batch, document))
-                size += tables[-1].num_rows
-                document, position = document + len(batch), batch[-1][1]
-            if not tables:
-                return
-            following = StreamPosition(window.epoch, window.window + 1, window.instance + size, document, *position)
+            else:
+                if last is None:  # the files ran out at the window's start
+                    return
+            following = StreamPosition(window.epoch, window.window + 1, window.instance + size, last[0] + 1, *last[1])
             yield window, self._shuffled(pa.concat_tables(tables), window), following
-            if size < self.window_size:  # the files ran out
-                return
             window = following
 
-    def _instances(self, batch: list[tuple[list[str], ReadPosition]], first_document: int) -> pa.Table:
-        """The instances of one batch of documents, as `create_sentence_order_instances` makes them on a stream."""
-        self.documents_read += len(batch)
-        tokenized = _tokenize_batch({"sentences": [sentences for sentences, _ in batch]}, self.tokenizer)
-        table = pa.table({"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)})
-        indices = list(range(first_document, first_document + len(batch)))
-        return _instances_batch(table, indices, **self.instance_options)
+    def _may_end_window(self, document: int) -> bool:
+        """Whether a window may end after `document` (an index in the pass).
+
+        SOP cuts each document on its own, so a window ends after any document: a resume then reads at most one
+        window plus the rest of its last batch of documents. NSP draws B segments from the other documents of the
+        batch, so its windows end with a batch (`documents_per_batch` documents, counted from the pass's start) and
+        a resumed stream forms the same batches again.
+        """
+        return self.instance_options["objective"] == "sop" or (document + 1) % self.documents_per_batch == 0
+
+    def _document_instances(self, start: StreamPosition) -> Iterator[tuple[int, ReadPosition, pa.Table]]:
+        """(index in the pass, read position after it, its instances) of each document from `start` on.
+
+        Documents are tokenized and cut in batches of `documents_per_batch` (as `create_sentence_order_instances`
+        does on a stream), then handed out one by one, each with its instances in the order they were made.
+        """
+        documents = read_documents(
+            self.file_order(start.epoch), self.split_lines, self.sentence_splitter, start.read_position
+        )
+        first = start.document
+        while batch := list(itertools.islice(documents, self.documents_per_batch)):
+            self.documents_read += len(batch)
+            tokenized = _tokenize_batch({"sentences": [sentences for sentences, _ in batch]}, self.tokenizer)
+            table = pa.table({"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)})
+            indices = list(range(first, first + len(batch)))
+            instances = _instances_batch(table, indices, with_documents=True, **self.instance_options)
+            owners = instances.column("document").to_numpy()
+            # A stable sort by document: each document's instances together, in the order they were made.
+            instances = instances.drop_columns(["document"]).take(np.argsort(owners, kind="stable"))
+            bounds = np.searchsorted(np.sort(owners), np.arange(first, first + len(batch) + 1))
+            for index, (_, position) in enumerate(batch):
+                yield first + index, position, instances.slice(bounds[index], bounds[index + 1] - bounds[index])
+            first += len(batch)
 
     def _shuffled(self, table: pa.Table, window: StreamPosition) -> pa.Table:
         key = np.random.SeedSequence([self.seed, window.epoch, window.window])

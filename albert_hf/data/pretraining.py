@@ -621,10 +621,13 @@ def _instances_batch(
     seed: int,
     cls_token_id: int,
     sep_token_id: int,
+    with_documents: bool = False,
 ) -> pa.Table:
+    """The instances of a batch of tokenized documents (`indices`: their indices in the corpus); `with_documents`
+    adds a "document" column, the index of the document each instance was cut from."""
     pool = _ArrowPool(batch.column("sentence_ids"))
     cls, sep = np.array([cls_token_id], dtype=np.int32), np.array([sep_token_id], dtype=np.int32)
-    pieces, offsets, types, labels = [], [0], [], []
+    pieces, offsets, types, labels, documents = [], [0], [], [], []
     for dupe in range(dupe_factor):
         for position, document_index in enumerate(indices):
             rng = _document_rng(seed, dupe, document_index)
@@ -644,18 +647,19 @@ def _instances_batch(
                 offsets.append(offsets[-1] + length_a + length_b + 3)
                 types.append((length_a + 2, length_b + 1))
                 labels.append(label)
+                documents.append(document_index)
     tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
     segment_lengths = np.array(types, dtype=np.int64).reshape(-1)
     token_types = np.repeat(np.tile(np.array([0, 1], dtype=np.int8), len(types)), segment_lengths)
     offsets = pa.array(np.array(offsets, dtype=np.int32))
-    return pa.Table.from_arrays(
-        [
-            pa.ListArray.from_arrays(offsets, pa.array(tokens, type=pa.int32())),
-            pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
-            pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
-        ],
-        names=["input_ids", "token_type_ids", "sentence_order_label"],
-    )
+    columns = {
+        "input_ids": pa.ListArray.from_arrays(offsets, pa.array(tokens, type=pa.int32())),
+        "token_type_ids": pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
+        "sentence_order_label": pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
+    }
+    if with_documents:
+        columns["document"] = pa.array(np.array(documents, dtype=np.int64), type=pa.int64())
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
 def create_sentence_order_instances(
