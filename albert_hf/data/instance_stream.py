@@ -7,7 +7,8 @@ by construction instead:
 
   * documents are read in order (the files in an order drawn per pass from the seed), in batches of
     `documents_per_batch` documents, tokenized and cut into instances exactly as [`create_sentence_order_instances`]
-    does on a stream (same batches, so NSP draws from the same pools; randomness keyed by (seed, copy, document));
+    does on a stream (randomness keyed by (seed, copy, document); for NSP the same batches, so the same pools of B
+    segments; SOP's batches also end after `SOP_BATCH_CHARACTERS` of text, which changes no instance);
   * consecutive documents form a *window* of at least `window_size` instances (for NSP, whole batches, whose
     documents B segments are drawn from), and the instances of one window are emitted in an order drawn from (seed,
     pass, window) alone.
@@ -48,6 +49,8 @@ from .pretraining import (
 )
 
 TOKENIZED_TYPE = pa.list_(pa.list_(pa.int32()))
+# Text per batch of SOP documents, at most (plus the document that crosses it): about 50k tokens.
+SOP_BATCH_CHARACTERS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,7 +199,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         """Whether a window may end after `document` (an index in the pass).
 
         SOP cuts each document on its own, so a window ends after any document: a resume then reads at most one
-        window plus the rest of its last batch of documents. NSP draws B segments from the other documents of the
+        window plus the rest of its last batch of documents (`_next_batch`). NSP draws B segments from the other documents of the
         batch, so its windows end with a batch (`documents_per_batch` documents, counted from the pass's start) and
         a resumed stream forms the same batches again.
         """
@@ -212,7 +215,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             self.file_order(start.epoch), self.split_lines, self.sentence_splitter, start.read_position
         )
         first = start.document
-        while batch := list(itertools.islice(documents, self.documents_per_batch)):
+        while batch := self._next_batch(documents):
             self.documents_read += len(batch)
             tokenized = _tokenize_batch({"sentences": [sentences for sentences, _ in batch]}, self.tokenizer)
             table = pa.table({"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)})
@@ -225,6 +228,24 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             for index, (_, position) in enumerate(batch):
                 yield first + index, position, instances.slice(bounds[index], bounds[index + 1] - bounds[index])
             first += len(batch)
+
+    def _next_batch(self, documents: Iterator[tuple[list[str], ReadPosition]]) -> list:
+        """The next batch of documents to tokenize and cut: `documents_per_batch` of them; for SOP also no more than
+        what ends past `SOP_BATCH_CHARACTERS` characters of text.
+
+        A window ends inside a batch, and a resume reads the rest of that batch beyond its window: with book-length
+        documents, a hundred of them would cost more than the window. SOP cuts each document on its own, so its
+        batches can be cut anywhere without changing an instance; NSP's batches are its pools and stay whole.
+        """
+        if self.instance_options["objective"] != "sop":
+            return list(itertools.islice(documents, self.documents_per_batch))
+        batch, characters = [], 0
+        for document in documents:
+            batch.append(document)
+            characters += sum(map(len, document[0]))
+            if len(batch) == self.documents_per_batch or characters >= SOP_BATCH_CHARACTERS:
+                break
+        return batch
 
     def _shuffled(self, table: pa.Table, window: StreamPosition) -> pa.Table:
         key = np.random.SeedSequence([self.seed, window.epoch, window.window])

@@ -24,6 +24,10 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * Resuming first checks the checkpoint against the model: model type, weights file readable, tensor shapes,
     each failure an error naming the file.
 
+A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
+in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
+trained batches again.
+
 [`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
 Trainer, which a crash may have left half-written), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
 latest` into it, so the same command starts a job and restarts it after a crash.
