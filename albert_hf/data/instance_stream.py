@@ -165,9 +165,8 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
                 "would read all of it. Use --dataloader_num_workers 0 or 1."
             )
         start, skip = StreamPosition(self.epoch, 0, 0, 0, *FILES_START), 0
-        if self._resume is not None and self._resume[0].epoch == self.epoch:
-            start, skip = self._resume
-        self._resume = None
+        if self._resume is not None and self._resume[0].epoch == self.epoch:  # once: the next pass starts afresh
+            (start, skip), self._resume = self._resume, None
         self._windows, self._window_starts, self._next, self._ended = [], [], start, False
         for window, table, following in self._windows_from(start):
             self._windows.append(_Window(window, table.num_rows))
