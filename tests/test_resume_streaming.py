@@ -1,17 +1,19 @@
 """Exact resume of streamed pretraining (`albert-hf pretrain --streaming`) after SIGKILL.
 
-A stream has no length: Trainer counts `max_steps` updates per pass and resumes by skipping batches, which only lands
-in the right place if the pass and the position within it are read back correctly (`ReliableTrainerMixin`). The
-stream here is short (three files of two small documents each, about 20 instances of 64 tokens), so the 6 steps of 2
-micro-batches of 4 read it about two and a half times: a resume lands in the first, second or third pass, in a file
-after the first. Kills land at the end of a step, in the middle of one (between its gradient-accumulation
-micro-batches) and inside a save. The killed and resumed run must equal the uninterrupted one bit for bit (weights,
-LAMB moments, schedule) and log the same losses after the resume: same documents in the same order (none read twice,
-none skipped), same masks. Kill steps are parametrised, so a failure replays exactly.
+A stream has no length: Trainer counts `max_steps` updates per pass, and the pass and the position within it are read
+back from the saved epoch (`ReliableTrainerMixin`). The stream (`ResumableInstanceStream`) is shuffled by windows and
+saves its position in each checkpoint, so the resumed run starts reading at the saved window instead of reading the
+trained batches again. The stream here is short (three files of two small documents each, about 11 instances of 64
+tokens in windows of at least 4), so the 6 steps of 2 micro-batches of 4 read it several times: a resume lands in a
+later pass, in a window after the first. Kills land at the end of a step, in the middle of one (between its
+gradient-accumulation micro-batches) and inside a save. The killed and resumed run must equal the uninterrupted one
+bit for bit (weights, LAMB moments, schedule) and log the same losses after the resume: same documents in the same
+order (none read twice, none skipped), same masks. Kill steps are parametrised, so a failure replays exactly.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ from test_reliability import (
     wait_killed,
 )
 
-from albert_hf.training.reliability import latest_checkpoint
+from albert_hf.training.reliability import STREAM_POSITION_NAME, latest_checkpoint
 
 STEPS, ACCUMULATION, BATCH = 6, 2, 4
 
@@ -62,7 +64,7 @@ def streaming_argv(files: list[Path], validation: Path, spiece_model: Path, outp
         str(validation),
         "--streaming",
         "--shuffle_buffer_size",
-        "8",
+        "4",  # windows of two or three documents: three per pass, so a resume starts in a later window of a pass
         "--tokenizer_name_or_path",
         str(spiece_model),
         "--config_overrides",
@@ -94,9 +96,7 @@ def reference_run(stream_files, spiece_model, tmp_path_factory) -> Path:
 
 
 def test_the_stream_is_read_more_than_once(reference_run):
-    """Trainer's epoch counts passes over the stream: past 1 at the end, so a resume can land in a later pass."""
-    import json
-
+    """Trainer's epoch counts passes over the stream: past 2 at the end, so a resume can land in a later pass."""
     state = json.loads((reference_run / "trainer_state.json").read_text())
     assert state["global_step"] == STEPS
     assert state["epoch"] > 2.0, state["epoch"]
@@ -105,11 +105,16 @@ def test_the_stream_is_read_more_than_once(reference_run):
 @pytest.mark.slow  # two tiny streamed pretraining runs (one killed in a subprocess): about 20-40 s
 @pytest.mark.parametrize(
     ("step", "when"),
-    [(3, "end of step"), (5, "end of step"), (5, "middle of step"), (4, "save")],
+    [(3, "end of step"), (5, "end of step"), (5, "middle of step"), (4, "save"), (5, "end of step, no position")],
 )
-def test_streamed_pretraining_killed_resumes_exactly(stream_files, spiece_model, reference_run, tmp_path, step, when):
+def test_streamed_pretraining_killed_resumes_exactly(
+    stream_files, spiece_model, reference_run, tmp_path, monkeypatch, step, when
+):
     """Killed at the end of a step (after its update, before any save), in the middle of one (after its first
-    micro-batch, before the update), or while writing a checkpoint."""
+    micro-batch, before the update), or while writing a checkpoint. The resumed stream starts at the window saved in
+    the checkpoint: it never reads the pass from its start (unless the position is in its first window). Without a
+    saved position (a checkpoint of an older version), Trainer reads the trained batches again: exact too."""
+    from albert_hf.data.instance_stream import ResumableInstanceStream
     from albert_hf.tasks import pretraining
 
     files, validation = stream_files
@@ -128,9 +133,31 @@ def test_streamed_pretraining_killed_resumes_exactly(stream_files, spiece_model,
     # one being written, when killed inside a save).
     finished = step - 1 if when == "middle of step" else step
     resumed_at = step - 2 if when == "save" else finished - finished % 2
-    assert latest_checkpoint(killed_dir) == str(killed_dir / f"checkpoint-{resumed_at}"), context
+    checkpoint = killed_dir / f"checkpoint-{resumed_at}"
+    assert latest_checkpoint(killed_dir) == str(checkpoint), context
+    position_file = checkpoint / STREAM_POSITION_NAME
+    saved = json.loads(position_file.read_text())["window"]
+    if when.endswith("no position"):
+        position_file.unlink()
+
+    starts = []  # where each read of the stream began: (pass, window, first document)
+    windows_from = ResumableInstanceStream._windows_from
+
+    def recording(stream, start):
+        starts.append((start.epoch, start.window, start.document))
+        return windows_from(stream, start)
+
+    monkeypatch.setattr(ResumableInstanceStream, "_windows_from", recording)
     argv = streaming_argv(files, validation, spiece_model, killed_dir)
     assert pretraining.main([*argv, "--resume_from_checkpoint", "latest"]) == 0
     assert_same_run(reference_run, killed_dir, final_step=STEPS, context=context)
     reference_losses = logged_losses(reference_run, resumed_at)
     assert logged_losses(killed_dir, resumed_at) == reference_losses and reference_losses, context
+
+    # starts[0] is the sanity check of the first batch (pass 0 from its start); then training.
+    resumed_pass = (saved["epoch"], saved["window"], saved["document"])
+    if when.endswith("no position"):
+        assert starts[1] == (saved["epoch"], 0, 0), context
+    else:
+        assert starts[1] == resumed_pass and saved["window"] > 0, (context, starts)
+        assert (saved["epoch"], 0, 0) not in starts[1:], (context, starts)

@@ -160,6 +160,58 @@ def resolve_sentence_splitter(splitter: str | SentenceSplitter | None) -> Senten
     return function
 
 
+# Where reading stands in a list of files: (file position in the list, byte offset, number of the line at that
+# offset). Reading can start again there with one seek, without reading the text before it.
+ReadPosition = tuple[int, int, int]
+FILES_START: ReadPosition = (0, 0, 1)
+
+
+def read_documents(
+    paths: Sequence[str],
+    split_lines: bool,
+    sentence_splitter: SentenceSplitter = split_sentences,
+    start: ReadPosition = FILES_START,
+) -> Iterator[tuple[list[str], ReadPosition]]:
+    """Yield (sentences, position after the document) per document of the files, from `start` on.
+
+    One sentence per line, blank lines between documents. The position after a document is where reading resumes to
+    get the next one: a resumable stream saves it instead of reading every earlier document again. A file is said to
+    hold no text only when it is read from its start.
+    """
+    position, offset, line_number = start
+    for position in range(position, len(paths)):
+        path = paths[position]
+        sentences: list[str] = []
+        found = offset > 0  # a resumed read starts after documents of this file
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            for raw_line in handle:
+                offset += len(raw_line)
+                line_number += 1
+                try:
+                    line = raw_line.decode("utf-8").strip()
+                except UnicodeDecodeError as error:
+                    raise ValueError(
+                        f"{path}:{line_number - 1}: not valid UTF-8 ({error.reason} at byte "
+                        f"{error.start}); pretraining text files must be UTF-8."
+                    ) from None
+                if not line:  # a blank line ends the document
+                    if sentences:
+                        found = True
+                        yield sentences, (position, offset, line_number)
+                    sentences = []
+                elif split_lines:
+                    sentences.extend(sentence_splitter(line))
+                else:
+                    sentences.append(line)
+        offset, line_number = 0, 1
+        if sentences:
+            found = True
+            yield sentences, (position + 1, 0, 1)
+        if not found:
+            raise ValueError(f"{path}: no text found (expected one sentence per line, blank lines between documents).")
+
+
 def _generate_documents(
     files: list[tuple[str, int, int]], split_lines: bool, sentence_splitter: SentenceSplitter = split_sentences
 ) -> Iterator[dict]:
@@ -168,32 +220,23 @@ def _generate_documents(
     `files` holds (path, size, mtime_ns): the size and time only make `datasets`' cache fingerprint change when a
     file changes.
     """
-    for path, _, _ in files:
-        sentences: list[str] = []
-        num_documents = 0
-        with open(path, "rb") as handle:
-            for line_number, raw_line in enumerate(handle, start=1):
-                try:
-                    line = raw_line.decode("utf-8").strip()
-                except UnicodeDecodeError as error:
-                    raise ValueError(
-                        f"{path}:{line_number}: not valid UTF-8 ({error.reason} at byte "
-                        f"{error.start}); pretraining text files must be UTF-8."
-                    ) from None
-                if not line:  # a blank line ends the document
-                    if sentences:
-                        yield {"sentences": sentences}
-                        num_documents += 1
-                    sentences = []
-                elif split_lines:
-                    sentences.extend(sentence_splitter(line))
-                else:
-                    sentences.append(line)
-        if sentences:
-            yield {"sentences": sentences}
-            num_documents += 1
-        if num_documents == 0:
-            raise ValueError(f"{path}: no text found (expected one sentence per line, blank lines between documents).")
+    paths = [path for path, _, _ in files]
+    for sentences, _ in read_documents(paths, split_lines, sentence_splitter):
+        yield {"sentences": sentences}
+
+
+def file_signatures(files: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple[str, int, int]]:
+    """(absolute path, size, mtime_ns) of each text file; an empty list or a missing file is an error."""
+    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not paths:
+        raise ValueError("load_text_documents: no input files given.")
+    signatures = []
+    for path in map(os.fspath, paths):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"pretraining text file not found: {path}")
+        stat = os.stat(path)
+        signatures.append((os.path.abspath(path), stat.st_size, stat.st_mtime_ns))
+    return signatures
 
 
 def load_text_documents(
@@ -218,15 +261,7 @@ def load_text_documents(
     Returns:
         One row per document: {"sentences": list[str]}.
     """
-    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-    if not paths:
-        raise ValueError("load_text_documents: no input files given.")
-    signatures = []
-    for path in map(os.fspath, paths):
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"pretraining text file not found: {path}")
-        stat = os.stat(path)
-        signatures.append((os.path.abspath(path), stat.st_size, stat.st_mtime_ns))
+    signatures = file_signatures(files)
     gen_kwargs = {
         "files": signatures,
         "split_lines": split_lines,
@@ -600,10 +635,13 @@ def _instances_batch(
     seed: int,
     cls_token_id: int,
     sep_token_id: int,
+    with_documents: bool = False,
 ) -> pa.Table:
+    """The instances of a batch of tokenized documents (`indices`: their indices in the corpus); `with_documents`
+    adds a "document" column, the index of the document each instance was cut from."""
     pool = _ArrowPool(batch.column("sentence_ids"))
     cls, sep = np.array([cls_token_id], dtype=np.int32), np.array([sep_token_id], dtype=np.int32)
-    pieces, offsets, types, labels = [], [0], [], []
+    pieces, offsets, types, labels, documents = [], [0], [], [], []
     for dupe in range(dupe_factor):
         for position, document_index in enumerate(indices):
             rng = _document_rng(seed, dupe, document_index)
@@ -623,18 +661,19 @@ def _instances_batch(
                 offsets.append(offsets[-1] + length_a + length_b + 3)
                 types.append((length_a + 2, length_b + 1))
                 labels.append(label)
+                documents.append(document_index)
     tokens = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
     segment_lengths = np.array(types, dtype=np.int64).reshape(-1)
     token_types = np.repeat(np.tile(np.array([0, 1], dtype=np.int8), len(types)), segment_lengths)
     offsets = pa.array(np.array(offsets, dtype=np.int32))
-    return pa.Table.from_arrays(
-        [
-            pa.ListArray.from_arrays(offsets, pa.array(tokens, type=pa.int32())),
-            pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
-            pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
-        ],
-        names=["input_ids", "token_type_ids", "sentence_order_label"],
-    )
+    columns = {
+        "input_ids": pa.ListArray.from_arrays(offsets, pa.array(tokens, type=pa.int32())),
+        "token_type_ids": pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
+        "sentence_order_label": pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
+    }
+    if with_documents:
+        columns["document"] = pa.array(np.array(documents, dtype=np.int64), type=pa.int64())
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
 def create_sentence_order_instances(

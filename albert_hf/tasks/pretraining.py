@@ -13,6 +13,7 @@ Any argument given on the command line wins over the recipe.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import torch
 from datasets import Dataset, IterableDataset
 from transformers import set_seed
 from transformers.trainer_callback import ProgressCallback
@@ -30,6 +32,7 @@ from transformers.trainer_callback import ProgressCallback
 from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
 from ..data.embedded_corpus import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES, embedded_documents
+from ..data.instance_stream import ResumableInstanceStream
 from ..data.pretraining import (
     cjk_character_share,
     count_long_sentences,
@@ -141,7 +144,14 @@ class PretrainingDataArguments:
         default=False,
         metadata={"help": "Read and cut the training text lazily (needs --max_steps and --validation_files)."},
     )
-    shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Shuffle buffer of the streamed instances."})
+    shuffle_buffer_size: int = field(
+        default=10_000,
+        metadata={
+            "help": "With --streaming: instances shuffled together. The stream is shuffled by windows of at least this "
+            "many instances (whole batches of documents), each in an order drawn from the seed, the pass and the "
+            "window, so that a resume starts in its window instead of reading the trained batches again."
+        },
+    )
     max_eval_instances: int | None = field(default=None, metadata={"help": "Evaluate on at most this many."})
     language: list[str] | None = field(
         default=None,
@@ -215,8 +225,9 @@ class CorpusStats:
         return ", ".join(parts)
 
 
-def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Dataset | IterableDataset, Dataset | None]:
-    """(training documents, held-out documents) from the text files of the arguments."""
+def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Dataset | None, Dataset | None]:
+    """(training documents, held-out documents) from the text files of the arguments; with --streaming the training
+    documents are None (`training_stream` reads them as it goes)."""
     if not data_args.train_files:
         raise ValueError("No training text: pass --train_files (one sentence per line, blank lines between documents).")
     read = dict(
@@ -224,9 +235,9 @@ def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Data
         sentence_splitter=data_args.sentence_splitter,
         cache_dir=data_args.cache_dir,
     )
-    train = load_text_documents(
-        data_args.train_files, streaming=data_args.streaming, num_proc=data_args.preprocessing_num_workers, **read
-    )
+    train = None
+    if not data_args.streaming:  # a stream is read by `training_stream`
+        train = load_text_documents(data_args.train_files, num_proc=data_args.preprocessing_num_workers, **read)
     if data_args.validation_files:
         return train, load_text_documents(data_args.validation_files, **read)
     if not data_args.validation_documents:
@@ -283,16 +294,36 @@ def make_instances(
     return instances, skipped
 
 
+def training_stream(data_args: PretrainingDataArguments, tokenizer, seed: int) -> ResumableInstanceStream:
+    """The --streaming training instances: read lazily, shuffled by windows of --shuffle_buffer_size instances, and
+    resumable from the position each checkpoint saves (`ResumableInstanceStream`)."""
+    return ResumableInstanceStream(
+        data_args.train_files,
+        tokenizer,
+        window_size=data_args.shuffle_buffer_size,
+        seed=seed,
+        split_lines=data_args.lines_are_paragraphs,
+        sentence_splitter=data_args.sentence_splitter,
+        max_seq_length=data_args.max_seq_length,
+        short_seq_prob=data_args.short_seq_prob,
+        dupe_factor=data_args.dupe_factor,
+        objective=data_args.objective,
+        documents_per_batch=data_args.documents_per_batch,
+    )
+
+
 def prepare_datasets(
     data_args: PretrainingDataArguments, tokenizer, seed: int
-) -> tuple[Dataset | IterableDataset, Dataset | None, CorpusStats]:
+) -> tuple[Dataset | ResumableInstanceStream, Dataset | None, CorpusStats]:
     """Training and evaluation instances, and the counts for the report."""
     train_documents, eval_documents = load_documents(data_args, seed)
     stats = CorpusStats()
-    train, stats.skipped_single_sentence_documents = make_instances(train_documents, tokenizer, data_args, seed, stats)
-    if isinstance(train, IterableDataset):
-        train = train.shuffle(seed=seed, buffer_size=data_args.shuffle_buffer_size)
+    if train_documents is None:
+        train = training_stream(data_args, tokenizer, seed)
     else:
+        train, stats.skipped_single_sentence_documents = make_instances(
+            train_documents, tokenizer, data_args, seed, stats
+        )
         stats.train_documents, stats.train_instances = len(train_documents), len(train)
     evaluation = None
     if eval_documents is not None:
@@ -363,8 +394,8 @@ def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8)
     """Collate the first training sequences as training will and check the batch (`check_batch`)."""
     dataset = trainer.train_dataset
     features = (
-        list(dataset.take(num_sequences))
-        if isinstance(dataset, IterableDataset)
+        list(itertools.islice(iter(dataset), num_sequences))
+        if isinstance(dataset, torch.utils.data.IterableDataset)
         else [dataset[i] for i in range(min(num_sequences, len(dataset)))]
     )
     if features:
@@ -379,6 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     start_job(training_args, transformers_level=logging.WARNING)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps (a stream has no length to count epochs in).")
+    if data_args.streaming and training_args.dataloader_num_workers > 1:
+        raise ValueError(
+            "--streaming reads the training text in one process (its position is saved with each checkpoint): "
+            "--dataloader_num_workers must be 0 or 1."
+        )
     set_seed(training_args.seed)
     tokenizer = load_tokenizer(model_args)
     train_dataset, eval_dataset, stats = prepare_datasets(data_args, tokenizer, training_args.seed)

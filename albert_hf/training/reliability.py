@@ -24,6 +24,10 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * Resuming first checks the checkpoint against the model: model type, weights file readable, tensor shapes,
     each failure an error naming the file.
 
+A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
+in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
+trained batches again.
+
 [`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
 Trainer, which a crash may have left half-written), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
 latest` into it, so the same command starts a job and restarts it after a crash.
@@ -42,6 +46,7 @@ import shutil
 from typing import Any
 
 import torch
+import transformers.trainer
 from torch.distributed.tensor import DTensor
 from transformers import Trainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
@@ -55,6 +60,8 @@ logger = logging.getLogger(__name__)
 # `checkpoint-*` glob (rotation) nor its `^checkpoint-(\d+)$` regex (get_last_checkpoint) ever sees it.
 STAGING_DIR_NAME = ".checkpoint-staging"
 TRAINER_STATE_NAME = "trainer_state.json"
+# The position of a resumable training stream, saved in each checkpoint beside the trainer state.
+STREAM_POSITION_NAME = "stream_position.json"
 CONFIG_NAME = "config.json"
 # Weights files Trainer writes or reads in a checkpoint folder, best first.
 WEIGHTS_FILE_NAMES = (
@@ -327,6 +334,17 @@ def non_finite_parameters(model: torch.nn.Module) -> list[str]:
 # --------------------------------------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _batches_not_skipped():
+    """Trainer's `skip_first_batches` as the identity for the duration: for a stream that starts after them."""
+    original = transformers.trainer.skip_first_batches
+    transformers.trainer.skip_first_batches = lambda dataloader, num_batches=0: dataloader
+    try:
+        yield
+    finally:
+        transformers.trainer.skip_first_batches = original
+
+
 class ReliableTrainerMixin:
     """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
 
@@ -343,7 +361,11 @@ class ReliableTrainerMixin:
     # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
     divergence_guard: DivergenceGuard | None = None
 
+    # The pass whose already-trained batches the training stream skips itself (see `_position_stream`), or None.
+    _positioned_stream_epoch: int | None = None
+
     def train(self, *args: Any, **kwargs: Any):
+        self._positioned_stream_epoch = None
         if self.divergence_guard is not None:  # a fresh history and snapshot for every run
             self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
         return super().train(*args, **kwargs)
@@ -384,6 +406,8 @@ class ReliableTrainerMixin:
         finally:
             self._staging_root = None
         self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
+        if self.args.should_save:
+            self._save_stream_position(staging_dir)
 
         self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
         final_dir = os.path.join(run_dir, name)
@@ -551,18 +575,99 @@ class ReliableTrainerMixin:
         x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
         off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
         Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
-        pass (also the shuffle's epoch) and the batches to skip within it.
+        pass (also the shuffle's epoch) and the batches to skip within it. A stream that can be positioned skips them
+        itself, from the position saved in the checkpoint (`_position_stream`).
         """
         epochs_trained, steps_trained = super()._init_training_state(
             max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
         )
+        self._positioned_stream_epoch = None
         if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
             return epochs_trained, steps_trained
-        batches_per_epoch = max_steps * self.args.gradient_accumulation_steps
-        epoch = self.state.epoch or 0.0
-        epochs_trained = int(epoch)
-        steps_trained = round((epoch - epochs_trained) * batches_per_epoch)
+        epochs_trained, steps_trained = self._stream_batches_read(self.state.epoch or 0.0, max_steps)
+        if steps_trained > 0 and self._position_stream(resume_from_checkpoint, epochs_trained, steps_trained):
+            self._positioned_stream_epoch = epochs_trained
         return epochs_trained, steps_trained
+
+    def _stream_batches_read(self, epoch: float, max_steps: int | None = None) -> tuple[int, int]:
+        """(pass, batches read in it) from Trainer's `epoch` (see `_init_training_state`)."""
+        batches_per_epoch = (max_steps or self.state.max_steps) * self.args.gradient_accumulation_steps
+        passes = int(epoch)
+        return passes, round((epoch - passes) * batches_per_epoch)
+
+    def _positionable_stream(self) -> Any | None:
+        """The training set if it is a stream whose position can be saved and restored here, else None.
+
+        Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)` and
+        `resume_from_state(state, pass, instances consumed)`. It must be read in this process, one batch of
+        `train_batch_size` instances per training batch: with several processes accelerate reads the stream in the
+        main one and splits its batches, and with DataLoader workers the reading (and the position) is in a worker.
+        There Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
+        """
+        dataset = self.train_dataset
+        if not (hasattr(dataset, "position_state") and hasattr(dataset, "resume_from_state")):
+            return None
+        if self.args.world_size > 1 or self.args.dataloader_num_workers > 0:
+            return None
+        return dataset
+
+    def _save_stream_position(self, checkpoint_dir: str) -> None:
+        """Write the position of a positionable training stream into the checkpoint being saved."""
+        stream = self._positionable_stream()
+        if stream is None or self.state.epoch is None:
+            return
+        passes, batches = self._stream_batches_read(self.state.epoch)
+        state = stream.position_state(passes, batches * self._train_batch_size)
+        if state is None:
+            logger.warning(
+                "The training stream cannot tell its position after %d batches of pass %d: resuming from this "
+                "checkpoint reads them again.",
+                batches,
+                passes,
+            )
+            return
+        with open(os.path.join(checkpoint_dir, STREAM_POSITION_NAME), "w", encoding="utf-8") as handle:
+            json.dump(state, handle, indent=1)
+
+    def _position_stream(self, checkpoint: str, passes: int, batches: int) -> bool:
+        """Start the training stream after `batches` batches of pass `passes`, from the checkpoint's saved position,
+        so that Trainer need not read those batches again (`_run_epoch`); False (Trainer skips) when it cannot."""
+        stream = self._positionable_stream()
+        if stream is None or not hasattr(transformers.trainer, "skip_first_batches"):
+            return False
+        path = os.path.join(checkpoint, STREAM_POSITION_NAME)
+        if not os.path.isfile(path):
+            logger.info("%s holds no stream position: the %d batches trained on are read again.", checkpoint, batches)
+            return False
+        try:
+            with open(path, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            state, problem = None, f"it is unreadable ({error})"
+        if state is not None:
+            problem = stream.resume_from_state(state, passes, batches * self._train_batch_size)
+        if problem is not None:
+            logger.warning(
+                "Not resuming the stream from %s: %s. The %d batches are read again.", path, problem, batches
+            )
+            return False
+        logger.info(
+            "The training stream resumes at the position saved in %s (pass %d, batch %d).", path, passes, batches
+        )
+        return True
+
+    def _run_epoch(self, *args: Any, **kwargs: Any):
+        """Trainer's pass; in the pass a positioned stream resumes in, without Trainer's skip of the trained batches.
+
+        Trainer skips by reading them again (`skip_first_batches`), then carries on with its counters past them and
+        restores the RNG states after the first new batch: all of that stays, only the reading is left out, since the
+        stream already starts after those batches.
+        """
+        if self._positioned_stream_epoch is None or kwargs.get("epoch") != self._positioned_stream_epoch:
+            return super()._run_epoch(*args, **kwargs)
+        self._positioned_stream_epoch = None
+        with _batches_not_skipped():
+            return super()._run_epoch(*args, **kwargs)
 
     # ---- checked resumption -----------------------------------------------------------------------------------------
 
