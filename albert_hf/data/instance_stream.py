@@ -36,12 +36,12 @@ from datasets.fingerprint import Hasher
 
 from .pretraining import (
     FILES_START,
-    OBJECTIVES,
     Objective,
     ReadPosition,
     SentenceSplitter,
     _instances_batch,
     _tokenize_batch,
+    check_instance_options,
     file_signatures,
     read_documents,
     resolve_sentence_splitter,
@@ -118,14 +118,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             raise ValueError(f"window_size (--shuffle_buffer_size) must be at least 1, got {window_size}.")
         if documents_per_batch < 1:
             raise ValueError(f"documents_per_batch must be at least 1, got {documents_per_batch}.")
-        if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-        if max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
-        if not 0.0 <= short_seq_prob <= 1.0:
-            raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
-        if dupe_factor < 1:
-            raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
+        check_instance_options(objective, max_seq_length, short_seq_prob, dupe_factor)
         self.signatures = file_signatures(files)
         self.tokenizer = tokenizer
         self.window_size, self.seed = window_size, seed

@@ -676,6 +676,18 @@ def _instances_batch(
     return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
+def check_instance_options(objective: str, max_seq_length: int, short_seq_prob: float, dupe_factor: int) -> None:
+    """Refuse instance options the SOP/NSP algorithm cannot run with, naming the option."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
+    if max_seq_length < 5:
+        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
+
+
 def create_sentence_order_instances(
     tokenized: Dataset | IterableDataset,
     cls_token_id: int,
@@ -700,14 +712,7 @@ def create_sentence_order_instances(
         seed: makes the instances a function of (seed, pass, document index) only.
         num_proc / documents_per_batch: parallelism and batch size of the `map` (NSP's pool of random documents).
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-    if max_seq_length < 5:
-        raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
-    if not 0.0 <= short_seq_prob <= 1.0:
-        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
-    if dupe_factor < 1:
-        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}.")
+    check_instance_options(objective, max_seq_length, short_seq_prob, dupe_factor)
     if tokenized.column_names is not None and "sentence_ids" not in tokenized.column_names:
         raise ValueError(f"expected a 'sentence_ids' column (tokenize_documents), got {tokenized.column_names}.")
     options = dict(
