@@ -466,8 +466,8 @@ class _Backend:
       thread, through the GIL (on SST-2 it cost 45% of the tokenizer's CPU time when it ran on every text), so it
       runs only here.
 
-    `encode_batch` screens a batch with one regex over the joined texts and looks at a text alone only where the
-    regex matched; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
+    `encode_batch` screens a batch with a few regexes over the joined texts and looks at a text alone only where they
+    matched; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
     one. transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
     rests with the full Rust normalizer. `normalizer` is the full one, the Python step included.
 
@@ -483,7 +483,6 @@ class _Backend:
         own(self, "rust", rust)
         own(self, "_marks", marks)
         own(self, "_rust_normalizer", rust.normalizer)
-        own(self, "_rust_pre_tokenizer", rust.pre_tokenizer)
         # The exact path keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
         # text after "[MASK] " from text right after "[MASK]".
         steps = [rust.normalizer[index] for index in range(len(rust.normalizer))]
@@ -584,7 +583,7 @@ class _Backend:
         return "ascii" if _printable_ascii(item) else "rust"
 
     def pipelines_of(self, inputs: Sequence) -> list[str]:
-        """The pipeline of every item of a batch: one regex over the joined texts, then each text it matched in."""
+        """The pipeline of every item of a batch: regexes over the joined texts, then each text one matched in."""
         joins, batch_screens = self._screens()
         if not all(type(item) is str for item in inputs):  # pairs, pre-tokenized words
             return [self.pipeline_of(item, joins) for item in inputs]
@@ -610,7 +609,7 @@ class _Backend:
         try:
             yield
         finally:
-            self.rust.normalizer, self.rust.pre_tokenizer = self._rust_normalizer, self._rust_pre_tokenizer
+            self.rust.normalizer, self.rust.pre_tokenizer = self._pipelines["rust"]
 
     # -- encoding ----------------------------------------------------------------------------------------------------
 
