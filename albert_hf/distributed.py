@@ -9,6 +9,10 @@ Every job calls `init_distributed(training_args)` (through `tasks.common.start_j
   * Under DeepSpeed with `--use_cpu` it starts DeepSpeed's communication on gloo; otherwise `zero.Init` (used by
     `from_pretrained` under ZeRO-3) initialises its own group and takes a world size of 1.
 
+`check_lamb_engine(training_args)` refuses, before any work, an engine under which `--optimizer lamb` would not run
+ALBERT's LAMB (a DeepSpeed config that brings its own optimizer, offload without a client optimizer, a ZeRO stage 0
+wrapper or FSDP1 that flattens the tensors).
+
 `estimate_memory_per_gpu` computes the memory of parameters, gradients, optimizer states and activations for an
 `AlbertConfig` under DDP and the ZeRO stages; docs/distributed.md tabulates it for the released sizes.
 """
@@ -75,6 +79,85 @@ def init_distributed(training_args) -> None:
             world_size,
             training_args.device,
             uses_deepspeed(training_args),
+        )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# LAMB under the engines
+# --------------------------------------------------------------------------------------------------------------------
+
+LAMB_ENGINES = (
+    'DDP, DeepSpeed ZeRO stages 1-3 without an "optimizer" section (optimizer offload to the CPU with '
+    '"zero_force_ds_cpu_optimizer": false; examples/accelerate_configs/ds_zero2.json, ds_zero3.json, '
+    "ds_zero3_offload.json) and FSDP2 (fsdp2.yaml)"
+)
+
+
+def deepspeed_config_dict(training_args) -> dict | None:
+    """The DeepSpeed config the job will run with (`--deepspeed` file or dict, or accelerate's plugin), else None."""
+    hf_config = getattr(training_args, "hf_deepspeed_config", None)
+    if hf_config is not None:
+        return hf_config.config
+    plugin = getattr(training_args, "deepspeed_plugin", None)
+    if plugin is not None:
+        return plugin.deepspeed_config
+    if isinstance(training_args.deepspeed, dict):
+        return training_args.deepspeed
+    if training_args.deepspeed:
+        import json
+
+        with open(training_args.deepspeed, encoding="utf-8") as handle:
+            return json.load(handle)
+    return None
+
+
+def lamb_engine_problem(training_args) -> str | None:
+    """Why the engine of `training_args` would not run ALBERT's LAMB exactly, or None when it does.
+
+    LAMB's trust ratio is per tensor: `Lamb` sums each tensor's squares over the processes under DDP, FSDP2 and
+    ZeRO 1-3, whose partitions it reads from DeepSpeed. Refused: a config whose own optimizer DeepSpeed would run
+    instead; optimizer offload where accelerate swaps the client optimizer for DeepSpeedCPUAdam (unless
+    `zero_force_ds_cpu_optimizer` is false) or where states go to NVMe (not tested); ZeRO stage 0 with 16-bit
+    weights and FSDP1, whose flat buffers LAMB cannot read; MiCS, whose partitions are replicated over groups.
+    """
+    config = deepspeed_config_dict(training_args)
+    if config is not None:
+        zero = config.get("zero_optimization", {})
+        offload = zero.get("offload_optimizer", {}).get("device", "none")
+        sixteen_bit = any(config.get(key, {}).get("enabled") is True for key in ("bf16", "fp16"))
+        if "optimizer" in config:
+            kind = config["optimizer"].get("type", "?")
+            return f"the DeepSpeed config defines its own optimizer ({kind}), which DeepSpeed would run instead of LAMB"
+        if offload == "nvme":
+            return "optimizer states offloaded to NVMe are untested with LAMB"
+        if offload not in ("none", None) and config.get("zero_force_ds_cpu_optimizer", True) is not False:
+            return (
+                "with optimizer offload accelerate replaces LAMB by DeepSpeedCPUAdam unless the DeepSpeed config sets "
+                '"zero_force_ds_cpu_optimizer": false'
+            )
+        if zero.get("stage", 0) == 0 and sixteen_bit:
+            return "ZeRO stage 0 with bf16/fp16 hands the optimizer flat buffers whose layout LAMB does not read"
+        if zero.get("mics_shard_size", -1) > 0:
+            return "MiCS replicates ZeRO's partitions over groups, which LAMB's norms do not account for"
+    fsdp_version = None
+    if getattr(training_args, "fsdp", None):
+        fsdp_version = int((training_args.fsdp_config or {}).get("version", 2))
+    elif os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
+        fsdp_version = int(os.environ.get("FSDP_VERSION", "1"))
+    if fsdp_version is not None and fsdp_version != 2:
+        return f"FSDP version {fsdp_version} hands the optimizer flattened parameters; LAMB needs FSDP2's DTensors"
+    return None
+
+
+def check_lamb_engine(training_args) -> None:
+    """Raise, naming the engines that work, when `--optimizer lamb` would not run ALBERT's LAMB under this engine."""
+    if getattr(training_args, "optimizer", None) != "lamb":
+        return
+    problem = lamb_engine_problem(training_args)
+    if problem is not None:
+        raise ValueError(
+            f"--optimizer lamb: {problem}. LAMB runs exactly (per-tensor trust ratios) under {LAMB_ENGINES}; "
+            "or choose --optimizer adamw."
         )
 
 

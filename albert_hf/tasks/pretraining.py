@@ -41,7 +41,7 @@ from ..data.pretraining import (
     load_text_documents,
     tokenize_documents,
 )
-from ..distributed import launched_world_size
+from ..distributed import check_lamb_engine, launched_world_size
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
@@ -405,6 +405,7 @@ def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8)
 def main(argv: list[str] | None = None) -> int:
     """`albert-hf pretrain`: pretrain ALBERT on text files, save model + tokenizer, report MLM/SOP metrics."""
     model_args, data_args, recipe_args, training_args = parse_pretraining_args(argv)
+    check_lamb_engine(training_args)  # before any data or model work
     # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
     # that saves hundreds of times.
     start_job(training_args, transformers_level=logging.WARNING)

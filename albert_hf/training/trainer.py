@@ -17,6 +17,8 @@ evaluation order is made once.
         logging window, weighted by targets) and in evaluation (over the whole evaluation set).
       - `optimizer="lamb"` in [`PretrainingArguments`] selects [`Lamb`] with ALBERT's parameter groups, and
         `lr_schedule="albert"` the original polynomial decay with warmup. AdamW (`--optim`) stays available.
+        Under DeepSpeed ZeRO the layout of the flat partitions ZeRO gives LAMB is registered when training starts,
+        so that each trust ratio is that of a whole tensor (training/lamb_deepspeed.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from datasets import Dataset
 from torch.utils.data import SequentialSampler
-from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
+from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import speed_metrics
 
 from ..data.squad import postprocess_predictions, write_prediction_files
@@ -341,6 +343,8 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
         )
         self._num_sequences_in_batch: torch.Tensor | None = None
         self._metric_sums = {"train": None, "eval": None}
+        if self.is_deepspeed_enabled:
+            self.add_callback(RegisterZeroPartitionsWithLamb())
         guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
         if guard_config is not None:
             if self.is_deepspeed_enabled or self.is_fsdp_enabled:  # sharded states owned by the engine
@@ -455,6 +459,19 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
         )
         output.metrics.update(self._pop_metrics("eval", prefix=f"{metric_key_prefix}_"))
         return output
+
+
+class RegisterZeroPartitionsWithLamb(TrainerCallback):
+    """At the start of training (DeepSpeed initialized, checkpoint loaded), tell a `Lamb` inside DeepSpeed's ZeRO
+    optimizer how ZeRO's flat partitions are made of whole tensors. Without it, `Lamb` refuses ZeRO's partitions
+    rather than take each trust ratio over a partition."""
+
+    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+        from .lamb_deepspeed import register_zero_partitions
+
+        count = register_zero_partitions(optimizer)
+        if count:
+            logger.info("LAMB under DeepSpeed ZeRO: %d flat partitions registered, trust ratios per tensor.", count)
 
 
 def _wants_lamb(args: TrainingArguments) -> bool:

@@ -1,0 +1,248 @@
+"""LAMB is one optimizer under every engine: 2 processes on CPU (gloo) against one process on the global batch.
+
+The trust ratio ||w|| / ||update|| belongs to a whole tensor. DeepSpeed ZeRO hands the optimizer one flat partition
+per parameter group instead of the tensors, and FSDP2 one shard of each; `Lamb` sums each tensor's squares over the
+processes (tests/distributed/lamb_engines.py runs the engines, the real pretraining job runs under Trainer below).
+Every run starts from one saved model with a shared layer group applied three times, the MLM decoder tied to the
+word embeddings and ALBERT's LayerNorm/bias exclusions, takes 4 steps with gradient accumulation 2 and ALBERT's
+warmup and decay, without dropout, and must end within 1e-6 of the single-process weights. Taking the trust ratio
+over a partition instead changes them by about 1e-2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from test_distributed import (
+    CONFIGS,
+    GLOBAL_BATCH,
+    WORKERS,
+    assert_ranks_split_the_global_batches,
+    job_reference,
+    load_saved_weights,
+    max_difference,
+    pretraining_arguments,
+    tiny_config,
+    torchrun,
+)
+
+from albert_hf.modeling import AlbertForPreTraining
+
+sys.path.insert(0, str(WORKERS))  # the launched worker doubles as the library of the single-process reference
+import lamb_engines  # noqa: E402
+
+TOLERANCE = 1e-6
+SEQ_LEN = 12
+
+# Parameters whose LAMB treatment differs, each of which must match on its own.
+KINDS = {
+    "shared layer (3 applications)": lambda name: ".albert_layer_groups.0." in name,
+    "word embeddings (tied to the MLM decoder)": lambda name: name == "albert.embeddings.word_embeddings.weight",
+    "LayerNorm (no decay, no trust ratio)": lambda name: "LayerNorm" in name,
+    "biases (no decay, no trust ratio)": lambda name: name.endswith("bias"),
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("lamb_distributed")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(workdir) -> Path:
+    torch.manual_seed(0)
+    path = workdir / "checkpoint"
+    AlbertForPreTraining(tiny_config()).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pretraining_job_checkpoint(workdir) -> Path:
+    """A tiny AlbertForPreTraining sized to the real 30k tokenizer; the job loads it with from_pretrained."""
+    torch.manual_seed(0)
+    path = workdir / "job_checkpoint"
+    AlbertForPreTraining(tiny_config(vocab_size=30000)).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def batches(workdir) -> Path:
+    """STEPS global batches of padded rows with a varying number of masked tokens and sentence-order labels."""
+    generator = torch.Generator().manual_seed(2)
+    rows = lamb_engines.GLOBAL_BATCH * lamb_engines.STEPS
+    input_ids = torch.randint(5, 100, (rows, SEQ_LEN), generator=generator)
+    lengths = torch.randint(6, SEQ_LEN + 1, (rows,), generator=generator)
+    attention_mask = (torch.arange(SEQ_LEN)[None] < lengths[:, None]).long()
+    input_ids = input_ids * attention_mask
+    labels = torch.full_like(input_ids, -100)
+    masked = (torch.rand(input_ids.shape, generator=generator) < 0.3) & attention_mask.bool()
+    labels[masked] = input_ids[masked]
+    path = workdir / "batches.pt"
+    torch.save(
+        {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": torch.zeros_like(input_ids),
+            "labels": labels,
+            "sentence_order_label": torch.randint(0, 2, (rows,), generator=generator),
+        },
+        path,
+    )
+    return path
+
+
+def differences_by_kind(weights: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> dict[str, float]:
+    return {
+        kind: max_difference(
+            {name: weights[name] for name in reference if matches(name)},
+            {name: tensor for name, tensor in reference.items() if matches(name)},
+        )
+        for kind, matches in KINDS.items()
+    }
+
+
+@pytest.mark.distributed
+def test_lamb_engines_match_one_process(workdir, checkpoint, batches, record_property):
+    output_dir = workdir / "engines"
+    output_dir.mkdir()
+    engines = lamb_engines.ENGINES
+    torchrun(
+        WORKERS / "lamb_engines.py",
+        "--checkpoint",
+        str(checkpoint),
+        "--batches",
+        str(batches),
+        "--output_dir",
+        str(output_dir),
+        "--engines",
+        ",".join(engines),
+        timeout=900,
+    )
+
+    reference = lamb_engines.reference_training(str(checkpoint), torch.load(batches))
+    initial = {name: p.detach() for name, p in AlbertForPreTraining.from_pretrained(checkpoint).named_parameters()}
+    moved = differences_by_kind(reference, initial)
+    assert min(moved.values()) > 100 * TOLERANCE, moved  # every kind of parameter trained, far beyond the tolerance
+
+    results = {engine: torch.load(output_dir / f"{engine}.pt") for engine in engines}
+    differences = {engine: max_difference(weights, reference) for engine, weights in results.items()}
+    record_property("max_abs_difference", differences)
+    for engine, weights in results.items():
+        assert weights.keys() == reference.keys(), engine
+        by_kind = differences_by_kind(weights, reference)
+        assert max(by_kind.values()) < TOLERANCE, (engine, by_kind)
+        assert max_difference(weights, results["ddp"]) < TOLERANCE, engine
+    assert max(differences.values()) < TOLERANCE, differences
+
+    # The partitioning engines held a share of LAMB's moments, DDP all of them.
+    held = {
+        engine: [
+            json.loads((output_dir / f"{engine}.rank{rank}.json").read_text())["lamb_state_bytes"] for rank in (0, 1)
+        ]
+        for engine in engines
+    }
+    full = 2 * 4 * sum(tensor.numel() for tensor in reference.values())
+    assert held["ddp"] == [full, full]
+    for engine in engines:
+        if engine != "ddp":
+            assert sum(held[engine]) >= full and max(held[engine]) < 0.6 * full, (engine, held[engine])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The real pretraining job (`albert-hf pretrain --optimizer lamb`) under Trainer: DDP, ZeRO-2, ZeRO-3, ZeRO-3 offload
+# --------------------------------------------------------------------------------------------------------------------
+
+JOB_ENGINES = ("ddp", "zero2", "zero3", "zero3_offload")
+JOB_STEPS = 4
+
+
+def with_options(argv: list[str], **options: str) -> list[str]:
+    """`argv` with each `--name value` of `options` replaced, or appended when absent."""
+    argv = list(argv)
+    for name, value in options.items():
+        flag = f"--{name}"
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    return argv
+
+
+def lamb_job_arguments(corpus: Path, spiece_model: Path, checkpoint: Path, output_dir: str, batch: int) -> list[str]:
+    """The pretraining job of tests/test_distributed.py with ALBERT's optimizer and schedule: LAMB, warmup then
+    linear decay, weight decay 0.01, 4 steps of --global_batch_size 8 (accumulation 2 at 2 rows on 2 processes)."""
+    argv = pretraining_arguments(corpus, spiece_model, checkpoint, Path(output_dir), batch)
+    return with_options(
+        argv,
+        optimizer="lamb",
+        lr_schedule="albert",
+        learning_rate="0.01",
+        warmup_steps="1",
+        weight_decay="0.01",
+        max_steps=str(JOB_STEPS),
+    )
+
+
+def write_deepspeed_configs(folder: Path) -> Path:
+    """The shipped ds_zero2/ds_zero3/ds_zero3_offload.json, for ZeRO-3 with persistence threshold 0."""
+    folder.mkdir()
+    for engine in JOB_ENGINES[1:]:
+        config = json.loads((CONFIGS / f"ds_{engine}.json").read_text())
+        if "zero3" in engine:
+            config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+        (folder / f"ds_{engine}.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.distributed
+def test_pretraining_job_with_lamb_matches_one_process(
+    workdir, wikitext_articles, spiece_model, pretraining_job_checkpoint, record_property
+):
+    corpus = wikitext_articles(4)  # well over 4 steps x 8 distinct instances of 64 tokens
+    reference_dir = workdir / "job_single"
+    reference = job_reference(
+        "albert_hf.tasks.pretraining",
+        lamb_job_arguments(corpus, spiece_model, pretraining_job_checkpoint, str(reference_dir), GLOBAL_BATCH),
+        AlbertForPreTraining,
+        pretraining_job_checkpoint,
+        reference_dir,
+        min_change=100 * TOLERANCE,
+    )
+    assert len(reference["rows_per_step"]) == JOB_STEPS
+
+    record = workdir / "job_record"
+    arguments = lamb_job_arguments(
+        corpus, spiece_model, pretraining_job_checkpoint, str(workdir / "job_{engine}"), GLOBAL_BATCH // 4
+    )
+    torchrun(
+        WORKERS / "run_tasks.py",
+        "albert_hf.tasks.pretraining",
+        str(record),
+        "--engines",
+        ",".join(JOB_ENGINES),
+        "--deepspeed_dir",
+        str(write_deepspeed_configs(workdir / "deepspeed_configs")),
+        "--",
+        *arguments,
+        timeout=900,
+    )
+
+    differences = {}
+    for engine in JOB_ENGINES:
+        records = [json.loads(Path(f"{record}.{engine}.rank{rank}.json").read_text()) for rank in (0, 1)]
+        # Two micro-batches of 2 rows per process and step: together the reference's 8 rows.
+        steps = [
+            [rows + more for rows, more in zip(r["rows_per_step"][::2], r["rows_per_step"][1::2])] for r in records
+        ]
+        assert_ranks_split_the_global_batches(
+            [{**r, "rows_per_step": s} for r, s in zip(records, steps)], reference["rows_per_step"]
+        )
+        assert all(r["partitioned_after_from_pretrained"] == engine.startswith("zero3") for r in records), engine
+        weights = load_saved_weights(AlbertForPreTraining, workdir / f"job_{engine}")
+        differences[engine] = max_difference(weights, reference["weights"])
+    record_property("max_abs_difference", differences)
+    assert max(differences.values()) < TOLERANCE, differences
