@@ -12,7 +12,7 @@ from torch import nn
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.training.lamb import Lamb, lamb_parameter_groups
+from albert_hf.training.lamb import Lamb, PartitionLayout, Segment, lamb_parameter_groups
 from albert_hf.training.schedules import get_albert_polynomial_decay_schedule
 
 
@@ -213,3 +213,71 @@ def test_schedule_rejects_invalid_arguments(kwargs):
     optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
     with pytest.raises(ValueError):
         get_albert_polynomial_decay_schedule(optimizer, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Flat partitions (the layout DeepSpeed ZeRO hands the optimizer), on one process
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def flat_of(pieces: list[torch.Tensor], padding: int) -> torch.Tensor:
+    return torch.cat([*(piece.reshape(-1) for piece in pieces), torch.zeros(padding, dtype=pieces[0].dtype)])
+
+
+def test_registered_partition_takes_each_trust_ratio_over_its_whole_tensor():
+    """A flat buffer holding tensor 0 in two non-adjacent slices, tensor 1 whole and some padding steps exactly like
+    the two tensors; given as one tensor it would be another optimizer."""
+    generator = torch.Generator().manual_seed(0)
+    shapes = [(7, 5), (3, 4)]
+    whole = [nn.Parameter(torch.randn(shape, dtype=torch.float64, generator=generator)) for shape in shapes]
+    reference = Lamb(whole, lr=0.05)
+
+    def layout_of(tensors):  # [tensor 0 from element 10, tensor 1, tensor 0 up to element 10, 3 padding]
+        first = tensors[0].reshape(-1)
+        return [first[10:], tensors[1].reshape(-1), first[:10]]
+
+    flat = nn.Parameter(flat_of(layout_of([p.detach() for p in whole]), padding=3))
+    layout = PartitionLayout((Segment(0, 0, 25), Segment(1, 25, 12), Segment(0, 37, 10)), num_tensors=2)
+    partitioned = Lamb([flat], lr=0.05)
+    partitioned.register_partition(flat, layout)
+    as_one_tensor = nn.Parameter(flat.detach().clone())
+    unaware = Lamb([as_one_tensor], lr=0.05)
+    for _ in range(3):
+        grads = [torch.randn(shape, dtype=torch.float64, generator=generator) for shape in shapes]
+        for param, grad in zip(whole, grads):
+            param.grad = grad
+        flat.grad = flat_of(layout_of(grads), padding=3)
+        as_one_tensor.grad = flat.grad.clone()
+        for optimizer in (reference, partitioned, unaware):
+            optimizer.step()
+    expected = flat_of(layout_of([p.detach() for p in whole]), padding=3)
+    torch.testing.assert_close(flat.detach()[:-3], expected[:-3], rtol=1e-12, atol=1e-12)
+    assert (as_one_tensor.detach() - flat.detach())[:-3].abs().max() > 1e-3
+
+
+def test_a_tensor_swapped_in_by_an_engine_is_refused_until_registered():
+    # DeepSpeed ZeRO replaces each group's tensors by a flat partition after the optimizer is built.
+    params = [nn.Parameter(torch.randn(4, 3)), nn.Parameter(torch.randn(5))]
+    optimizer = Lamb(params, lr=0.01)
+    flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
+    flat.grad = torch.randn_like(flat)
+    optimizer.param_groups[0]["params"] = [flat]
+    with pytest.raises(RuntimeError, match="register_zero_partitions"):
+        optimizer.step()
+    optimizer.register_partition(flat, PartitionLayout((Segment(0, 0, 12), Segment(1, 12, 5)), num_tensors=2))
+    optimizer.step()
+
+
+@pytest.mark.parametrize(
+    "segments, message",
+    [
+        ((Segment(2, 0, 4),), "bad segment"),
+        ((Segment(0, 0, 0),), "bad segment"),
+        ((Segment(0, 6, 5),), "outside"),
+    ],
+)
+def test_register_partition_rejects_a_layout_that_does_not_fit(segments, message):
+    flat = nn.Parameter(torch.zeros(10))
+    optimizer = Lamb([nn.Parameter(torch.zeros(1))])
+    with pytest.raises(ValueError, match=message):
+        optimizer.register_partition(flat, PartitionLayout(segments, num_tensors=2))

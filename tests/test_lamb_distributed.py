@@ -29,6 +29,7 @@ from test_distributed import (
     tiny_config,
     torchrun,
 )
+from test_resume_distributed import engine_arguments as fsdp2_job_arguments
 
 from albert_hf.modeling import AlbertForPreTraining
 
@@ -153,10 +154,10 @@ def test_lamb_engines_match_one_process(workdir, checkpoint, batches, record_pro
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# The real pretraining job (`albert-hf pretrain --optimizer lamb`) under Trainer: DDP, ZeRO-2, ZeRO-3, ZeRO-3 offload
+# The real pretraining job (`albert-hf pretrain --optimizer lamb`) under Trainer: DDP, ZeRO-2/3, ZeRO-3 offload, FSDP2
 # --------------------------------------------------------------------------------------------------------------------
 
-JOB_ENGINES = ("ddp", "zero2", "zero3", "zero3_offload")
+JOB_ENGINES = ("ddp", "zero2", "zero3", "zero3_offload", "fsdp2")  # fsdp2 last (see run_tasks.py)
 JOB_STEPS = 4
 
 
@@ -187,14 +188,22 @@ def lamb_job_arguments(corpus: Path, spiece_model: Path, checkpoint: Path, outpu
     )
 
 
-def write_deepspeed_configs(folder: Path) -> Path:
-    """The shipped ds_zero2/ds_zero3/ds_zero3_offload.json, for ZeRO-3 with persistence threshold 0."""
+def write_engine_arguments(folder: Path) -> Path:
+    """Each engine's job arguments: the shipped ds_zero2/ds_zero3/ds_zero3_offload.json (ZeRO-3 with persistence
+    threshold 0), and for fsdp2 the `fsdp_config` of fsdp2.yaml as the resume tests pass it."""
     folder.mkdir()
-    for engine in JOB_ENGINES[1:]:
-        config = json.loads((CONFIGS / f"ds_{engine}.json").read_text())
-        if "zero3" in engine:
-            config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
-        (folder / f"ds_{engine}.json").write_text(json.dumps(config))
+    for engine in JOB_ENGINES:
+        arguments = []
+        if engine.startswith("zero"):
+            config = json.loads((CONFIGS / f"ds_{engine}.json").read_text())
+            if "zero3" in engine:
+                config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
+            (folder / f"ds_{engine}.json").write_text(json.dumps(config))
+            arguments = ["--deepspeed", str(folder / f"ds_{engine}.json")]
+        elif engine == "fsdp2":
+            (folder / "fsdp").mkdir()
+            arguments = fsdp2_job_arguments(engine, folder / "fsdp")
+        (folder / f"{engine}.json").write_text(json.dumps(arguments))
     return folder
 
 
@@ -224,8 +233,8 @@ def test_pretraining_job_with_lamb_matches_one_process(
         str(record),
         "--engines",
         ",".join(JOB_ENGINES),
-        "--deepspeed_dir",
-        str(write_deepspeed_configs(workdir / "deepspeed_configs")),
+        "--engine_arguments",
+        str(write_engine_arguments(workdir / "engine_arguments")),
         "--",
         *arguments,
         timeout=900,
@@ -242,7 +251,81 @@ def test_pretraining_job_with_lamb_matches_one_process(
             [{**r, "rows_per_step": s} for r, s in zip(records, steps)], reference["rows_per_step"]
         )
         assert all(r["partitioned_after_from_pretrained"] == engine.startswith("zero3") for r in records), engine
+        assert all(r["dtensor_parameters"] == (engine == "fsdp2") for r in records), engine  # FSDP2 did shard
         weights = load_saved_weights(AlbertForPreTraining, workdir / f"job_{engine}")
         differences[engine] = max_difference(weights, reference["weights"])
     record_property("max_abs_difference", differences)
     assert max(differences.values()) < TOLERANCE, differences
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Engines under which the pretraining job refuses LAMB, before any work
+# --------------------------------------------------------------------------------------------------------------------
+
+ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"}
+
+
+@pytest.mark.parametrize(
+    "engine_arguments, message",
+    [
+        ({**ZERO2, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}, r"its own optimizer \(AdamW\)"),
+        ({**ZERO2, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, "DeepSpeedCPUAdam"),
+        ({**ZERO2, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}}}, "NVMe"),
+        ({**ZERO2, "zero_optimization": {"stage": 0}, "bf16": {"enabled": True}}, "stage 0 with bf16"),
+        ({**ZERO2, "zero_optimization": {"stage": 3, "mics_shard_size": 2}}, "MiCS"),
+        (["--fsdp", "full_shard", "--fsdp_config", '{"version": 1}'], "FSDP version 1"),
+    ],
+)
+def test_pretraining_refuses_lamb_where_it_would_not_run(engine_arguments, message, tmp_path, monkeypatch):
+    from albert_hf.tasks import pretraining
+
+    for name in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP", "FSDP_CPU_RAM_EFFICIENT_LOADING"):
+        monkeypatch.delenv(name, raising=False)  # TrainingArguments sets them; restored after the test
+    if isinstance(engine_arguments, dict):
+        config = tmp_path / "ds.json"
+        config.write_text(json.dumps(engine_arguments))
+        engine_arguments = ["--deepspeed", str(config)]
+    argv = ["--train_files", str(tmp_path / "missing.txt"), "--tokenizer_name_or_path", str(tmp_path / "missing")]
+    argv += ["--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none", *engine_arguments]
+    # The data and tokenizer do not exist: the refusal comes first, and names what works.
+    with pytest.raises(ValueError, match=message) as refusal:
+        pretraining.main(argv)
+    assert "FSDP2" in str(refusal.value) and "ds_zero3_offload.json" in str(refusal.value)
+    with pytest.raises(OSError):  # the same job with AdamW goes on to read its data
+        pretraining.main([*argv, "--optimizer", "adamw"])
+
+
+@pytest.mark.parametrize("name", ["ds_zero2.json", "ds_zero3.json", "ds_zero3_offload.json"])
+def test_shipped_deepspeed_configs_run_lamb(name):
+    from types import SimpleNamespace
+
+    from albert_hf.distributed import lamb_engine_problem
+
+    config = json.loads((CONFIGS / name).read_text())
+    arguments = SimpleNamespace(deepspeed=config, hf_deepspeed_config=None, deepspeed_plugin=None, fsdp=None)
+    assert lamb_engine_problem(arguments) is None
+
+
+def test_deepspeed_still_has_what_lamb_reads_of_its_partitions():
+    """lamb_deepspeed.py reads private attributes of DeepSpeed's ZeRO optimizers; a DeepSpeed release that renames
+    one fails here by name, before any launch (the 2-process tests above check what the attributes hold)."""
+    import dataclasses
+    import inspect
+
+    from deepspeed.runtime.zero.stage3 import DeepSpeedZeroOptimizer_Stage3
+    from deepspeed.runtime.zero.stage_1_and_2 import DeepSpeedZeroOptimizer
+    from deepspeed.utils import mixed_precision_linkage
+    from deepspeed.utils.tensor_fragment import tensor_fragment
+
+    from albert_hf.training import lamb_deepspeed
+
+    for cls, names in [
+        (DeepSpeedZeroOptimizer, lamb_deepspeed.STAGE_1_AND_2_ATTRIBUTES),
+        (DeepSpeedZeroOptimizer_Stage3, lamb_deepspeed.STAGE_3_ATTRIBUTES),
+    ]:
+        source = inspect.getsource(cls)
+        missing = [name for name in names if f"self.{name} = " not in source]
+        assert not missing, f"DeepSpeed's {cls.__name__} no longer assigns {missing}: update lamb_deepspeed.py"
+    assert callable(DeepSpeedZeroOptimizer_Stage3.get_param_id)
+    assert "lp_param._hp_mapping = " in inspect.getsource(mixed_precision_linkage), "parameters lost _hp_mapping"
+    assert "hp_fragment" in {field.name for field in dataclasses.fields(tensor_fragment)}

@@ -32,7 +32,11 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.tensor import DTensor
+
+try:
+    from torch.distributed.tensor import DTensor
+except ImportError:  # a torch build without torch.distributed: no parameter is a DTensor
+    DTensor = ()
 
 # The official ALBERT exclusion list (optimization.py): these parameters are neither decayed nor adapted.
 OFFICIAL_NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")

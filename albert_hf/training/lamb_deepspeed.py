@@ -31,6 +31,9 @@ import torch.distributed as dist
 from .lamb import Lamb, PartitionLayout, Segment
 
 TESTED_WITH = "deepspeed 0.19.8"
+# The private attributes read below, per ZeRO optimizer class (tests check that DeepSpeed still assigns them).
+STAGE_1_AND_2_ATTRIBUTES = ("bit16_groups", "single_partition_of_fp32_groups", "dp_process_group")
+STAGE_3_ATTRIBUTES = ("fp16_groups", "fp32_partitioned_groups_flat", "grad_position", "dp_process_group")
 
 
 def register_zero_partitions(optimizer) -> int:

@@ -4,7 +4,8 @@
         -- --task_name mrpc ... --use_cpu
 
 The job runs unchanged; this wrapper only patches, for the duration of the job:
-  * `Trainer.training_step`, to note the unpadded input rows of every step and the world size Trainer ran with;
+  * `Trainer.training_step`, to note the unpadded input rows of every step, the world size Trainer ran with and
+    whether the parameters it trained were FSDP2's DTensors;
   * `AlbertPreTrainedModel.from_pretrained`, to note whether the loaded model came out partitioned (every tensor
     split over the ranks, as `zero.Init` under ZeRO-3 with persistence threshold 0 does);
   * for pretraining, `DataCollatorForSOP.mask_tokens`, to key the on-the-fly masks by the row's content, so that a
@@ -40,6 +41,7 @@ def recording_training_step(record: dict):
         record["rows_per_step"].append(rows)
         record["world_size"] = self.args.world_size
         record["process_index"] = self.args.process_index
+        record["dtensor_parameters"] = all(type(p).__name__ == "DTensor" for p in model.parameters())  # FSDP2
         return original_step(self, model, inputs, num_items_in_batch)
 
     return training_step

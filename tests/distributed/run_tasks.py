@@ -1,12 +1,15 @@
 """Launched by tests/test_lamb_distributed.py: run a real albert_hf job several times in one launch, once per engine.
 
     torchrun --standalone --nproc_per_node 2 tests/distributed/run_tasks.py albert_hf.tasks.pretraining <record> \\
-        --engines ddp,zero2,zero3 --deepspeed_dir <folder> -- <job arguments, with {engine} in --output_dir>
+        --engines ddp,zero2,zero3,fsdp2 --engine_arguments <folder> -- <job arguments, {engine} in --output_dir>
 
-Each job runs as run_task.py runs it (same recording patches); for an engine other than ddp, `--deepspeed
-<deepspeed_dir>/ds_<engine>.json` is added. One launch pays the imports and DeepSpeed's start once for all engines.
-Between jobs, the accelerate state that Trainer creates (its DeepSpeed plugin) and transformers' ZeRO-3 marker are
-reset; the process group stays. Each rank writes `<record>.<engine>.rank<i>.json`.
+Each job runs as run_task.py runs it (same recording patches), with the arguments listed in
+`<engine_arguments>/<engine>.json` added (`--deepspeed ...`, `--fsdp ...`). One launch pays the imports and
+DeepSpeed's start once for all engines. Between jobs, the accelerate state that Trainer creates (its DeepSpeed
+plugin, its environment flag) and transformers' ZeRO-3 marker are reset; the process group stays. A job with
+`--fsdp` runs on the CPU process state labelled multi-GPU, as killed_job.py's FSDP_ON_CPU does (accelerate enables
+FSDP only for GPU-like devices); as the label stays, such a job comes last. Each rank writes
+`<record>.<engine>.rank<i>.json`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from pathlib import Path
 
 import torch
+from killed_job import label_cpu_state_multi_gpu
 from run_task import run_job
 
 
@@ -27,6 +31,7 @@ def reset_between_jobs() -> None:
     AcceleratorState._reset_state(reset_partial_state=False)
     GradientState._reset_state()
     unset_hf_deepspeed_config()
+    os.environ.pop("ACCELERATE_USE_DEEPSPEED", None)  # set by TrainingArguments under --deepspeed
 
 
 def main() -> None:
@@ -35,8 +40,9 @@ def main() -> None:
     options, argv = dict(zip(rest[:separator:2], rest[1:separator:2])), rest[separator + 1 :]
     for engine in options["--engines"].split(","):
         job_argv = [argument.replace("{engine}", engine) for argument in argv]
-        if engine != "ddp":
-            job_argv += ["--deepspeed", str(Path(options["--deepspeed_dir"], f"ds_{engine}.json"))]
+        job_argv += json.loads(Path(options["--engine_arguments"], f"{engine}.json").read_text())
+        if "--fsdp" in job_argv:
+            label_cpu_state_multi_gpu()
         record = run_job(module_name, job_argv)
         assert record["world_size"] == record["torch_world_size"] == 2, record  # the silent independent-jobs trap
         with open(f"{record_path}.{engine}.rank{record['process_index']}.json", "w") as handle:
