@@ -77,11 +77,12 @@ class _Holding:
     groups: tuple
 
     def sums_of_squares(self, like: torch.Tensor) -> torch.Tensor:
-        """(num_tensors, 2): the sums of w^2 and update^2 over the slices held here."""
-        sums = torch.zeros(self.num_tensors, 2, dtype=like.dtype, device=like.device)
+        """(num_tensors, 2): the sums of w^2 and update^2 over the slices held here, in at least fp32."""
+        dtype = torch.promote_types(like.dtype, torch.float32)
+        sums = torch.zeros(self.num_tensors, 2, dtype=dtype, device=like.device)
         for index, weights, update in self.slices:
-            sums[index, 0] += weights.square().sum()
-            sums[index, 1] += update.square().sum()
+            sums[index, 0] += weights.square().sum(dtype=dtype)
+            sums[index, 1] += update.square().sum(dtype=dtype)
         return sums
 
 

@@ -10,7 +10,8 @@ normalized by the global counts of the step (masked tokens, sequences), as Train
 one process on the global batch and `reference_training` (plain torch, one process) is the run every engine must
 reproduce. Engines: ddp (torch DDP, `no_sync` while accumulating), zero1/zero2/zero3 (`deepspeed.initialize` with
 LAMB as the client optimizer; zero3 loads the model inside zero.Init with persistence threshold 0 and small
-sub-groups, so ZeRO calls LAMB once per sub-group), zero2_offload/zero3_offload (optimizer states, and for zero3 the
+sub-groups, so ZeRO calls LAMB once per sub-group; zero3_persistent with the threshold Trainer's "auto" sets, which
+keeps the small tensors whole between steps), zero2_offload/zero3_offload (optimizer states, and for zero3 the
 parameters, in CPU memory), fsdp2 (`fully_shard` as fsdp2.yaml wraps). Rank 0 writes each engine's final
 parameters to `<engine>.pt`; every rank writes `<engine>.rank<i>.json` with the bytes of LAMB's states it held.
 """
@@ -36,7 +37,8 @@ CONFIGS = REPO_ROOT / "examples" / "accelerate_configs"
 STEPS, ACCUMULATION, MICRO_BATCH, WORLD_SIZE = 4, 2, 2, 2
 GLOBAL_BATCH = WORLD_SIZE * ACCUMULATION * MICRO_BATCH
 LEARNING_RATE, WARMUP_STEPS, TRAINING_STEPS = 1e-2, 1, 5  # the decay reaches 0 after the run, not during it
-ENGINES = ("ddp", "zero1", "zero2", "zero2_offload", "fsdp2", "zero3", "zero3_offload")
+PERSISTENCE_THRESHOLD = 10 * 32  # Trainer's "auto": 10 x hidden_size of the tests' tiny model
+ENGINES = ("ddp", "zero1", "zero2", "zero2_offload", "fsdp2", "zero3", "zero3_persistent", "zero3_offload")
 
 
 def lamb_and_schedule(model: torch.nn.Module) -> tuple[Lamb, torch.optim.lr_scheduler.LRScheduler]:
@@ -150,7 +152,10 @@ def deepspeed_config(engine: str) -> dict:
     zero = config["zero_optimization"]
     zero.update(stage=stage, reduce_bucket_size=10**6)
     if stage == 3:
-        zero.update(stage3_param_persistence_threshold=0, stage3_prefetch_bucket_size=10**6)
+        # Threshold 0 partitions every tensor; Trainer's "auto" (10 x hidden size) keeps the small ones whole for the
+        # forward pass (their optimizer states are partitioned all the same).
+        threshold = PERSISTENCE_THRESHOLD if engine == "zero3_persistent" else 0
+        zero.update(stage3_param_persistence_threshold=threshold, stage3_prefetch_bucket_size=10**6)
         if engine == "zero3":
             zero["sub_group_size"] = 4000  # several sub-groups per parameter group: LAMB is stepped on each
     if engine == "zero2_offload":
@@ -168,13 +173,16 @@ def train_deepspeed(engine_name: str, checkpoint: str, batches: dict[str, torch.
     config = deepspeed_config(engine_name)
     keep_alive = HfDeepSpeedConfig(config)  # under ZeRO-3 from_pretrained builds the model inside zero.Init
     model = AlbertForPreTraining.from_pretrained(checkpoint)
-    if config["zero_optimization"]["stage"] == 3:
+    if engine_name in ("zero3", "zero3_offload"):
         assert all(p.ds_numel > p.numel() for p in model.parameters()), "ZeRO-3 left a parameter whole"
     model.train()
     optimizer, schedule = lamb_and_schedule(model)
     engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
     assert engine.optimizer.optimizer is optimizer, "DeepSpeed replaced the client optimizer"
     assert register_zero_partitions(engine) > 0
+    if engine_name == "zero3_persistent":  # marked by the engine
+        persistent = [p.ds_persist for p in engine.module.parameters()]
+        assert any(persistent) and not all(persistent), "expected the small tensors persistent, the others not"
     for step in range(STEPS):
         batch = step_rows(batches, step)
         for micro in range(ACCUMULATION):
