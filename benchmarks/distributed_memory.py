@@ -109,7 +109,7 @@ def measure(output_dir: Path) -> None:
     print("| --- | --- | --- | --- |")
     for engine in lamb_engines.ENGINES:
         held = [json.loads((output_dir / f"{engine}.rank{rank}.json").read_text()) for rank in (0, 1)]
-        expected = whole if engine == "ddp" else whole / 2
+        expected = whole if engine in ("ddp", "zero0") else whole / 2
         print(f"| {engine} | {held[0]['lamb_state_bytes']:,} | {held[1]['lamb_state_bytes']:,} | {expected:,.0f} |")
 
 

@@ -259,9 +259,11 @@ def test_a_tensor_swapped_in_by_an_engine_is_refused_until_registered():
     # DeepSpeed ZeRO replaces each group's tensors by a flat partition after the optimizer is built.
     params = [nn.Parameter(torch.randn(4, 3)), nn.Parameter(torch.randn(5))]
     optimizer = Lamb(params, lr=0.01)
+    assert not optimizer.holds_foreign_tensors()
     flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
     flat.grad = torch.randn_like(flat)
     optimizer.param_groups[0]["params"] = [flat]
+    assert optimizer.holds_foreign_tensors()
     with pytest.raises(RuntimeError, match="register_zero_partitions"):
         optimizer.step()
     optimizer.register_partition(flat, PartitionLayout((Segment(0, 0, 12), Segment(1, 12, 5)), num_tensors=2))

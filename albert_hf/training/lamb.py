@@ -150,6 +150,10 @@ class Lamb(torch.optim.Optimizer):
                 raise ValueError(f"Lamb.register_partition: {segment} lies outside a partition of {flat.numel()}.")
         self._partitions[id(flat)] = (flat, layout)
 
+    def holds_foreign_tensors(self) -> bool:
+        """Whether an engine put into the parameter groups tensors the optimizer was not built with."""
+        return any(id(param) not in self._given for group in self.param_groups for param in group["params"])
+
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
         """Apply one LAMB update to every parameter that has a gradient."""

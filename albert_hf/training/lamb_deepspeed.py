@@ -51,6 +51,8 @@ def register_zero_partitions(optimizer) -> int:
         layouts = list(_stage3_layouts(zero))
     elif isinstance(zero, DeepSpeedZeroOptimizer):
         layouts = list(_stage1_and_2_layouts(zero))
+    elif not lamb.holds_foreign_tensors():
+        return 0  # DeepSpeed without ZeRO in fp32: LAMB steps the model's own tensors
     else:
         raise RuntimeError(
             f"Lamb under DeepSpeed: {type(zero).__name__} flattens the parameters in a way albert_hf does not read; "

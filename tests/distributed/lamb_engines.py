@@ -8,8 +8,8 @@ takes STEPS optimizer steps of `Lamb(lamb_parameter_groups(model))` with ALBERT'
 global batch of GLOBAL_BATCH rows: 2 processes x ACCUMULATION micro-batches of MICRO_BATCH rows. Losses are
 normalized by the global counts of the step (masked tokens, sequences), as Trainer does, so the gradient is that of
 one process on the global batch and `reference_training` (plain torch, one process) is the run every engine must
-reproduce. Engines: ddp (torch DDP, `no_sync` while accumulating), zero1/zero2/zero3 (`deepspeed.initialize` with
-LAMB as the client optimizer; zero3 loads the model inside zero.Init with persistence threshold 0 and small
+reproduce. Engines: ddp (torch DDP, `no_sync` while accumulating), zero0 (DeepSpeed without ZeRO, fp32),
+zero1/zero2/zero3 (`deepspeed.initialize` with LAMB as the client optimizer; zero3 loads the model inside zero.Init with persistence threshold 0 and small
 sub-groups, so ZeRO calls LAMB once per sub-group; zero3_persistent with the threshold Trainer's "auto" sets, which
 keeps the small tensors whole between steps), zero2_offload/zero3_offload (optimizer states, and for zero3 the
 parameters, in CPU memory), fsdp2 (`fully_shard` as fsdp2.yaml wraps). Rank 0 writes each engine's final
@@ -38,7 +38,7 @@ STEPS, ACCUMULATION, MICRO_BATCH, WORLD_SIZE = 4, 2, 2, 2
 GLOBAL_BATCH = WORLD_SIZE * ACCUMULATION * MICRO_BATCH
 LEARNING_RATE, WARMUP_STEPS, TRAINING_STEPS = 1e-2, 1, 5  # the decay reaches 0 after the run, not during it
 PERSISTENCE_THRESHOLD = 10 * 32  # Trainer's "auto": 10 x hidden_size of the tests' tiny model
-ENGINES = ("ddp", "zero1", "zero2", "zero2_offload", "fsdp2", "zero3", "zero3_persistent", "zero3_offload")
+ENGINES = ("ddp", "zero0", "zero1", "zero2", "zero2_offload", "fsdp2", "zero3", "zero3_persistent", "zero3_offload")
 
 
 def lamb_and_schedule(model: torch.nn.Module) -> tuple[Lamb, torch.optim.lr_scheduler.LRScheduler]:
@@ -135,7 +135,7 @@ def train_fsdp2(checkpoint: str, batches: dict[str, torch.Tensor]):
 def deepspeed_config(engine: str) -> dict:
     """The shipped DeepSpeed JSON of the stage, its "auto" values filled for this run, fp32."""
     stage = int(engine[4])
-    name = {1: "ds_zero2.json", 2: "ds_zero2.json", 3: "ds_zero3.json"}[stage]
+    name = {0: "ds_zero2.json", 1: "ds_zero2.json", 2: "ds_zero2.json", 3: "ds_zero3.json"}[stage]
     if engine == "zero3_offload":
         name = "ds_zero3_offload.json"
     config = json.loads((CONFIGS / name).read_text())
@@ -178,8 +178,10 @@ def train_deepspeed(engine_name: str, checkpoint: str, batches: dict[str, torch.
     model.train()
     optimizer, schedule = lamb_and_schedule(model)
     engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
-    assert engine.optimizer.optimizer is optimizer, "DeepSpeed replaced the client optimizer"
-    assert register_zero_partitions(engine) > 0
+    stage = config["zero_optimization"]["stage"]
+    zero = engine.optimizer if stage == 0 else engine.optimizer.optimizer  # stage 0 in fp32: no wrapper
+    assert zero is optimizer, "DeepSpeed replaced the client optimizer"
+    assert (register_zero_partitions(engine) > 0) == (stage > 0)
     if engine_name == "zero3_persistent":  # marked by the engine
         persistent = [p.ds_persist for p in engine.module.parameters()]
         assert any(persistent) and not all(persistent), "expected the small tensors persistent, the others not"
