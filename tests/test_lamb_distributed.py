@@ -139,13 +139,16 @@ def test_lamb_engines_match_one_process(workdir, checkpoint, batches, record_pro
         assert max_difference(weights, results["ddp"]) < TOLERANCE, engine
     assert max(differences.values()) < TOLERANCE, differences
 
-    # The partitioning engines held a share of LAMB's moments, DDP all of them.
-    held = {
-        engine: [
-            json.loads((output_dir / f"{engine}.rank{rank}.json").read_text())["lamb_state_bytes"] for rank in (0, 1)
-        ]
+    # The partitioning engines held a share of LAMB's moments, DDP all of them; ZeRO-1/2 hands LAMB one partition
+    # per parameter group (2), ZeRO-3 with small sub-groups several.
+    records = {
+        engine: [json.loads((output_dir / f"{engine}.rank{rank}.json").read_text()) for rank in (0, 1)]
         for engine in engines
     }
+    partitions = {engine: records[engine][0]["zero_partitions"] for engine in engines}
+    assert partitions["zero1"] == partitions["zero2"] == partitions["zero3_persistent"] == 2, partitions
+    assert partitions["zero3"] > 2, partitions
+    held = {engine: [record["lamb_state_bytes"] for record in records[engine]] for engine in engines}
     full = 2 * 4 * sum(tensor.numel() for tensor in reference.values())
     assert held["ddp"] == held["zero0"] == [full, full]
     for engine in engines:

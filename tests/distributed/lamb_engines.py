@@ -13,7 +13,8 @@ zero1/zero2/zero3 (`deepspeed.initialize` with LAMB as the client optimizer; zer
 sub-groups, so ZeRO calls LAMB once per sub-group; zero3_persistent with the threshold Trainer's "auto" sets, which
 keeps the small tensors whole between steps), zero2_offload/zero3_offload (optimizer states, and for zero3 the
 parameters, in CPU memory), fsdp2 (`fully_shard` as fsdp2.yaml wraps). Rank 0 writes each engine's final
-parameters to `<engine>.pt`; every rank writes `<engine>.rank<i>.json` with the bytes of LAMB's states it held.
+parameters to `<engine>.pt`; every rank writes `<engine>.rank<i>.json` with the bytes of LAMB's states it held and
+the number of ZeRO partitions registered with it.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def train_ddp(checkpoint: str, batches: dict[str, torch.Tensor]):
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
-    return final_parameters(model), state_bytes(optimizer)
+    return final_parameters(model), state_bytes(optimizer), 0
 
 
 def train_fsdp2(checkpoint: str, batches: dict[str, torch.Tensor]):
@@ -129,7 +130,8 @@ def train_fsdp2(checkpoint: str, batches: dict[str, torch.Tensor]):
         optimizer.zero_grad(set_to_none=True)
     names = {name for name, _ in model.named_parameters()}
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    return {name: tensor.float().clone() for name, tensor in full.items() if name in names}, state_bytes(optimizer)
+    weights = {name: tensor.float().clone() for name, tensor in full.items() if name in names}
+    return weights, state_bytes(optimizer), 0
 
 
 def deepspeed_config(engine: str) -> dict:
@@ -181,7 +183,8 @@ def train_deepspeed(engine_name: str, checkpoint: str, batches: dict[str, torch.
     stage = config["zero_optimization"]["stage"]
     zero = engine.optimizer if stage == 0 else engine.optimizer.optimizer  # stage 0 in fp32: no wrapper
     assert zero is optimizer, "DeepSpeed replaced the client optimizer"
-    assert (register_zero_partitions(engine) > 0) == (stage > 0)
+    partitions = register_zero_partitions(engine)
+    assert (partitions > 0) == (stage > 0)
     if engine_name == "zero3_persistent":  # marked by the engine
         persistent = [p.ds_persist for p in engine.module.parameters()]
         assert any(persistent) and not all(persistent), "expected the small tensors persistent, the others not"
@@ -200,7 +203,7 @@ def train_deepspeed(engine_name: str, checkpoint: str, batches: dict[str, torch.
     engine.destroy()
     del keep_alive
     unset_hf_deepspeed_config()
-    return weights, held
+    return weights, held, partitions
 
 
 TRAIN = {"ddp": train_ddp, "fsdp2": train_fsdp2}
@@ -224,10 +227,10 @@ def main() -> None:
     rank = dist.get_rank()
     for engine in cli.engines.split(","):
         train = TRAIN.get(engine) or (lambda *args, engine=engine: train_deepspeed(engine, *args))
-        weights, held = train(cli.checkpoint, batches)
+        weights, held, partitions = train(cli.checkpoint, batches)
         if rank == 0:
             torch.save(weights, Path(cli.output_dir, f"{engine}.pt"))
-        record = {"engine": engine, "rank": rank, "lamb_state_bytes": held}
+        record = {"engine": engine, "rank": rank, "lamb_state_bytes": held, "zero_partitions": partitions}
         Path(cli.output_dir, f"{engine}.rank{rank}.json").write_text(json.dumps(record))
         dist.barrier()
 
