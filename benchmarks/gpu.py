@@ -483,11 +483,19 @@ class PretrainingPlan:
 
     def describe(self) -> str:
         return (
-            f"{self.model} ({self.compute_parameters / 1e6:.1f}M compute parameters), {self.steps} steps of "
-            f"{self.batch_size}x{self.seq_len} = {self.tokens / 1e6:.1f}M tokens, {self.epochs} passes over "
-            f"{self.unique_tokens / 1e6:.2f}M; budget {self.budget_flops:.2g} FLOPs = {self.flops_per_s / 1e12:.3g} "
+            f"{self.model} ({count(self.compute_parameters)} compute parameters), {self.steps} steps of "
+            f"{self.batch_size}x{self.seq_len} = {count(self.tokens)} tokens, {self.epochs} passes over "
+            f"{count(self.unique_tokens)}; budget {self.budget_flops:.2g} FLOPs = {self.flops_per_s / 1e12:.3g} "
             f"TFLOP/s x {self.seconds:.0f} s"
         )
+
+
+def count(value: float) -> str:
+    """12.3k, 4.56M, 7.89G."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:.3g}"
 
 
 def plan_pretraining(
@@ -607,6 +615,8 @@ def section_learning(ctx: Context) -> dict:
     from albert_hf.tasks.common import ModelArguments
     from albert_hf.tasks.pretraining import PretrainingDataArguments, build_pretraining_model, make_instances
 
+    if not ctx.cuda and not ctx.smoke:
+        raise Skipped("its full size needs a GPU (--smoke runs it at tiny size on CPU)")
     if not (ctx.data_dir / "corpus").is_dir():
         raise Skipped(f"no data folder at {ctx.data_dir} (--data-dir)")
     with tempfile.TemporaryDirectory(prefix="gpu_learning_") as tmp:
@@ -615,23 +625,7 @@ def section_learning(ctx: Context) -> dict:
         prepared = time.perf_counter()
         documents, held_out = pf.pretraining_documents(args)
         tokenizer = pf.pretraining_tokenizer(args, documents, workdir)
-        one_pass, _ = make_instances(
-            documents, tokenizer, PretrainingDataArguments(max_seq_length=args.max_seq_length), 0
-        )
-        unique_tokens = int(sum(map(len, one_pass["input_ids"])))
-
-        seconds = 4.0 if ctx.smoke else min(PRETRAIN_SECONDS, max(30.0, ctx.seconds_left() - FINETUNE_RESERVE_S))
-        flops_per_s, source = learning_rate_source(ctx)
-        ladder = SMOKE_LADDER if ctx.smoke else LEARNING_LADDER
-        batch_size = 8 if ctx.smoke else LEARNING_BATCH
-        plan = plan_pretraining(
-            flops_per_s, seconds, unique_tokens, ladder, source, batch_size, vocab_size=len(tokenizer)
-        )
-        print(f"[gpu.py] learning plan: {plan.describe()} ({source})", flush=True)
-
-        args.minutes, args.save_minutes = seconds / 60, 10 * seconds / 60  # no periodic checkpoint in a short run
-        args.model_overrides, args.batch_size, args.dupe_factor = plan.model_overrides, plan.batch_size, plan.epochs
-        args.warmup_steps = max(1, round(WARMUP_FRACTION * plan.steps))
+        plan = learning_plan(ctx, documents, tokenizer, args)
         data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=plan.epochs)
         train_dataset, _ = make_instances(documents, tokenizer, data_args, args.seed)
         eval_dataset = pf.held_out_instances(held_out, tokenizer, args)
@@ -644,12 +638,7 @@ def section_learning(ctx: Context) -> dict:
         preparation_s = time.perf_counter() - prepared
 
         pretrained, figures = pf.pretrain_model(model, tokenizer, data_args, train_dataset, eval_dataset, args, workdir)
-        runs = []
-        for task in args.tasks:
-            for init, checkpoint in (("pretrained", pretrained), ("random", random_init)):
-                result = pf.run_finetuning(task, checkpoint, 0, workdir / "finetune" / f"{task}-{init}", args)
-                runs.append({"task": task, "init": init, "seed": 0, **result})
-                print(f"[gpu.py] fine-tuned {task} from {init}: {result['metric']:.4f} ({result['seconds']:.0f} s)")
+        runs = finetune_both(args, pretrained, random_init, workdir / "finetune")
     table = pf.summarize(runs, list(args.tasks))
     figures.pop("log", None)
     data = dict(
@@ -664,6 +653,37 @@ def section_learning(ctx: Context) -> dict:
     )
     print(pf.format_table(table), flush=True)
     return dict(data=data, rows=learning_rows(plan, figures, table, data))
+
+
+def learning_plan(ctx: Context, documents, tokenizer, args) -> PretrainingPlan:
+    """The plan for this run (`plan_pretraining`), written into `args`: pretraining seconds (150, fewer if the budget
+    is short), model, batch, passes (`dupe_factor`: each pass a fresh cut into sentence pairs) and warm-up."""
+    from albert_hf.tasks.pretraining import PretrainingDataArguments, make_instances
+
+    one_pass, _ = make_instances(documents, tokenizer, PretrainingDataArguments(max_seq_length=args.max_seq_length), 0)
+    unique_tokens = int(sum(map(len, one_pass["input_ids"])))
+    seconds = 2.0 if ctx.smoke else min(PRETRAIN_SECONDS, max(30.0, ctx.seconds_left() - FINETUNE_RESERVE_S))
+    flops_per_s, source = learning_rate_source(ctx)
+    ladder, batch_size = (SMOKE_LADDER, 8) if ctx.smoke else (LEARNING_LADDER, LEARNING_BATCH)
+    plan = plan_pretraining(flops_per_s, seconds, unique_tokens, ladder, source, batch_size, vocab_size=len(tokenizer))
+    print(f"[gpu.py] learning plan: {plan.describe()} ({source})", flush=True)
+    args.minutes, args.save_minutes = seconds / 60, 10 * seconds / 60  # no periodic checkpoint in a short run
+    args.model_overrides, args.batch_size, args.dupe_factor = plan.model_overrides, plan.batch_size, plan.epochs
+    args.warmup_steps = max(1, round(WARMUP_FRACTION * plan.steps))
+    return plan
+
+
+def finetune_both(args, pretrained: Path, random_init: Path, workdir: Path) -> list[dict]:
+    """Each task fine-tuned from the pretrained weights and from the random ones, with the same arguments."""
+    import pretrain_finetune as pf
+
+    runs = []
+    for task in args.tasks:
+        for init, checkpoint in (("pretrained", pretrained), ("random", random_init)):
+            result = pf.run_finetuning(task, checkpoint, 0, workdir / f"{task}-{init}", args)
+            runs.append({"task": task, "init": init, "seed": 0, **result})
+            print(f"[gpu.py] fine-tuned {task} from {init}: {result['metric']:.4f} ({result['seconds']:.0f} s)")
+    return runs
 
 
 def learning_targets(table: list[dict]) -> dict:
@@ -1169,11 +1189,11 @@ class Section:
 SECTIONS = {
     "matmul": Section(section_matmul, 5, 0.5, "bf16/fp32 matmul peak (the MFU denominator)"),
     "throughput": Section(section_throughput, 40, 1, "pretraining step, base and xxlarge, against transformers"),
-    "learning": Section(section_learning, 300, 25, "pretrain, then fine-tune SST-2/MRPC/CoNLL against random init"),
+    "learning": Section(section_learning, 300, 15, "pretrain, then fine-tune SST-2/MRPC/CoNLL against random init"),
     "bf16": Section(section_bf16, 5, 0.5, "30 LAMB steps in bf16 against fp32"),
     "memory": Section(section_memory, 10, 1, "peak memory, gradient checkpointing"),
-    "compile": Section(section_compile, 50, 4, "torch.compile against eager"),
-    "zero3": Section(section_zero3, 45, 20, "DeepSpeed ZeRO-3 on NCCL (gloo in smoke), 1 process"),
+    "compile": Section(section_compile, 50, 5, "torch.compile against eager"),
+    "zero3": Section(section_zero3, 45, 15, "DeepSpeed ZeRO-3 on NCCL (gloo in smoke), 1 process"),
 }
 DEFAULT_BUDGET_S = 510.0  # the sections' H200 estimates (455 s) plus margin; with start-up, under 9 minutes
 
