@@ -15,7 +15,8 @@ Keeping a log next to the JSON:
 
 The run prints its plan first: the sections and the seconds each is expected to take. A section starts only if its
 estimate fits what is left of `--budget-s` (510 s by default: the estimates below sum to 455 s, start-up takes
-about 20 s), so a run under a time limit still ends with its table; what was skipped can be rerun with --sections.
+about 20 s); the learning section shrinks its pretraining to what is left and needs 180 s at least. So a run under a
+time limit still ends with its table; what was skipped can be rerun with --sections.
 Each section runs in its own try/except: an error is recorded in the table and the JSON and the run goes on; the JSON
 and table are rewritten after every section, and the exit status is 1 if any section failed. A section that needs
 something absent (flash_attn, DeepSpeed, NCCL, the data folder) says so and is skipped. `--fail SECTION` makes a
@@ -29,8 +30,8 @@ Sections, in running order, with their H200 estimates (not yet measured on one):
                xxlarge 32x128 / 8x512, transformers and albert_hf with identical weights (fp32 outputs checked to 1e-4
                with TF32 off first), albert_hf with `masked_positions_only=True`, and both under flash_attention_2
                when `flash_attn` imports. Tokens/s and MFU (FLOPs: 3 x (encoder_flops_per_token + MLM head) per
-               token). Medians of 6 timed steps after 2 warm-up steps (10 after 3 before the learning section
-               joined: the run had to fit 9 minutes).
+               token). Medians of 6 timed steps after 2 warm-up steps (not 10 after 3: with the learning section
+               the whole run must fit 9 minutes).
   3. learning (300 s)  pretraining pays off downstream. Data prepared on the CPU before the clock starts: the shared
                corpora (Gutenberg, WikiText-2 less 5 held-out articles, Botchan) and the unlabeled training text of
                SST-2, MRPC and CoNLL-2003, tokenized with the real ALBERT 30k vocabulary, cut into SOP instances of
@@ -609,16 +610,16 @@ def learning_arguments(ctx: Context, workdir: Path):
 
 
 def section_learning(ctx: Context) -> dict:
+    if not ctx.cuda and not ctx.smoke:
+        raise Skipped("its full size needs a GPU (--smoke runs it at tiny size on CPU)")
+    if not (ctx.data_dir / "corpus").is_dir():
+        raise Skipped(f"no data folder at {ctx.data_dir} (--data-dir)")
     import pretrain_finetune as pf
     from transformers import set_seed
 
     from albert_hf.tasks.common import ModelArguments
     from albert_hf.tasks.pretraining import PretrainingDataArguments, build_pretraining_model, make_instances
 
-    if not ctx.cuda and not ctx.smoke:
-        raise Skipped("its full size needs a GPU (--smoke runs it at tiny size on CPU)")
-    if not (ctx.data_dir / "corpus").is_dir():
-        raise Skipped(f"no data folder at {ctx.data_dir} (--data-dir)")
     with tempfile.TemporaryDirectory(prefix="gpu_learning_") as tmp:
         workdir = Path(tmp)
         args = learning_arguments(ctx, workdir)
@@ -1011,6 +1012,15 @@ def launch(command: list[str], env: dict, timeout: int = ZERO3_TIMEOUT_S) -> tup
     return wall, result
 
 
+# What DeepSpeed prints when an op it needs cannot be built or loaded on this machine (no CUDA toolkit, no compiler).
+MISSING_OP_SIGNS = ("MissingCUDAException", "CUDA_HOME does not exist", "nvcc", "ninja", "Unable to JIT load")
+
+
+def missing_deepspeed_op(output: str) -> str | None:
+    """The line of a failed launch's output that says a DeepSpeed op is missing, if one does."""
+    return next((line.strip() for line in output.splitlines() if any(s in line for s in MISSING_OP_SIGNS)), None)
+
+
 def section_zero3(ctx: Context) -> dict:
     if importlib.util.find_spec("deepspeed") is None:
         raise Skipped("deepspeed is not installed")
@@ -1048,7 +1058,13 @@ def section_zero3(ctx: Context) -> dict:
             single = pool.submit(launch, [sys.executable, *worker("single", single_dir)], cpu_only, timeout)
             zero3 = pool.submit(launch, torchrun + worker("zero3", zero3_dir), env, timeout)
             single_wall, _ = single.result()
-            wall, _ = zero3.result()
+            try:
+                wall, _ = zero3.result()
+            except RuntimeError as error:
+                missing = missing_deepspeed_op(str(error))
+                if missing:
+                    raise Skipped(f"DeepSpeed could not build or load a CUDA op here: {missing}") from error
+                raise
         record = json.loads((zero3_dir / "worker.json").read_text())
         saved, loading = albert_hf.AlbertForPreTraining.from_pretrained(zero3_dir, output_loading_info=True)
         complete = not any(loading[key] for key in ("missing_keys", "unexpected_keys", "mismatched_keys"))
@@ -1109,6 +1125,8 @@ def compile_backend(ctx: Context) -> str:
     joint forward/backward graph, the steps where a model breaks, without inductor's C++ code generation (about
     50 s cold on two cores, against 3 s)."""
     if ctx.cuda:
+        if importlib.util.find_spec("triton") is None:
+            raise Skipped("triton is not installed (inductor's GPU code generator)")
         return "inductor"
     if not ctx.smoke:
         raise Skipped("torch.compile is measured on the GPU only (on CPU it would need minutes of C++ compilation)")
@@ -1182,6 +1200,7 @@ class Section:
     gpu_s: float  # expected seconds on one H200 (an estimate: these sections have not met one yet)
     smoke_s: float  # expected seconds of --smoke on two CPU cores
     what: str
+    least_gpu_s: float | None = None  # what it can shrink to when the budget is short (the learning section)
 
 
 # In running order: the learning section right after the throughput it plans from, the least needed last, so that
@@ -1189,7 +1208,9 @@ class Section:
 SECTIONS = {
     "matmul": Section(section_matmul, 5, 0.5, "bf16/fp32 matmul peak (the MFU denominator)"),
     "throughput": Section(section_throughput, 40, 1, "pretraining step, base and xxlarge, against transformers"),
-    "learning": Section(section_learning, 300, 15, "pretrain, then fine-tune SST-2/MRPC/CoNLL against random init"),
+    "learning": Section(
+        section_learning, 300, 15, "pretrain, then fine-tune SST-2/MRPC/CoNLL against random init", least_gpu_s=180
+    ),
     "bf16": Section(section_bf16, 5, 0.5, "30 LAMB steps in bf16 against fp32"),
     "memory": Section(section_memory, 10, 1, "peak memory, gradient checkpointing"),
     "compile": Section(section_compile, 50, 5, "torch.compile against eager"),
@@ -1202,12 +1223,21 @@ def expected_seconds(name: str, ctx: Context) -> float:
     return SECTIONS[name].smoke_s if ctx.smoke else SECTIONS[name].gpu_s
 
 
+def least_seconds(name: str, ctx: Context) -> float:
+    """The time a section needs to start: its estimate, or for one that shrinks to fit (the learning section's
+    pretraining takes what is left), the least it can do with."""
+    section = SECTIONS[name]
+    return section.least_gpu_s if section.least_gpu_s and not ctx.smoke else expected_seconds(name, ctx)
+
+
 def print_plan(names: list[str], ctx: Context, budget_s: float) -> None:
     """What will run and how long each part is expected to take, before anything does."""
     where = "two CPU cores, --smoke" if ctx.smoke else "one H200, estimated"
     print(f"[gpu.py] plan ({where}; a section starts only if its estimate fits what is left of --budget-s):")
     for name in names:
-        print(f"[gpu.py]   {name:<10} {expected_seconds(name, ctx):>5.0f} s  {SECTIONS[name].what}")
+        least = least_seconds(name, ctx)
+        shrinks = f" (at least {least:.0f} s)" if least < expected_seconds(name, ctx) else ""
+        print(f"[gpu.py]   {name:<10} {expected_seconds(name, ctx):>5.0f} s  {SECTIONS[name].what}{shrinks}")
     total = sum(expected_seconds(name, ctx) for name in names)
     print(f"[gpu.py]   {'total':<10} {total:>5.0f} s  of a {budget_s:.0f} s budget", flush=True)
 
@@ -1240,9 +1270,9 @@ def run_sections(names: list[str], ctx: Context, save: Callable[[dict], None]) -
     stopped from outside keeps what it measured."""
     results = {}
     for name in names:
-        expected = expected_seconds(name, ctx)
-        if expected > ctx.seconds_left():
-            reason = f"time budget: {max(0.0, ctx.seconds_left()):.0f} s left, {expected:.0f} s expected"
+        needed = least_seconds(name, ctx)
+        if needed > ctx.seconds_left():
+            reason = f"time budget: {max(0.0, ctx.seconds_left()):.0f} s left, {needed:.0f} s needed"
             results[name] = dict(status="skipped", reason=reason, seconds=0.0, rows=[])
         else:
             print(f"[gpu.py] section {name} ...", flush=True)

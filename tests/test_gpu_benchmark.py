@@ -151,3 +151,19 @@ def test_plan_follows_chinchilla_until_the_text_runs_out():
     assert scarce.target_parameters == pytest.approx(scarce.budget_flops / (6 * scarce.max_tokens))
     assert scarce.epochs == math.ceil(scarce.tokens / 2_500_000) <= gpu.MAX_EPOCHS
     assert plan(1e12).compute_parameters < scarce.compute_parameters  # less compute, smaller model
+
+
+def test_a_missing_deepspeed_op_is_told_from_a_failure():
+    built = "RuntimeError: ... exited 1:\n[rank0]: deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist"
+    assert "MissingCUDAException" in gpu.missing_deepspeed_op(built)
+    assert gpu.missing_deepspeed_op("AssertionError: weights differ by 0.3") is None
+
+
+@pytest.mark.parametrize(("seconds_left", "reason"), [(100, "time budget"), (200, "its full size needs a GPU")])
+def test_the_learning_section_starts_when_its_shortest_form_fits(seconds_left, reason):
+    """At full size the learning section expects 300 s but shrinks its pretraining: 180 s left are enough to start
+    (on this CPU it then says it needs a GPU), 100 s are not."""
+    ctx = gpu.Context(device=torch.device("cpu"), smoke=False, steps=1, warmup=0)
+    ctx.deadline = time.perf_counter() + seconds_left
+    result = gpu.run_sections(["learning"], ctx, save=lambda results: None)["learning"]
+    assert result["status"] == "skipped" and result["reason"].startswith(reason)
