@@ -600,7 +600,7 @@ def learning_arguments(ctx: Context, workdir: Path):
         "--finetune_learning_rate",
         str(FINETUNE_LR),
         "--dataloader_workers",
-        "6" if ctx.cuda else "0",
+        "6" if ctx.cuda else "2",  # the smoke run goes through worker processes too
         "--max_train_samples",
         *(f"{task}={count}" for task, count in budgets.items()),
     ]
