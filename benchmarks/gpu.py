@@ -640,7 +640,8 @@ def section_learning(ctx: Context) -> dict:
 
         pretrained, figures = pf.pretrain_model(model, tokenizer, data_args, train_dataset, eval_dataset, args, workdir)
         runs = finetune_both(args, pretrained, random_init, workdir / "finetune")
-    table = pf.summarize(runs, list(args.tasks))
+    failed = [run for run in runs if "error" in run]
+    table = pf.summarize([run for run in runs if "error" not in run], list(args.tasks))
     figures.pop("log", None)
     data = dict(
         plan=asdict(plan),
@@ -653,7 +654,8 @@ def section_learning(ctx: Context) -> dict:
         targets=learning_targets(table),
     )
     print(pf.format_table(table), flush=True)
-    return dict(data=data, rows=learning_rows(plan, figures, table, data))
+    errors = [f"fine-tuning {run['task']} from {run['init']}: {run['error']}" for run in failed]
+    return dict(data=data, rows=learning_rows(plan, figures, table, data), errors=errors)
 
 
 def learning_plan(ctx: Context, documents, tokenizer, args) -> PretrainingPlan:
@@ -681,7 +683,12 @@ def finetune_both(args, pretrained: Path, random_init: Path, workdir: Path) -> l
     runs = []
     for task in args.tasks:
         for init, checkpoint in (("pretrained", pretrained), ("random", random_init)):
-            result = pf.run_finetuning(task, checkpoint, 0, workdir / f"{task}-{init}", args)
+            try:  # one task failing must not cost the others' results
+                result = pf.run_finetuning(task, checkpoint, 0, workdir / f"{task}-{init}", args)
+            except Exception as error:
+                runs.append(dict(task=task, init=init, seed=0, error=f"{type(error).__name__}: {error}"))
+                print(f"[gpu.py] fine-tuning {task} from {init} failed:\n{traceback.format_exc()[-3000:]}")
+                continue
             runs.append({"task": task, "init": init, "seed": 0, **result})
             print(f"[gpu.py] fine-tuned {task} from {init}: {result['metric']:.4f} ({result['seconds']:.0f} s)")
     return runs
@@ -1250,6 +1257,8 @@ def run_section(name: str, ctx: Context) -> dict:
             raise RuntimeError(f"failed on purpose (--fail {name})")
         outcome = SECTIONS[name].run(ctx)
         result = dict(status="ok", data=outcome["data"], rows=outcome["rows"])
+        if outcome.get("errors"):  # a part failed, the rest measured: keep both
+            result.update(status="error", error="; ".join(outcome["errors"]))
     except Skipped as reason:
         result = dict(status="skipped", reason=str(reason), rows=[])
     except Exception as error:

@@ -167,3 +167,29 @@ def test_the_learning_section_starts_when_its_shortest_form_fits(seconds_left, r
     ctx.deadline = time.perf_counter() + seconds_left
     result = gpu.run_sections(["learning"], ctx, save=lambda results: None)["learning"]
     assert result["status"] == "skipped" and result["reason"].startswith(reason)
+
+
+def test_a_section_that_failed_in_part_keeps_what_it_measured(monkeypatch):
+    def half_done(ctx):
+        return dict(data={"measured": 1}, rows=[gpu.row("case", notes="kept")], errors=["fine-tuning conll: boom"])
+
+    monkeypatch.setitem(gpu.SECTIONS, "learning", gpu.Section(half_done, 1, 1, "a part fails"))
+    ctx = gpu.Context(device=torch.device("cpu"), smoke=True, steps=1, warmup=0)
+    result = gpu.run_section("learning", ctx)
+    assert result["status"] == "error" and "boom" in result["error"]
+    assert result["data"] == {"measured": 1} and result["rows"][0]["notes"] == "kept"
+
+
+def test_one_fine_tuning_failing_leaves_the_others(monkeypatch, tmp_path):
+    import pretrain_finetune
+
+    def run_finetuning(task, checkpoint, seed, run_dir, args):
+        if task == "conll":
+            raise ValueError("no such file")
+        return {"metric": 0.5, "eval": {}, "seconds": 0.0}
+
+    monkeypatch.setattr(pretrain_finetune, "run_finetuning", run_finetuning)
+    args = type("Args", (), {"tasks": ["sst2", "conll"]})()
+    runs = gpu.finetune_both(args, tmp_path / "pretrained", tmp_path / "random", tmp_path)
+    assert [run.get("metric") for run in runs] == [0.5, 0.5, None, None]
+    assert all("ValueError: no such file" in run["error"] for run in runs[2:])
