@@ -8,11 +8,14 @@ the same architecture randomly initialised with the real jobs, and compare.
    for `--minutes` of wall clock. The learning rate warms up over `--warmup_steps` and then decays linearly in
    *elapsed time* to zero at the budget, so the run anneals fully whatever the machine's load. A checkpoint is
    written every `--save_minutes` (`<output_dir>/pretraining/latest`) and the final model to `<output_dir>/pretrained`;
-   `--pretrained_dir` skips this phase and fine-tunes an existing checkpoint.
+   `--pretrained_dir` skips this phase and fine-tunes an existing checkpoint. `--task_text sst2 mrpc conll` adds the
+   tasks' unlabeled training text to the corpus; `--tokenizer spiece.model` uses an existing vocabulary instead of
+   training one; `--bf16` pretrains and fine-tunes under bf16 autocast (a GPU: CUDA is used whenever present).
 3. Fine-tuning with the real jobs (`albert_hf.tasks.glue.main`, `albert_hf.tasks.ner.main`, the functions behind
    `albert-hf glue` and `albert-hf ner`), from (a) the pretrained checkpoint and (b) a checkpoint of the same
    config with fresh random weights, on the same budget: SST-2, MRPC, CoLA, STS-B, RTE and CoNLL-2003, with
-   `--seeds` fine-tuning seeds (1 on SST-2 and CoNLL). Results are appended to `<output_dir>/results.json` as each
+   `--seeds` fine-tuning seeds (1 on SST-2 and CoNLL); `--max_train_samples sst2=2000` gives a task a smaller label
+   budget, on both sides. Results are appended to `<output_dir>/results.json` as each
    run ends, and a rerun skips the runs already there.
 
 Prints one table row per task: mean and standard deviation of the task metric for (a) and (b), and their difference,
@@ -74,6 +77,14 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output_dir", default="runs/pretrain_finetune")
     parser.add_argument("--minutes", type=float, default=60.0, help="pretraining wall-clock budget")
     parser.add_argument("--pretrained_dir", help="skip pretraining: fine-tune this albert_hf pretraining checkpoint")
+    parser.add_argument("--tokenizer", help="an existing spiece.model (default: train one of --vocab_size pieces)")
+    parser.add_argument(
+        "--task_text",
+        nargs="*",
+        default=[],
+        choices=list(TASK_TEXT),
+        help="add these tasks' training text, without labels, to the pretraining corpus",
+    )
     parser.add_argument("--model_overrides", default=RECIPES["tiny"]["config_overrides"])
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--max_seq_length", type=int, default=128)
@@ -82,15 +93,37 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup_steps", type=int, default=300)
     parser.add_argument("--dupe_factor", type=int, default=5, help="passes over the corpus with fresh pairs")
     parser.add_argument("--save_minutes", type=float, default=10.0)
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast in pretraining and fine-tuning (GPU)")
+    parser.add_argument("--dataloader_workers", type=int, default=0, help="processes that collate and mask batches")
     parser.add_argument("--held_out_articles", type=int, default=5, help="WikiText-2 articles kept out for evaluation")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds (1 for SST-2 and CoNLL)")
     parser.add_argument("--finetune_learning_rate", type=float, default=3e-4)
     parser.add_argument("--finetune_batch_size", type=int, default=32)
     parser.add_argument("--step_scale", type=float, default=1.0, help="multiply every fine-tuning step budget")
+    parser.add_argument(
+        "--max_train_samples",
+        nargs="*",
+        default=[],
+        metavar="TASK=N",
+        help="train a task on its first N examples only (a smaller label budget, the same for both initialisations)",
+    )
     parser.add_argument("--max_eval_samples", type=int, help="evaluate on at most this many examples (smoke runs)")
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.max_train_samples = label_budgets(parser, args.max_train_samples)
+    return args
+
+
+def label_budgets(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, int]:
+    """{task: N} from `TASK=N` items."""
+    budgets = {}
+    for item in items:
+        task, _, count = item.partition("=")
+        if task not in TASKS or not count.isdigit() or int(count) < 1:
+            parser.error(f"--max_train_samples: expected TASK=N with TASK one of {list(TASKS)}, got {item!r}")
+        budgets[task] = int(count)
+    return budgets
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -108,6 +141,45 @@ def corpus_documents(data_dir: Path, held_out_articles: int):
     held_out = wiki.select(range(len(wiki) - held_out_articles, len(wiki)))
     wiki = wiki.select(range(len(wiki) - held_out_articles))
     return concatenate_datasets([books, wiki, botchan]), held_out
+
+
+# task -> (data folder, training file): the texts `--task_text` adds to the pretraining corpus, labels left out.
+TASK_TEXT = {
+    "sst2": ("glue/SST-2", "train.tsv"),
+    "mrpc": ("glue/MRPC", "train.tsv"),
+    "conll": ("conll2003", "train.txt"),
+}
+
+
+def task_text_lines(data_dir: Path, task: str) -> list[str]:
+    """A task's training texts, one per line, in file order: SST-2's phrases, both sentences of each MRPC pair, the
+    CoNLL sentences (words joined by spaces)."""
+    from albert_hf.data.glue import GLUE_TASKS, read_glue_tsv
+    from albert_hf.data.ner import read_conll
+
+    folder, name = TASK_TEXT[task]
+    path = data_dir / folder / name
+    if task == "conll":
+        return [" ".join(sentence["tokens"]) for sentence in read_conll(str(path))]
+    rows = read_glue_tsv(str(path), GLUE_TASKS[task], labelled=True)  # texts as sentence1 (sentence2 for pairs)
+    return [row[column] for row in rows for column in ("sentence1", "sentence2") if column in row]
+
+
+def task_text_documents(data_dir: Path, tasks: list[str], lines_per_document: int = 16):
+    """The tasks' training texts as documents of `lines_per_document` consecutive lines.
+
+    SOP needs documents of two sentences or more. CoNLL's consecutive sentences are consecutive sentences of a news
+    story, so their order is real; SST-2's phrases and MRPC's sentences are unrelated lines (or paraphrases), whose
+    order teaches SOP nothing, but whose words are what the fine-tuning tasks read: the MLM objective learns from
+    them all.
+    """
+    from datasets import Dataset
+
+    documents = []
+    for task in tasks:
+        lines = [line for line in task_text_lines(data_dir, task) if line.strip()]
+        documents += [lines[i : i + lines_per_document] for i in range(0, len(lines), lines_per_document)]
+    return Dataset.from_dict({"sentences": [document for document in documents if len(document) > 1]})
 
 
 class TimeBudget(TrainerCallback):
@@ -159,34 +231,62 @@ def time_decay_schedule(optimizer, warmup_steps: int, budget: TimeBudget):
 def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
     """Tokenizer + pretraining; returns the final checkpoint folder and the pretraining figures."""
     started = time.time()
-    documents, held_out = corpus_documents(Path(args.data_dir), args.held_out_articles)
-    tokenizer_dir = output_dir / "tokenizer"
-    if (tokenizer_dir / "spiece.model").is_file():
-        tokenizer = AlbertHFTokenizer.from_pretrained(tokenizer_dir)
-    else:
-        sentences = [sentence for document in documents["sentences"] for sentence in document]
-        from datasets import Dataset
-
-        tokenizer = train_tokenizer(
-            Dataset.from_dict({"text": sentences}), tokenizer_dir, vocab_size=args.vocab_size, show_progress=False
-        )
+    documents, held_out = pretraining_documents(args)
+    tokenizer = pretraining_tokenizer(args, documents, output_dir)
     print(f"[pretraining] tokenizer ready ({len(tokenizer)} pieces) after {time.time() - started:.0f} s", flush=True)
 
     data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor)
     train_dataset, _ = make_instances(documents, tokenizer, data_args, args.seed)
-    eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
-    eval_dataset, _ = make_instances(held_out, tokenizer, eval_args, args.seed + 1)
+    eval_dataset = held_out_instances(held_out, tokenizer, args)
     print(
         f"[pretraining] {len(train_dataset)} training instances ({len(documents)} documents, dupe_factor "
         f"{args.dupe_factor}), {len(eval_dataset)} held-out instances, after {time.time() - started:.0f} s",
         flush=True,
     )
-
     set_seed(args.seed)
     model = build_pretraining_model(
         ModelArguments(config_overrides=args.model_overrides), tokenizer, args.max_seq_length
     )
     save_checkpoint(model, tokenizer, output_dir / "random_init")  # (b): the same config, fresh weights
+    return pretrain_model(model, tokenizer, data_args, train_dataset, eval_dataset, args, output_dir)
+
+
+def pretraining_documents(args: argparse.Namespace):
+    """(training documents, held-out WikiText-2 articles): the corpus, plus the `--task_text` tasks' texts."""
+    documents, held_out = corpus_documents(Path(args.data_dir), args.held_out_articles)
+    if args.task_text:
+        documents = concatenate_datasets([documents, task_text_documents(Path(args.data_dir), args.task_text)])
+    return documents, held_out
+
+
+def pretraining_tokenizer(args: argparse.Namespace, documents, output_dir: Path) -> AlbertHFTokenizer:
+    """`--tokenizer`, else the one trained on the corpus before (`<output_dir>/tokenizer`), else a new one."""
+    if args.tokenizer:
+        return AlbertHFTokenizer(vocab_file=args.tokenizer)
+    tokenizer_dir = output_dir / "tokenizer"
+    if (tokenizer_dir / "spiece.model").is_file():
+        return AlbertHFTokenizer.from_pretrained(tokenizer_dir)
+    from datasets import Dataset
+
+    sentences = [sentence for document in documents["sentences"] for sentence in document]
+    return train_tokenizer(
+        Dataset.from_dict({"text": sentences}), tokenizer_dir, vocab_size=args.vocab_size, show_progress=False
+    )
+
+
+def held_out_instances(held_out, tokenizer, args: argparse.Namespace):
+    """One pass over the held-out articles, cut with another seed than training."""
+    eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
+    return make_instances(held_out, tokenizer, eval_args, args.seed + 1)[0]
+
+
+def pretrain_model(
+    model, tokenizer, data_args, train_dataset, eval_dataset, args: argparse.Namespace, output_dir: Path
+) -> tuple[Path, dict]:
+    """Pretrain `model` for `args.minutes` of wall clock (LAMB, time-driven linear decay), save it to
+    `<output_dir>/pretrained`, and measure it on the held-out instances beside their baselines.
+
+    The clock starts when training does: the data are ready before this is called."""
     training_args = PretrainingArguments(
         output_dir=str(output_dir / "pretraining"),
         max_steps=10**7,  # the time budget stops training
@@ -199,6 +299,9 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
         seed=args.seed,
         disable_tqdm=True,
         dataloader_drop_last=True,
+        dataloader_num_workers=args.dataloader_workers,
+        bf16=args.bf16,
+        use_cpu=not torch.cuda.is_available(),  # Trainer accepts bf16 on a CPU only when told it is one
     )
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
     budget = TimeBudget(args.minutes * 60, args.save_minutes * 60, output_dir / "pretraining" / "latest", tokenizer)
@@ -247,6 +350,7 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
 
 def finetune_argv(task: str, checkpoint: Path, seed: int, run_dir: Path, args: argparse.Namespace) -> list[str]:
     job, folder, _, _, steps, max_train = TASKS[task]
+    max_train = args.max_train_samples.get(task, max_train)
     data_dir = Path(args.data_dir) / folder
     steps = max(1, round(steps * args.step_scale))
     argv = ["--task_name", task] if job == "glue" else []
@@ -282,7 +386,9 @@ def finetune_argv(task: str, checkpoint: Path, seed: int, run_dir: Path, args: a
         "--disable_tqdm",
         "true",
         "--use_cpu",
-        "true",
+        str(not torch.cuda.is_available()).lower(),
+        "--bf16",
+        str(args.bf16).lower(),
     ]
     if max_train:
         argv += ["--max_train_samples", str(max_train)]

@@ -23,15 +23,18 @@ from pathlib import Path
 
 import torch
 import transformers
+from common import (
+    DEFAULT_DATA,
+    REPO,
+    config_kwargs,
+    encoder_flops_per_token,
+    masked_batch,
+    max_diff,
+    mlm_head_flops,
+    paired,
+)
 
-import albert_hf
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmark scripts (bench_tokenizer)
 from albert_hf import AlbertConfig
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO.parent / "shared" / "data"))
-
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Measurement helpers
@@ -63,32 +66,6 @@ def interleaved_medians(reference_fn, ours_fn, repeats: int, warmup: int = 1) ->
     return statistics.median(reference_times), statistics.median(ours_times)
 
 
-def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
-    """Forward FLOPs per token of the encoder (matmuls only): projection, then per layer application
-    4 H x H projections, the two FFN matmuls, and attention scores + weighted sum (2 x 2 T H)."""
-    H, F, E = config.hidden_size, config.intermediate_size, config.embedding_size
-    per_layer = 2 * (4 * H * H + 2 * H * F) + 4 * seq_len * H
-    return 2 * E * H + config.num_layer_applications * per_layer
-
-
-def mlm_head_flops(config: AlbertConfig) -> float:
-    return 2 * (config.hidden_size * config.embedding_size + config.embedding_size * config.vocab_size)
-
-
-def paired(class_name: str, config_kwargs: dict, seed: int = 0):
-    torch.manual_seed(seed)
-    reference = getattr(transformers, class_name)(
-        transformers.AlbertConfig(**config_kwargs, attn_implementation="sdpa")
-    )
-    ours = getattr(albert_hf, class_name)(AlbertConfig(**config_kwargs, attn_implementation="sdpa"))
-    ours.load_state_dict(reference.state_dict(), strict=True)
-    return reference, ours
-
-
-def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a.float() - b.float()).abs().max().item()
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # Cases
 # ----------------------------------------------------------------------------------------------------------------------
@@ -96,7 +73,7 @@ def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def case_model(size: str, seq_len: int, batch_size: int, backward: bool, repeats: int, peak: float, bf16: bool):
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertModel", _kwargs(config))
+    reference, ours = paired("AlbertModel", config_kwargs(config))
     reference.train(backward), ours.train(backward)
     input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
     attention_mask = torch.ones_like(input_ids)
@@ -127,49 +104,9 @@ def case_model(size: str, seq_len: int, batch_size: int, backward: bool, repeats
     )
 
 
-def _kwargs(config: AlbertConfig) -> dict:
-    fields = (
-        "vocab_size",
-        "embedding_size",
-        "hidden_size",
-        "num_hidden_layers",
-        "num_hidden_groups",
-        "num_attention_heads",
-        "intermediate_size",
-        "inner_group_num",
-        "hidden_act",
-        "hidden_dropout_prob",
-        "attention_probs_dropout_prob",
-        "max_position_embeddings",
-        "type_vocab_size",
-        "layer_norm_eps",
-    )
-    return {name: getattr(config, name) for name in fields}
-
-
-def masked_batch(config: AlbertConfig, batch_size: int, seq_len: int, seed: int = 0) -> dict:
-    """A pretraining batch: [CLS] A [SEP] B [SEP] segments, 15% of tokens masked (80/10/10), SOP labels."""
-    generator = torch.Generator().manual_seed(seed)
-    input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=generator)
-    input_ids[:, 0], input_ids[:, seq_len // 2], input_ids[:, -1] = 2, 3, 3
-    token_type_ids = torch.zeros_like(input_ids)
-    token_type_ids[:, seq_len // 2 + 1 :] = 1
-    maskable = input_ids > 4
-    masked = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
-    labels = torch.where(masked, input_ids, -100)
-    input_ids = torch.where(masked, 4, input_ids)
-    return dict(
-        input_ids=input_ids,
-        attention_mask=torch.ones_like(input_ids),
-        token_type_ids=token_type_ids,
-        labels=labels,
-        sentence_order_label=torch.randint(0, 2, (batch_size,), generator=generator),
-    )
-
-
 def case_pretraining_step(size: str, batch_size: int, seq_len: int, repeats: int, peak: float, bf16: bool):
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertForPreTraining", _kwargs(config))
+    reference, ours = paired("AlbertForPreTraining", config_kwargs(config))
     batch = masked_batch(config, batch_size, seq_len)
     optimizers = {id(m): torch.optim.AdamW(m.parameters(), lr=1e-5) for m in (reference, ours)}
 
@@ -224,7 +161,7 @@ def real_batches(data_dir: Path, task: str, split: str, columns, batch_size: int
 
 def case_finetuning(data_dir: Path, size: str, repeats: int, peak: float, bf16: bool):
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    reference, ours = paired("AlbertForSequenceClassification", config_kwargs(config))
     batches = real_batches(data_dir, "MRPC", "train", (3, 4), batch_size=8, num_batches=4)
     labels = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1])
 
@@ -256,7 +193,7 @@ def case_finetuning(data_dir: Path, size: str, repeats: int, peak: float, bf16: 
 
 def case_inference(data_dir: Path, size: str, repeats: int, peak: float):
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    reference, ours = paired("AlbertForSequenceClassification", config_kwargs(config))
     reference.eval(), ours.eval()
     batches = real_batches(data_dir, "SST-2", "dev", (0,), batch_size=32, num_batches=4)
 
@@ -290,7 +227,7 @@ def case_onnx(size: str, batch_size: int, seq_len: int, repeats: int, peak: floa
     from albert_hf.onnx_export import export_onnx
 
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertForSequenceClassification", _kwargs(config))
+    reference, ours = paired("AlbertForSequenceClassification", config_kwargs(config))
     reference.eval(), ours.eval()
     path = workdir / f"albert-{size}.onnx"
     export_onnx(ours, path)
@@ -350,7 +287,7 @@ def case_tokenization(data_dir: Path, repeats: int) -> dict:
 def case_compile(size: str, seq_len: int, batch_size: int, repeats: int, peak: float) -> dict:
     """forward+backward of both models under `torch.compile` (default mode); compile time is reported, not timed."""
     config = AlbertConfig.preset(size)
-    reference, ours = paired("AlbertModel", _kwargs(config))
+    reference, ours = paired("AlbertModel", config_kwargs(config))
     input_ids = torch.randint(5, config.vocab_size, (batch_size, seq_len))
     attention_mask = torch.ones_like(input_ids)
     compile_seconds = {}
