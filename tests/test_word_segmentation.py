@@ -5,6 +5,7 @@ collator; spaced text kept bit for bit as the original's "▁" rule; the masking
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -29,7 +30,14 @@ from albert_hf.data.word_segmentation import (
     segment_chinese,
     segment_japanese,
 )
-from albert_hf.tasks.pretraining import main
+from albert_hf.tasks.pretraining import (
+    SCRIPT_SAMPLE_DOCUMENTS,
+    SCRIPT_SAMPLE_SENTENCES,
+    PretrainingDataArguments,
+    choose_word_segmenter,
+    main,
+    parse_pretraining_args,
+)
 from albert_hf.vocabulary import train_tokenizer
 
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"
@@ -70,8 +78,10 @@ def chinese(tmp_path_factory):
     return tokenizer, load_text_documents(CHINESE_STORIES, split_lines=True)
 
 
-def first_sentences(documents, count: int = 2000) -> list[str]:
-    return [s for document in documents.select(range(min(200, len(documents))))["sentences"] for s in document][:count]
+def first_sentences(documents) -> list[str]:
+    """The sentences `albert-hf pretrain` reads the script of."""
+    first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))["sentences"]
+    return [sentence for document in first for sentence in document][:SCRIPT_SAMPLE_SENTENCES]
 
 
 def masked_features(tokenizer, documents, segmenter, instances: int = 1000) -> list[dict]:
@@ -129,6 +139,9 @@ def test_the_segmenter_is_chosen_from_the_script(japanese, chinese, shared_data)
         and resolve_word_segmenter("fugashi").segment is segment_japanese
     )
     assert describe_word_segmenter(None) == 'SentencePiece\'s "▁" (the original rule)'
+    # A stream is not read into documents first: its first file's are.
+    streamed = PretrainingDataArguments(train_files=[str(shared_data / JAPANESE_NOVEL)], streaming=True)
+    assert choose_word_segmenter(streamed, None).name == "fugashi/unidic-lite"
 
 
 def test_a_missing_extra_is_an_error_that_names_it(monkeypatch, japanese, chinese):
@@ -166,8 +179,6 @@ def test_another_word_segmenter_plugs_in_and_bad_ones_are_named(tmp_path, monkey
     with pytest.raises(ValueError, match="is in none of its words"):
         resolve_word_segmenter("my_segmenters:drops").encode(tokenizer, ["吾輩は猫である。"])
     args = ["--output_dir", str(tmp_path), "--word_segmenter", "my_segmenters:chars", "--use_cpu"]
-    from albert_hf.tasks.pretraining import parse_pretraining_args
-
     assert parse_pretraining_args(args)[1].word_segmenter == "my_segmenters:chars"
 
 
@@ -308,8 +319,6 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
         assert main(argv + ["--max_eval_instances", "8"]) == 0
     lines = [record.getMessage() for record in caplog.records if record.getMessage().startswith("masking:")]
     assert len(lines) == 1 and lines[0].endswith("word boundaries from fugashi/unidic-lite"), lines
-    import re
-
     assert re.fullmatch(MASKING_LINE + "fugashi/unidic-lite", lines[0])
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="albert_hf.tasks.pretraining"):
@@ -322,7 +331,7 @@ def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
     """Trainer keeps only the columns the model's forward takes: "word_starts" must still reach the collator, or
     training would mask by the "▁" rule while the log reports words."""
     from albert_hf.tasks.common import ModelArguments
-    from albert_hf.tasks.pretraining import PretrainingDataArguments, build_pretraining_model, build_trainer
+    from albert_hf.tasks.pretraining import build_pretraining_model, build_trainer
     from albert_hf.training.trainer import PretrainingArguments
 
     tokenizer, documents = japanese

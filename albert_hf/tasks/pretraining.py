@@ -334,7 +334,9 @@ def training_stream(
     )
 
 
-# Sentences read to tell the script of a corpus, when choosing its word segmenter.
+# What is read to tell the script of a corpus, when choosing its word segmenter: its first documents, and at most so
+# many of their sentences.
+SCRIPT_SAMPLE_DOCUMENTS = 200
 SCRIPT_SAMPLE_SENTENCES = 2000
 
 
@@ -344,12 +346,15 @@ def choose_word_segmenter(
     """The word segmenter of --word_segmenter, by default chosen from the script of the first training sentences
     (of `documents`, or of the first training file when streaming); says which in the log."""
     if documents is not None:
-        sentences = [s for document in documents.select(range(min(200, len(documents))))["sentences"] for s in document]
+        first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
+        sentences = [sentence for document in first["sentences"] for sentence in document]
     else:
         paths = [path for path, _, _ in file_signatures(data_args.train_files)]
         splitter = resolve_sentence_splitter(data_args.sentence_splitter)
         read = read_documents(paths, data_args.lines_are_paragraphs, splitter)
-        sentences = [s for document, _ in itertools.islice(read, 200) for s in document]
+        sentences = [
+            sentence for document, _ in itertools.islice(read, SCRIPT_SAMPLE_DOCUMENTS) for sentence in document
+        ]
     segmenter = resolve_word_segmenter(data_args.word_segmenter, sentences[:SCRIPT_SAMPLE_SENTENCES])
     chosen = "" if data_args.word_segmenter not in (None, "auto") else " (chosen from the script of the text)"
     say(f"Whole-word masking: word boundaries from {describe_word_segmenter(segmenter)}{chosen}")
