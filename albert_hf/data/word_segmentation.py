@@ -2,9 +2,11 @@
 
 ALBERT masks whole words, and finds them where a SentencePiece piece starts with "▁" (or is punctuation). Japanese
 and Chinese put no space between words, so there a "word" is a whole clause of a dozen pieces or more: whole clauses
-rarely fit the budget of 15%, and the words that do fit are mostly punctuation. The Japanese and Chinese BERTs mask
-the words a segmenter finds instead (MeCab through fugashi with unidic-lite for Japanese, as transformers'
-`BertJapaneseTokenizer` does; jieba for Chinese, as transformers' `run_mlm_wwm.py` does).
+rarely fit the budget of 15%, and the words that do fit are disproportionately punctuation. The Japanese and Chinese
+BERTs mask the words a segmenter finds instead: MeCab through fugashi with unidic-lite for Japanese, as transformers'
+`BertJapaneseTokenizer` does; for Chinese, transformers' whole-word recipe (`run_chinese_ref.py`) uses LTP, a neural
+segmenter with a model to download, where jieba, a dictionary segmenter that installs with its dictionary, is used
+here.
 
 Here the words are found once, when the data is prepared: each sentence is segmented, and every piece is marked as
 starting a word or not ("word_starts", aligned with the ids, stored with the instances); [`DataCollatorForSOP`] reads
@@ -24,6 +26,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import importlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -82,19 +85,21 @@ def segment_chinese(text: str) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Segmenter:
-    """A segmenter that ships with albert_hf: its name in the log, its function and what installs it."""
+    """A segmenter that ships with albert_hf: its --word_segmenter value, its name in the log, its function, the
+    modules it imports and the extra that installs them, the language it is chosen for."""
 
+    option: str
     name: str
     segment: WordSegmentation
     modules: tuple[str, ...]
     extra: str
+    language: str
 
 
 SEGMENTERS = {
-    "ja": Segmenter("fugashi/unidic-lite", segment_japanese, ("fugashi", "unidic_lite"), "ja"),
-    "zh": Segmenter("jieba", segment_chinese, ("jieba",), "zh"),
+    "ja": Segmenter("fugashi", "fugashi/unidic-lite", segment_japanese, ("fugashi", "unidic_lite"), "ja", "Japanese"),
+    "zh": Segmenter("jieba", "jieba", segment_chinese, ("jieba",), "zh", "Chinese"),
 }
-LANGUAGE_NAMES = {"ja": "Japanese", "zh": "Chinese"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,15 +172,15 @@ def resolve_word_segmenter(
     to install: masking Japanese by pieces is what whole-word masking exists to avoid, so it is never done silently.
     """
     if word_segmenter is None or word_segmenter == "auto":
-        language = script_language(texts)
-        return _shipped(SEGMENTERS[language], f"{LANGUAGE_NAMES[language]} text") if language in SEGMENTERS else None
+        segmenter = SEGMENTERS.get(script_language(texts))
+        return None if segmenter is None else _shipped(segmenter, f"{segmenter.language} text")
     if word_segmenter == PIECE_RULE:
         return None
     if callable(word_segmenter):
         return WordSegmenter(f"{word_segmenter.__module__}:{word_segmenter.__qualname__}", word_segmenter)
-    by_name = {segmenter.name.split("/")[0]: segmenter for segmenter in SEGMENTERS.values()}
-    if word_segmenter in by_name:
-        return _shipped(by_name[word_segmenter], f"--word_segmenter {word_segmenter}")
+    by_option = {segmenter.option: segmenter for segmenter in SEGMENTERS.values()}
+    if word_segmenter in by_option:
+        return _shipped(by_option[word_segmenter], f"--word_segmenter {word_segmenter}")
     function = import_function(word_segmenter, "word segmenter", "'auto', 'pieces', 'fugashi', 'jieba'")
     return WordSegmenter(word_segmenter, function)
 
@@ -183,7 +188,7 @@ def resolve_word_segmenter(
 def _shipped(segmenter: Segmenter, reason: str) -> WordSegmenter:
     for module in segmenter.modules:
         try:
-            __import__(module)
+            importlib.import_module(module)
         except ImportError as error:
             raise ImportError(
                 f"{reason}: whole-word masking finds its words with {segmenter.name}, which is not installed "

@@ -451,21 +451,22 @@ def first_features(dataset, count: int) -> list[dict]:
     return [dataset[i] for i in range(min(count, len(dataset)))]
 
 
-def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8) -> None:
-    """Collate the first training sequences as training will and check the batch (`check_batch`)."""
-    features = first_features(trainer.train_dataset, num_sequences)
+def check_first_batch(trainer: AlbertPretrainingTrainer, features: list[dict], num_sequences: int = 8) -> None:
+    """Collate the first training sequences (of `features`, the first instances) as training will and check the
+    batch (`check_batch`)."""
     if features:
-        check_batch(trainer.data_collator(features), trainer.processing_class, trainer.model.config)
+        batch = trainer.data_collator(features[:num_sequences])
+        check_batch(batch, trainer.processing_class, trainer.model.config)
 
 
-# Training instances the masking statistics of the log are measured on.
+# Training instances the masking statistics of the log are measured on: the first ones, read once at the start for
+# the sanity check of a batch as well.
 MASKING_STATISTICS_INSTANCES = 1000
 
 
-def masking_log(trainer: AlbertPretrainingTrainer, source: str) -> tuple[str, str | None]:
-    """(the masking line of the log, a warning or None) for the first training instances: the share of tokens
-    masked, the pieces per word, where words come from (`MaskingStatistics`)."""
-    features = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
+def masking_log(trainer: AlbertPretrainingTrainer, features: list[dict], source: str) -> tuple[str, str | None]:
+    """(the masking line of the log, a warning or None) for the first training instances (`features`): the share of
+    tokens masked, the pieces per word, where words come from (`MaskingStatistics`)."""
     stats = masking_statistics(trainer.data_collator, features, source)
     return stats.describe(), stats.warning()
 
@@ -489,10 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     logger.info("Pretraining data: %s", stats.describe())
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length, training_args.sanity_checks)
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
+    first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
     if training_args.sanity_checks:
-        check_first_batch(trainer)
+        check_first_batch(trainer, first)
     if trainer.is_world_process_zero():
-        line, warning = masking_log(trainer, stats.word_boundaries)
+        line, warning = masking_log(trainer, first, stats.word_boundaries)
         logger.info(line)
         if warning:
             logger.warning(warning)
@@ -698,7 +700,8 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
     trainer = build_trainer(
         model, tokenizer, data_args, _quickstart_training_arguments(args, quiet), train_dataset, eval_dataset
     )
-    line, warning = masking_log(trainer, describe_word_segmenter(segmenter))
+    first = first_features(train_dataset, MASKING_STATISTICS_INSTANCES)
+    line, warning = masking_log(trainer, first, describe_word_segmenter(segmenter))
     say(f"      {line}")
     if warning:
         logger.warning(warning)
