@@ -351,3 +351,13 @@ def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
     assert batch["labels"].equal(expected["labels"]) and batch["input_ids"].equal(expected["input_ids"])
     by_pieces = trainer.data_collator([{k: v for k, v in row.items() if k != "word_starts"} for row in rows])
     assert not by_pieces["labels"].equal(expected["labels"])
+
+
+def test_word_starts_do_not_depend_on_num_proc(japanese):
+    """Workers segment their own batches (the segmenter travels to them by reference, its tagger is made there)."""
+    tokenizer, documents = japanese
+    documents = documents.select(range(60))
+    segmenter = resolve_word_segmenter("fugashi")
+    options = dict(max_seq_length=64, documents_per_batch=10, word_segmenter=segmenter)
+    single = build_pretraining_dataset(documents, tokenizer, **options)
+    assert build_pretraining_dataset(documents, tokenizer, num_proc=2, **options)[:] == single[:]
