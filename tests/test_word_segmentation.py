@@ -356,7 +356,7 @@ def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
 def test_word_starts_do_not_depend_on_num_proc(japanese):
     """Workers segment their own batches (the segmenter travels to them by reference, its tagger is made there)."""
     tokenizer, documents = japanese
-    documents = documents.select(range(60))
+    documents = documents.select(range(min(60, len(documents))))
     segmenter = resolve_word_segmenter("fugashi")
     options = dict(max_seq_length=64, documents_per_batch=10, word_segmenter=segmenter)
     single = build_pretraining_dataset(documents, tokenizer, **options)
