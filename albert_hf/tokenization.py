@@ -852,6 +852,35 @@ class AlbertHFTokenizer(TokenizersBackend):
                 ids[index] = [processor.piece_to_id(piece) for piece in self._resplit(processor, text_ids)]
         return ids
 
+    def encode_plain_texts_with_starts(self, texts: Sequence[str]) -> list[tuple[str, list[int], list[int]]]:
+        """[`encode_plain_texts`] with where each piece starts: (prepared text, ids, start of each piece).
+
+        The prepared text is what SentencePiece encoded (`preprocess_text` applied: lower case, spaces collapsed);
+        each start is a character offset into it, from SentencePiece's own alignment (so its NFKC normalization
+        cannot shift it). The ids are those of `encode_plain_texts`: a re-split "1990," keeps the start of its piece
+        for the digits and takes the comma's offset for ",". Whole-word masking uses the starts to find which piece
+        begins each word of a word segmenter.
+        """
+        processor, digit_comma_ids = self._sentencepiece()
+        prepared = [self._preprocess(text) for text in texts]
+        results = []
+        for text, proto in zip(prepared, processor.encode(prepared, num_threads=1, return_type="proto")):
+            # SentencePiece's offsets count bytes of UTF-8: turn them into character offsets.
+            char_ends = list(itertools.accumulate(len(char.encode("utf-8")) for char in text))
+            ids, starts = [], []
+            for piece in proto.pieces:
+                start = bisect.bisect_right(char_ends, piece.begin)
+                if piece.id not in digit_comma_ids:
+                    ids.append(piece.id)
+                    starts.append(start)
+                    continue
+                sub_pieces = self._resplit(processor, [piece.id])
+                ids += [processor.piece_to_id(sub_piece) for sub_piece in sub_pieces]
+                comma = bisect.bisect_right(char_ends, piece.end - 1)
+                starts += [start] * (len(sub_pieces) - 1) + [comma]
+            results.append((text, ids, starts))
+        return results
+
     def _preprocess(self, text: str) -> str:
         """The original `preprocess_text`, with this tokenizer's options."""
         if self.replace_quotes:

@@ -249,6 +249,7 @@ def test_masks_do_not_depend_on_dataloader_workers(instances, tokenizer):
             "feature 1 has no 'sentence_order_label'",
         ),
         ([{"input_ids": [2, 99999, 3]}], "outside the tokenizer's vocabulary"),
+        ([{"input_ids": [2, 50, 51, 3], "word_starts": [1, 1, 1]}], "4 input_ids but 3 word_starts"),
         ([], "empty batch"),
     ],
 )

@@ -5,6 +5,10 @@ tokens of each sequence up to `max_predictions_per_seq`, and replaces each chose
 random token 10% and itself 10%. transformers has nothing like it for SentencePiece vocabularies (its whole-word
 collator assumes WordPiece's "##"), and its SOP collator is deprecated; this one does both.
 
+Words start where a piece starts with "▁" (or is punctuation), as in the original; for text without spaces the
+instances bring their own word starts ("word_starts", found by a word segmenter when the data was prepared:
+word_segmentation.py), since there "▁" only marks the start of a sentence.
+
 How spans are placed (the only part that differs from `create_masked_lm_predictions`, and why): the original walks
 the words in random order, draws n for each and *skips* the candidate when one of its words is already masked. That
 rejects long n-grams more often than short ones (a 3-gram overlaps three times as much), so the lengths it produces
@@ -25,24 +29,18 @@ from typing import Any
 import numpy as np
 import torch
 
-WORD_START_MARKER = "\u2581"  # SentencePiece's "▁": a piece that starts with it starts a word
+from .word_segmentation import START_PUNCTUATION, WORD_START_MARKER, is_start_piece, piece_rule_table
 
-
-# The original create_pretraining_data.py's `_is_start_piece`: punctuation pieces start a word of their own.
-START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
-
-
-def is_start_piece(piece: str) -> bool:
-    """Whether a SentencePiece piece starts a word for whole-word / n-gram masking (the original's rule)."""
-    return piece.startswith(WORD_START_MARKER) or piece.startswith("<") or piece in START_PUNCTUATION
+__all__ = ["DataCollatorForSOP", "START_PUNCTUATION", "WORD_START_MARKER", "is_start_piece", "sample_ngram_spans"]
 
 
 @dataclass
 class DataCollatorForSOP:
     """Pad SOP/NSP instances and mask them on the fly (whole-word n-gram masking, 80/10/10).
 
-    Each feature is a dict with `input_ids` (`[CLS] A [SEP] B [SEP]`), `token_type_ids` (optional, else zeros) and
-    `sentence_order_label` (optional; all features or none). The batch has `input_ids`, `attention_mask`,
+    Each feature is a dict with `input_ids` (`[CLS] A [SEP] B [SEP]`), `token_type_ids` (optional, else zeros),
+    `word_starts` (optional: 1 where a token starts a word, else the "▁" rule) and `sentence_order_label`
+    (optional; all features or none). The batch has `input_ids`, `attention_mask`,
     `token_type_ids`, `labels` (the original id where masked, -100 elsewhere) and `sentence_order_label`.
 
     Args:
@@ -88,13 +86,12 @@ class DataCollatorForSOP:
             if getattr(tokenizer, name, None) is None:
                 raise ValueError(f"DataCollatorForSOP: the tokenizer has no {name.removesuffix('_id')}.")
         vocab_size = len(tokenizer)
-        pieces = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
         special_ids = sorted(set(tokenizer.all_special_ids))
         # Word starts by piece id, as the original's `_is_start_piece`: a piece starting with the word-boundary marker
         # or with "<", or a single punctuation piece (ALBERT's vocabulary splits ( ) " - . off as pieces of their own).
-        # Special pieces (<unk> included) count as words of their own.
-        self._is_word_start = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
-        self._is_word_start[special_ids] = True
+        # Special pieces (<unk> included) count as words of their own. Features with "word_starts" (text without
+        # spaces, segmented into words when the data was prepared: word_segmentation.py) bring their own.
+        self._is_word_start = piece_rule_table(tokenizer)
         # Never masked: [CLS], [SEP], padding.
         self._is_unmaskable = np.zeros(vocab_size, dtype=bool)
         self._is_unmaskable[[tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]] = True
@@ -135,9 +132,10 @@ class DataCollatorForSOP:
         attention_mask = np.zeros(shape, dtype=np.int64)
         labels = np.full(shape, -100, dtype=np.int64)
 
+        word_starts = [_word_starts(feature, row, index) for index, (feature, row) in enumerate(zip(features, rows))]
         rng = self._numpy_rng(rows)
-        for i, (row, types) in enumerate(zip(rows, token_types)):
-            masked_row, row_labels = self.mask_tokens(row, rng)
+        for i, (row, types, starts) in enumerate(zip(rows, token_types, word_starts)):
+            masked_row, row_labels = self.mask_tokens(row, rng, starts)
             input_ids[i, : len(row)] = masked_row
             labels[i, : len(row)] = row_labels
             token_type_ids[i, : len(row)] = types
@@ -156,9 +154,11 @@ class DataCollatorForSOP:
 
     # ---- masking ----------------------------------------------------------------------------------------------------
 
-    def mask_tokens(self, input_ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def mask_tokens(
+        self, input_ids: np.ndarray, rng: np.random.Generator, word_starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Mask one unpadded sequence: returns (masked ids, labels with -100 where not predicted)."""
-        positions = self.sample_masked_positions(input_ids, rng)
+        positions = self.sample_masked_positions(input_ids, rng, word_starts)
         masked = input_ids.copy()
         labels = np.full_like(input_ids, -100)
         labels[positions] = input_ids[positions]
@@ -171,27 +171,37 @@ class DataCollatorForSOP:
         masked[to_random] = rng.choice(self._random_token_ids, size=len(to_random))
         return masked, labels
 
-    def sample_masked_positions(self, input_ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Token positions to predict in one unpadded sequence: whole words, in n-gram spans, within the budget."""
-        word_starts, word_lengths, word_segments = self.words(input_ids)
-        budget = min(self.max_predictions_per_seq, max(1, round(len(input_ids) * self.masked_lm_prob)))
-        spans = sample_ngram_spans(word_lengths, word_segments, budget, self._ngram_probs, rng)
+    def sample_masked_positions(
+        self, input_ids: np.ndarray, rng: np.random.Generator, word_starts: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Token positions to predict in one unpadded sequence: whole words, in n-gram spans, within the budget.
+        `word_starts` (1 where a token starts a word) replaces the "▁" rule where the data brings it."""
+        word_starts, word_lengths, word_segments = self.words(input_ids, word_starts)
+        spans = sample_ngram_spans(word_lengths, word_segments, self.budget(len(input_ids)), self._ngram_probs, rng)
         positions = [
             np.arange(word_starts[first], word_starts[first + n - 1] + word_lengths[first + n - 1])
             for first, n in spans
         ]
         return np.sort(np.concatenate(positions)) if positions else np.zeros(0, dtype=np.int64)
 
-    def words(self, input_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def budget(self, length: int) -> int:
+        """Tokens to predict in a sequence of `length` tokens: masked_lm_prob of them, at least one, at most
+        max_predictions_per_seq."""
+        return min(self.max_predictions_per_seq, max(1, round(length * self.masked_lm_prob)))
+
+    def words(
+        self, input_ids: np.ndarray, word_starts: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The maskable words of a sequence: (first position, number of pieces, segment index) per word.
 
-        A word starts at a piece beginning with "▁", at a special piece, or right after an unmaskable token, so
-        words never straddle [CLS]/[SEP]; the segment index counts the unmaskable tokens before the word, so an
-        n-gram never crosses [SEP] either.
+        A word starts at a piece beginning with "▁", at a special piece (or where `word_starts`, when given, says
+        one does), or right after an unmaskable token, so words never straddle [CLS]/[SEP]; the segment index counts
+        the unmaskable tokens before the word, so an n-gram never crosses [SEP] either.
         """
         unmaskable = self._is_unmaskable[input_ids]
         after_unmaskable = np.concatenate([[True], unmaskable[:-1]])
-        starts_word = ~unmaskable & (self._is_word_start[input_ids] | after_unmaskable)
+        starts = self._is_word_start[input_ids] if word_starts is None else np.asarray(word_starts, dtype=bool)
+        starts_word = ~unmaskable & (starts | after_unmaskable)
         word_starts = np.flatnonzero(starts_word)
         word_index = np.cumsum(starts_word) - 1  # for every maskable piece, the word it belongs to
         word_lengths = np.bincount(word_index[~unmaskable], minlength=len(word_starts))
@@ -285,6 +295,15 @@ def _as_int_array(feature: dict[str, Any], key: str, index: int) -> np.ndarray:
     if torch.is_tensor(value):
         value = value.numpy()
     return np.asarray(value, dtype=np.int64).reshape(-1)
+
+
+def _word_starts(feature: dict[str, Any], row: np.ndarray, index: int) -> np.ndarray | None:
+    if "word_starts" not in feature:
+        return None
+    starts = _as_int_array(feature, "word_starts", index)
+    if len(starts) != len(row):
+        raise ValueError(f"DataCollatorForSOP: feature {index} has {len(row)} input_ids but {len(starts)} word_starts.")
+    return starts
 
 
 def _sentence_order_labels(features: Sequence[dict[str, Any]]) -> torch.Tensor | None:

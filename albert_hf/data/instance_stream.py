@@ -49,6 +49,7 @@ from .pretraining import (
 )
 
 TOKENIZED_TYPE = pa.list_(pa.list_(pa.int32()))
+WORD_STARTS_TYPE = pa.list_(pa.list_(pa.int8()))
 # Text per batch of SOP documents, at most (plus the document that crosses it): about 50k tokens.
 SOP_BATCH_CHARACTERS = 200_000
 
@@ -94,6 +95,8 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         split_lines / sentence_splitter: as [`load_text_documents`].
         max_seq_length / short_seq_prob / dupe_factor / objective / documents_per_batch: as
             [`create_sentence_order_instances`].
+        word_segmenter: a [`WordSegmenter`] for text without spaces, as [`tokenize_documents`]: rows then also
+            hold "word_starts".
 
     Rows are {"input_ids", "token_type_ids", "sentence_order_label"}, as the instances of a `datasets` stream.
     `set_epoch(n)` selects the pass (Trainer calls it through the DataLoader). It is read in the process that iterates
@@ -113,6 +116,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         dupe_factor: int = 1,
         objective: Objective = "sop",
         documents_per_batch: int = 100,
+        word_segmenter=None,
     ):
         if window_size < 1:
             raise ValueError(f"window_size (--shuffle_buffer_size) must be at least 1, got {window_size}.")
@@ -125,6 +129,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         self.split_lines = split_lines
         self.sentence_splitter = resolve_sentence_splitter(sentence_splitter)
         self.documents_per_batch = documents_per_batch
+        self.word_segmenter = word_segmenter
         self.instance_options = dict(
             max_seq_length=max_seq_length,
             short_seq_prob=short_seq_prob,
@@ -209,8 +214,13 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         first = start.document
         while batch := self._next_batch(documents):
             self.documents_read += len(batch)
-            tokenized = _tokenize_batch({"sentences": [sentences for sentences, _ in batch]}, self.tokenizer)
-            table = pa.table({"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)})
+            tokenized = _tokenize_batch(
+                {"sentences": [sentences for sentences, _ in batch]}, self.tokenizer, self.word_segmenter
+            )
+            columns = {"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)}
+            if self.word_segmenter is not None:
+                columns["sentence_word_starts"] = pa.array(tokenized["sentence_word_starts"], type=WORD_STARTS_TYPE)
+            table = pa.table(columns)
             indices = list(range(first, first + len(batch)))
             instances = _instances_batch(table, indices, with_documents=True, **self.instance_options)
             owners = instances.column("document").to_numpy()
@@ -270,7 +280,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
 
     def fingerprint(self) -> str:
         """A hash of all the stream's order depends on: files (path, size, time), reading, tokenizer, instance options
-        and window size. A saved position is only valid for a stream with the same fingerprint."""
+        and window size, word segmenter. A saved position is only valid for a stream with the same fingerprint."""
         if self._fingerprint is None:
             splitter = self.sentence_splitter
             self._fingerprint = Hasher.hash(
@@ -282,6 +292,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
                     sorted(self.instance_options.items()),
                     self.window_size,
                     self.documents_per_batch,
+                    *([] if self.word_segmenter is None else [self.word_segmenter.name]),
                 ]
             )
         return self._fingerprint

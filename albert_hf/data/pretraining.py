@@ -17,7 +17,9 @@ Pipeline and columns:
 
 `input_ids` is `[CLS] A [SEP] B [SEP]`, `token_type_ids` is 0 over `[CLS] A [SEP]` and 1 over `B [SEP]`, and
 `sentence_order_label` is 0 when A precedes B in the document and 1 when the pair was swapped (SOP) or B comes
-from another document (NSP).
+from another document (NSP). Text without spaces (Japanese, Chinese) is tokenized with a word segmenter
+(word_segmentation.py): the tokenized documents then also hold "sentence_word_starts" and the instances
+"word_starts", 1 where a token starts a word, which whole-word masking reads instead of SentencePiece's "▁".
 
 Where this differs from the original, and why:
   * The short-target draw (`short_seq_prob`) is made for every chunk, not once per document: with book-length
@@ -59,6 +61,10 @@ INSTANCE_FEATURES = Features(
         "sentence_order_label": Value("int8"),
     }
 )
+# With a word segmenter (text without spaces: see word_segmentation.py), every token also says whether it starts a
+# word: 1 or 0, aligned with the ids, from the tokenized sentences to the instances.
+TOKENIZED_WORD_FEATURES = Features({**TOKENIZED_FEATURES, "sentence_word_starts": List(List(Value("int8")))})
+INSTANCE_WORD_FEATURES = Features({**INSTANCE_FEATURES, "word_starts": List(Value("int8"))})
 
 # --------------------------------------------------------------------------------------------------------------------
 # Raw text -> documents of sentences
@@ -148,15 +154,21 @@ def resolve_sentence_splitter(splitter: str | SentenceSplitter | None) -> Senten
         return split_sentences
     if callable(splitter):
         return splitter
-    module_name, _, function_name = splitter.partition(":")
+    return import_function(splitter, "sentence splitter", "'default'")
+
+
+def import_function(name: str, what: str, alternatives: str) -> Callable:
+    """The function a "package.module:function" name points to: how text-processing steps plug in (sentence
+    splitters, word segmenters). `what` and `alternatives` name the option and its other values in errors."""
+    module_name, _, function_name = name.partition(":")
     if not module_name or not function_name:
-        raise ValueError(f"sentence splitter {splitter!r}: expected 'default' or 'package.module:function'.")
+        raise ValueError(f"{what} {name!r}: expected {alternatives} or 'package.module:function'.")
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"sentence splitter {splitter!r} cannot be imported: {error}") from error
+        raise ValueError(f"{what} {name!r} cannot be imported: {error}") from error
     if not callable(function):
-        raise ValueError(f"sentence splitter {splitter!r} is not a function.")
+        raise ValueError(f"{what} {name!r} is not a function.")
     return function
 
 
@@ -325,15 +337,23 @@ def encode_sentences(tokenizer, sentences: list[str]) -> list[list[int]]:
     return tokenizer(sentences, **options)["input_ids"]
 
 
-def _tokenize_batch(batch: dict, tokenizer) -> dict:
+def _tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
+    """Ids of the sentences of a batch of documents; with a `word_segmenter` (a [`WordSegmenter`]), also the word
+    starts of each sentence's tokens."""
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
-    ids = encode_sentences(tokenizer, [sentence for document in batch["sentences"] for sentence in document])
-    documents, start = [], 0
+    sentences = [sentence for document in batch["sentences"] for sentence in document]
+    columns = {"sentence_ids": encode_sentences(tokenizer, sentences)}
+    if word_segmenter is not None:
+        columns["sentence_ids"], columns["sentence_word_starts"] = word_segmenter.encode(tokenizer, sentences)
+    regrouped = {name: [] for name in columns}
+    start = 0
     for document in batch["sentences"]:
         # Sentences that tokenize to nothing (stray markup) are dropped, as in the original.
-        documents.append([sentence_ids for sentence_ids in ids[start : start + len(document)] if sentence_ids])
+        kept = [index for index in range(start, start + len(document)) if columns["sentence_ids"][index]]
+        for name, values in columns.items():
+            regrouped[name].append([values[index] for index in kept])
         start += len(document)
-    return {"sentence_ids": documents}
+    return regrouped
 
 
 def tokenize_documents(
@@ -341,8 +361,14 @@ def tokenize_documents(
     tokenizer,
     num_proc: int | None = None,
     documents_per_batch: int = 100,
+    word_segmenter=None,
 ) -> Dataset | IterableDataset:
-    """Tokenize every sentence (no special tokens): {"sentences"} -> {"sentence_ids": list[list[int]]}."""
+    """Tokenize every sentence (no special tokens): {"sentences"} -> {"sentence_ids": list[list[int]]}.
+
+    With a `word_segmenter` ([`WordSegmenter`], for text without spaces) the rows also hold "sentence_word_starts":
+    1 where a token starts a word, aligned with "sentence_ids". None (spaced text) leaves word starts to the
+    collator, which reads them off SentencePiece's "▁" as the original does.
+    """
     if documents.column_names is not None and "sentences" not in documents.column_names:
         raise ValueError(f"tokenize_documents: expected a 'sentences' column, got {documents.column_names}.")
     kwargs = {}
@@ -355,6 +381,7 @@ def tokenize_documents(
                 "encode_sentences",
                 tokenizer_fingerprint(tokenizer),
                 documents_per_batch,
+                *([] if word_segmenter is None else [word_segmenter.name]),
             ]
         )
     return _map(
@@ -362,8 +389,8 @@ def tokenize_documents(
         _tokenize_batch,
         batch_size=documents_per_batch,
         remove_columns=documents.column_names or ["sentences"],
-        fn_kwargs={"tokenizer": tokenizer},
-        features=TOKENIZED_FEATURES,
+        fn_kwargs={"tokenizer": tokenizer, "word_segmenter": word_segmenter},
+        features=TOKENIZED_FEATURES if word_segmenter is None else TOKENIZED_WORD_FEATURES,
         num_proc=num_proc,
         desc="Tokenizing documents",
         **kwargs,
@@ -638,10 +665,15 @@ def _instances_batch(
     with_documents: bool = False,
 ) -> pa.Table:
     """The instances of a batch of tokenized documents (`indices`: their indices in the corpus); `with_documents`
-    adds a "document" column, the index of the document each instance was cut from."""
+    adds a "document" column, the index of the document each instance was cut from. Word starts, where the batch
+    has them, are cut with the ids they belong to ([CLS] and [SEP] start words of their own)."""
     pool = _ArrowPool(batch.column("sentence_ids"))
+    word_pool = (
+        _ArrowPool(batch.column("sentence_word_starts")) if "sentence_word_starts" in batch.column_names else None
+    )
     cls, sep = np.array([cls_token_id], dtype=np.int32), np.array([sep_token_id], dtype=np.int32)
-    pieces, offsets, types, labels, documents = [], [0], [], [], []
+    special_start = np.ones(1, dtype=np.int8)
+    pieces, word_starts, offsets, types, labels, documents = [], [], [0], [], [], []
     for dupe in range(dupe_factor):
         for position, document_index in enumerate(indices):
             rng = _document_rng(seed, dupe, document_index)
@@ -657,6 +689,14 @@ def _instances_batch(
                     pool.tokens[base_b + start_b : base_b + end_b],
                     sep,
                 ]
+                if word_pool is not None:  # the same offsets: one flag per token
+                    word_starts += [
+                        special_start,
+                        word_pool.tokens[base_a + start_a : base_a + end_a],
+                        special_start,
+                        word_pool.tokens[base_b + start_b : base_b + end_b],
+                        special_start,
+                    ]
                 length_a, length_b = end_a - start_a, end_b - start_b
                 offsets.append(offsets[-1] + length_a + length_b + 3)
                 types.append((length_a + 2, length_b + 1))
@@ -671,6 +711,9 @@ def _instances_batch(
         "token_type_ids": pa.ListArray.from_arrays(offsets, pa.array(token_types, type=pa.int8())),
         "sentence_order_label": pa.array(np.array(labels, dtype=np.int8), type=pa.int8()),
     }
+    if word_pool is not None:
+        flags = np.concatenate(word_starts) if word_starts else np.zeros(0, dtype=np.int8)
+        columns["word_starts"] = pa.ListArray.from_arrays(offsets, pa.array(flags, type=pa.int8()))
     if with_documents:
         columns["document"] = pa.array(np.array(documents, dtype=np.int64), type=pa.int64())
     return pa.Table.from_arrays(list(columns.values()), names=list(columns))
@@ -703,7 +746,8 @@ def create_sentence_order_instances(
     """Cut tokenized documents into `[CLS] A [SEP] B [SEP]` instances with a sentence-order (or NSP) label.
 
     Args:
-        tokenized: {"sentence_ids": list[list[int]]} per document, from [`tokenize_documents`].
+        tokenized: {"sentence_ids": list[list[int]]} per document, from [`tokenize_documents`] (with
+            "sentence_word_starts" too, the instances get a "word_starts" column).
         cls_token_id / sep_token_id: the tokenizer's [CLS] and [SEP] ids.
         max_seq_length: longest instance, special tokens included (512 in the paper).
         short_seq_prob: probability of a shorter random target length for a chunk (0.1).
@@ -713,8 +757,10 @@ def create_sentence_order_instances(
         num_proc / documents_per_batch: parallelism and batch size of the `map` (NSP's pool of random documents).
     """
     check_instance_options(objective, max_seq_length, short_seq_prob, dupe_factor)
-    if tokenized.column_names is not None and "sentence_ids" not in tokenized.column_names:
-        raise ValueError(f"expected a 'sentence_ids' column (tokenize_documents), got {tokenized.column_names}.")
+    columns = tokenized.column_names
+    if columns is not None and "sentence_ids" not in columns:
+        raise ValueError(f"expected a 'sentence_ids' column (tokenize_documents), got {columns}.")
+    with_words = columns is not None and "sentence_word_starts" in columns
     options = dict(
         max_seq_length=max_seq_length,
         short_seq_prob=short_seq_prob,
@@ -730,9 +776,9 @@ def create_sentence_order_instances(
         _instances_batch,
         with_indices=True,
         batch_size=documents_per_batch,
-        remove_columns=tokenized.column_names or ["sentence_ids"],
+        remove_columns=columns or ["sentence_ids"],
         fn_kwargs=options,
-        features=INSTANCE_FEATURES,
+        features=INSTANCE_WORD_FEATURES if with_words else INSTANCE_FEATURES,
         num_proc=num_proc,
         desc=f"Creating {objective.upper()} instances",
     )
@@ -749,9 +795,13 @@ def build_pretraining_dataset(
     seed: int = 12345,
     num_proc: int | None = None,
     documents_per_batch: int = 100,
+    word_segmenter=None,
 ) -> Dataset | IterableDataset:
-    """Documents of sentences -> tokenized -> SOP/NSP instances, ready for [`DataCollatorForSOP`]."""
-    tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=documents_per_batch)
+    """Documents of sentences -> tokenized -> SOP/NSP instances, ready for [`DataCollatorForSOP`]. A
+    `word_segmenter` ([`WordSegmenter`]) adds the word starts of text without spaces ([`tokenize_documents`])."""
+    tokenized = tokenize_documents(
+        documents, tokenizer, num_proc=num_proc, documents_per_batch=documents_per_batch, word_segmenter=word_segmenter
+    )
     return create_sentence_order_instances(
         tokenized,
         cls_token_id=tokenizer.cls_token_id,

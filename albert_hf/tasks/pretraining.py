@@ -13,6 +13,7 @@ Any argument given on the command line wins over the recipe.
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import logging
 import math
@@ -33,14 +34,19 @@ from ..configuration import AlbertConfig
 from ..data.collator import DataCollatorForSOP
 from ..data.embedded_corpus import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES, embedded_documents
 from ..data.instance_stream import ResumableInstanceStream
+from ..data.masking_stats import masking_statistics
 from ..data.pretraining import (
     cjk_character_share,
     count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
+    file_signatures,
     load_text_documents,
+    read_documents,
+    resolve_sentence_splitter,
     tokenize_documents,
 )
+from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..distributed import check_lamb_engine, launched_world_size
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
@@ -126,6 +132,14 @@ class PretrainingDataArguments:
         metadata={
             "help": "What --lines_are_paragraphs splits with: 'default' (rules for English, Japanese and Chinese "
             "punctuation) or 'package.module:function' taking a text and returning its sentences."
+        },
+    )
+    word_segmenter: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where whole-word masking finds words: 'auto' (the default: from the text's script, fugashi/"
+            "unidic-lite for Japanese, jieba for Chinese, SentencePiece's '▁' otherwise), 'pieces' (always '▁'), "
+            "'fugashi', 'jieba', or 'package.module:function' taking a text and returning its words."
         },
     )
     max_seq_length: int = field(default=512, metadata={"help": "Instance length, [CLS] and [SEP]s included."})
@@ -219,6 +233,7 @@ class CorpusStats:
     sentences_longer_than_max_seq_length: int | None = None  # truncated to fit, and counted
     train_instances: int | None = None
     eval_instances: int | None = None
+    word_boundaries: str | None = None  # where whole-word masking finds words (`describe_word_segmenter`)
 
     def describe(self) -> str:
         parts = [f"{name.replace('_', ' ')}: {value}" for name, value in vars(self).items() if value is not None]
@@ -259,13 +274,17 @@ def make_instances(
     data_args: PretrainingDataArguments,
     seed: int,
     stats: CorpusStats | None = None,
+    word_segmenter: WordSegmenter | None = None,
 ) -> tuple[Dataset | IterableDataset, int | None]:
     """Instances of the documents, and the number of single-sentence documents SOP skipped (None if streaming).
 
     Sentences longer than an instance are truncated: their number is logged and, with `stats`, recorded there.
+    A `word_segmenter` stores the word starts of text without spaces with the instances ([`choose_word_segmenter`]).
     """
     num_proc, per_batch = data_args.preprocessing_num_workers, data_args.documents_per_batch
-    tokenized = tokenize_documents(documents, tokenizer, num_proc=num_proc, documents_per_batch=per_batch)
+    tokenized = tokenize_documents(
+        documents, tokenizer, num_proc=num_proc, documents_per_batch=per_batch, word_segmenter=word_segmenter
+    )
     if isinstance(tokenized, Dataset):  # never truncate silently: the report counts what was cut
         long_sentences = count_long_sentences(tokenized, data_args.max_seq_length)
         if long_sentences:
@@ -294,7 +313,9 @@ def make_instances(
     return instances, skipped
 
 
-def training_stream(data_args: PretrainingDataArguments, tokenizer, seed: int) -> ResumableInstanceStream:
+def training_stream(
+    data_args: PretrainingDataArguments, tokenizer, seed: int, word_segmenter: WordSegmenter | None = None
+) -> ResumableInstanceStream:
     """The --streaming training instances: read lazily, shuffled by windows of --shuffle_buffer_size instances, and
     resumable from the position each checkpoint saves (`ResumableInstanceStream`)."""
     return ResumableInstanceStream(
@@ -309,7 +330,35 @@ def training_stream(data_args: PretrainingDataArguments, tokenizer, seed: int) -
         dupe_factor=data_args.dupe_factor,
         objective=data_args.objective,
         documents_per_batch=data_args.documents_per_batch,
+        word_segmenter=word_segmenter,
     )
+
+
+# What is read to tell the script of a corpus, when choosing its word segmenter: its first documents, and at most so
+# many of their sentences.
+SCRIPT_SAMPLE_DOCUMENTS = 200
+SCRIPT_SAMPLE_SENTENCES = 2000
+
+
+def choose_word_segmenter(
+    data_args: PretrainingDataArguments, documents: Dataset | None, say=logger.info
+) -> WordSegmenter | None:
+    """The word segmenter of --word_segmenter, by default chosen from the script of the first training sentences
+    (of `documents`, or of the first training file when streaming); says which in the log."""
+    if documents is not None:
+        first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
+        sentences = [sentence for document in first["sentences"] for sentence in document]
+    else:
+        paths = [path for path, _, _ in file_signatures(data_args.train_files)]
+        splitter = resolve_sentence_splitter(data_args.sentence_splitter)
+        read = read_documents(paths, data_args.lines_are_paragraphs, splitter)
+        sentences = [
+            sentence for document, _ in itertools.islice(read, SCRIPT_SAMPLE_DOCUMENTS) for sentence in document
+        ]
+    segmenter = resolve_word_segmenter(data_args.word_segmenter, sentences[:SCRIPT_SAMPLE_SENTENCES])
+    chosen = "" if data_args.word_segmenter not in (None, "auto") else " (chosen from the script of the text)"
+    say(f"Whole-word masking: word boundaries from {describe_word_segmenter(segmenter)}{chosen}")
+    return segmenter
 
 
 def prepare_datasets(
@@ -317,18 +366,19 @@ def prepare_datasets(
 ) -> tuple[Dataset | ResumableInstanceStream, Dataset | None, CorpusStats]:
     """Training and evaluation instances, and the counts for the report."""
     train_documents, eval_documents = load_documents(data_args, seed)
-    stats = CorpusStats()
+    segmenter = choose_word_segmenter(data_args, train_documents)
+    stats = CorpusStats(word_boundaries=describe_word_segmenter(segmenter))
     if train_documents is None:
-        train = training_stream(data_args, tokenizer, seed)
+        train = training_stream(data_args, tokenizer, seed, segmenter)
     else:
         train, stats.skipped_single_sentence_documents = make_instances(
-            train_documents, tokenizer, data_args, seed, stats
+            train_documents, tokenizer, data_args, seed, stats, segmenter
         )
         stats.train_documents, stats.train_instances = len(train_documents), len(train)
     evaluation = None
     if eval_documents is not None:
         # A different seed from training, so that held-out pairs are not cut like any training pass.
-        evaluation, _ = make_instances(eval_documents, tokenizer, data_args, seed + 1)
+        evaluation, _ = make_instances(eval_documents, tokenizer, data_args, seed + 1, word_segmenter=segmenter)
         if data_args.max_eval_instances is not None:
             evaluation = evaluation.select(range(min(data_args.max_eval_instances, len(evaluation))))
         stats.eval_documents, stats.eval_instances = len(eval_documents), len(evaluation)
@@ -390,16 +440,35 @@ def build_trainer(
     )
 
 
-def check_first_batch(trainer: AlbertPretrainingTrainer, num_sequences: int = 8) -> None:
-    """Collate the first training sequences as training will and check the batch (`check_batch`)."""
-    dataset = trainer.train_dataset
-    features = (
-        list(itertools.islice(iter(dataset), num_sequences))
-        if isinstance(dataset, torch.utils.data.IterableDataset)
-        else [dataset[i] for i in range(min(num_sequences, len(dataset)))]
-    )
+def first_features(dataset, count: int) -> list[dict]:
+    """The first `count` training instances, in the order of the dataset (a stream is read from a copy of it, so
+    that its own position, and a resume set on it, stay as they are)."""
+    if isinstance(dataset, ResumableInstanceStream):
+        dataset = copy.copy(dataset)
+        dataset._resume = None
+    if isinstance(dataset, torch.utils.data.IterableDataset):
+        return list(itertools.islice(iter(dataset), count))
+    return [dataset[i] for i in range(min(count, len(dataset)))]
+
+
+def check_first_batch(trainer: AlbertPretrainingTrainer, features: list[dict], num_sequences: int = 8) -> None:
+    """Collate the first training sequences (of `features`, the first instances) as training will and check the
+    batch (`check_batch`)."""
     if features:
-        check_batch(trainer.data_collator(features), trainer.processing_class, trainer.model.config)
+        batch = trainer.data_collator(features[:num_sequences])
+        check_batch(batch, trainer.processing_class, trainer.model.config)
+
+
+# Training instances the masking statistics of the log are measured on: the first ones, read once at the start for
+# the sanity check of a batch as well.
+MASKING_STATISTICS_INSTANCES = 1000
+
+
+def masking_log(trainer: AlbertPretrainingTrainer, features: list[dict], source: str) -> tuple[str, str | None]:
+    """(the masking line of the log, a warning or None) for the first training instances (`features`): the share of
+    tokens masked, the pieces per word, where words come from (`MaskingStatistics`)."""
+    stats = masking_statistics(trainer.data_collator, features, source)
+    return stats.describe(), stats.warning()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,8 +491,14 @@ def main(argv: list[str] | None = None) -> int:
     logger.info("Pretraining data: %s", stats.describe())
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length, training_args.sanity_checks)
     trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
+    first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
     if training_args.sanity_checks:
-        check_first_batch(trainer)
+        check_first_batch(trainer, first)
+    if trainer.is_world_process_zero():
+        line, warning = masking_log(trainer, first, stats.word_boundaries)
+        logger.info(line)
+        if warning:
+            logger.warning(warning)
 
     # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts a job.
     checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
@@ -541,6 +616,10 @@ def quickstart_arguments(argv: list[str] | None) -> argparse.Namespace:
         nargs="+",
         help="language codes of the corpus, for the model card (default: read off the vocabulary's script; else en)",
     )
+    parser.add_argument(
+        "--word_segmenter",
+        help="where whole-word masking finds words, as for `albert-hf pretrain` (default: from the text's script)",
+    )
     parser.add_argument("--held_out_fraction", type=float, default=0.1)
     parser.add_argument("--evaluations", type=int, default=5, help="points on the held-out learning curve")
     parser.add_argument("--seed", type=int, default=42)
@@ -607,10 +686,13 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
         raise ValueError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
 
     say("[2/4] Cutting documents into sentence-order instances")
-    data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor)
-    train_dataset, skipped = make_instances(split["train"], tokenizer, data_args, args.seed)
+    data_args = PretrainingDataArguments(
+        max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, word_segmenter=args.word_segmenter
+    )
+    segmenter = choose_word_segmenter(data_args, split["train"], say=lambda line: say(f"      {line}"))
+    train_dataset, skipped = make_instances(split["train"], tokenizer, data_args, args.seed, word_segmenter=segmenter)
     eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
-    eval_dataset, _ = make_instances(split["test"], tokenizer, eval_args, args.seed + 1)
+    eval_dataset, _ = make_instances(split["test"], tokenizer, eval_args, args.seed + 1, word_segmenter=segmenter)
 
     say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
     model = build_pretraining_model(
@@ -619,6 +701,11 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
     trainer = build_trainer(
         model, tokenizer, data_args, _quickstart_training_arguments(args, quiet), train_dataset, eval_dataset
     )
+    first = first_features(train_dataset, MASKING_STATISTICS_INSTANCES)
+    line, warning = masking_log(trainer, first, describe_word_segmenter(segmenter))
+    say(f"      {line}")
+    if warning:
+        logger.warning(warning)
     if not quiet:
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(ProgressBarsOnly)

@@ -352,6 +352,13 @@ class AlbertPretrainingTrainer(ReliableTrainerMixin, Trainer):  # atomic checkpo
             else:
                 self.divergence_guard = DivergenceGuard(guard_config)
 
+    def _set_signature_columns_if_needed(self) -> None:
+        """Keep "word_starts" (the word boundaries of text without spaces) for the collator: Trainer keeps only the
+        columns the model's forward takes, and the model never sees this one."""
+        super()._set_signature_columns_if_needed()
+        if "word_starts" not in self._signature_columns:
+            self._signature_columns.append("word_starts")
+
     # ---- optimizer and schedule -------------------------------------------------------------------------------------
 
     def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:

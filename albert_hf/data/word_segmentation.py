@@ -1,0 +1,204 @@
+"""Word boundaries for whole-word masking in scripts written without spaces (Japanese, Chinese).
+
+ALBERT masks whole words, and finds them where a SentencePiece piece starts with "▁" (or is punctuation). Japanese
+and Chinese put no space between words, so there a "word" is a whole clause of a dozen pieces or more: whole clauses
+rarely fit the budget of 15%, and the words that do fit are disproportionately punctuation. The Japanese and Chinese
+BERTs mask the words a segmenter finds instead: MeCab through fugashi with unidic-lite for Japanese, as transformers'
+`BertJapaneseTokenizer` does; for Chinese, transformers' whole-word recipe (`run_chinese_ref.py`) uses LTP, a neural
+segmenter with a model to download, where jieba, a dictionary segmenter that installs with its dictionary, is used
+here.
+
+Here the words are found once, when the data is prepared: each sentence is segmented, and every piece is marked as
+starting a word or not ("word_starts", aligned with the ids, stored with the instances); [`DataCollatorForSOP`] reads
+the marks instead of the "▁" rule. A piece starts a word when the word that its first character belongs to is not
+the word of the piece before it (a piece that crosses a boundary belongs to the word it starts in), or when the
+original rule says it does (a "▁" piece, ASCII punctuation): the text is segmented after the tokenizer's own
+preprocessing, on the characters SentencePiece aligns its pieces with, so lower-casing or NFKC cannot shift a word.
+
+The segmenter is chosen from the script of the text (`script_language`, as the card's language is): fugashi for
+Japanese, jieba for Chinese, and for everything else none: spaced text keeps the original rule, read off the ids by
+the collator, so its instances and masks are exactly the original's. `--word_segmenter package.module:function`
+plugs in any other (a function from a text to its words, in order), `pieces` asks for the "▁" rule on any text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+import importlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .pretraining import import_function, script_language
+
+WORD_START_MARKER = "\u2581"  # SentencePiece's "▁": a piece that starts with it starts a word
+# The original create_pretraining_data.py's `_is_start_piece`: punctuation pieces start a word of their own.
+START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+
+
+def is_start_piece(piece: str) -> bool:
+    """Whether a SentencePiece piece starts a word for whole-word / n-gram masking (the original's rule)."""
+    return piece.startswith(WORD_START_MARKER) or piece.startswith("<") or piece in START_PUNCTUATION
+
+
+PIECE_RULE = "pieces"
+PIECE_RULE_DESCRIPTION = 'SentencePiece\'s "▁" (the original rule)'
+WordSegmentation = Callable[[str], list[str]]
+
+
+@functools.cache
+def _japanese_tagger():
+    """MeCab with the unidic-lite dictionary, set up as transformers' `MecabTokenizer` does (the dictionary named
+    explicitly, so that a full UniDic or a system MeCab installed beside it changes nothing)."""
+    import os
+
+    import fugashi
+    import unidic_lite
+
+    mecabrc = os.path.join(unidic_lite.DICDIR, "mecabrc")
+    return fugashi.Tagger(f'-r "{mecabrc}" -d "{unidic_lite.DICDIR}"')
+
+
+def segment_japanese(text: str) -> list[str]:
+    """Japanese words (UniDic's short units) by MeCab through fugashi, with unidic-lite: `pip install albert_hf[ja]`."""
+    return [word.surface for word in _japanese_tagger()(text)]
+
+
+@functools.cache
+def _chinese_segmenter():
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # jieba logs its dictionary loading at INFO
+    segmenter = jieba.Tokenizer()
+    segmenter.initialize()
+    return segmenter
+
+
+def segment_chinese(text: str) -> list[str]:
+    """Chinese words by jieba's default (precise mode, `jieba.lcut`): `pip install albert_hf[zh]`."""
+    return _chinese_segmenter().lcut(text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Segmenter:
+    """A segmenter that ships with albert_hf: its --word_segmenter value, its name in the log, its function, the
+    modules it imports and the extra that installs them, the language it is chosen for."""
+
+    option: str
+    name: str
+    segment: WordSegmentation
+    modules: tuple[str, ...]
+    extra: str
+    language: str
+
+
+SEGMENTERS = {
+    "ja": Segmenter("fugashi", "fugashi/unidic-lite", segment_japanese, ("fugashi", "unidic_lite"), "ja", "Japanese"),
+    "zh": Segmenter("jieba", "jieba", segment_chinese, ("jieba",), "zh", "Chinese"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class WordSegmenter:
+    """Finds the words of sentences and marks the pieces that start one (see the module's docstring).
+
+    `name` is what the log and the data's cache fingerprint call it; `segment` takes a text and returns its words in
+    order (whitespace between them may be left out).
+    """
+
+    name: str
+    segment: WordSegmentation
+
+    def encode(self, tokenizer, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+        """(ids, word starts) of each sentence: the ids of `encode_sentences`, and 1 or 0 per id."""
+        if not hasattr(tokenizer, "encode_plain_texts_with_starts"):
+            raise ValueError(
+                f"word segmenter {self.name}: needs where each piece starts in its text, which "
+                f"{type(tokenizer).__name__} does not give (albert_hf's AlbertHFTokenizer does)."
+            )
+        rule = piece_rule_table(tokenizer)
+        ids, starts = [], []
+        for text, text_ids, piece_starts in tokenizer.encode_plain_texts_with_starts(sentences):
+            ids.append(text_ids)
+            starts.append(self.word_starts(text, piece_starts, rule[np.asarray(text_ids, dtype=np.int64)]))
+        return ids, starts
+
+    def word_starts(self, text: str, piece_starts: Sequence[int], by_rule: np.ndarray) -> list[int]:
+        """1 for each piece that starts a word of `text`: its first character is in another word than the previous
+        piece's, or the original rule (`by_rule`) says it starts one."""
+        ends = self.word_ends(text)
+        words = [bisect.bisect_right(ends, start) for start in piece_starts]
+        return [int(index == 0 or by_rule[index] or words[index] != words[index - 1]) for index in range(len(words))]
+
+    def word_ends(self, text: str) -> list[int]:
+        """The end offset of each word of `text`, spaces before a word counted in it; the text must be the words'."""
+        ends, position = [], 0
+        for word in self.segment(text):
+            if not word.strip():
+                continue
+            found = text.find(word, position)
+            if found < 0 or text[position:found].strip():
+                raise ValueError(
+                    f"word segmenter {self.name}: its words are not the text in order ({word!r} does not follow "
+                    f"{text[:position]!r} in {text!r})."
+                )
+            position = found + len(word)
+            ends.append(position)
+        if text[position:].strip():
+            raise ValueError(f"word segmenter {self.name}: {text[position:]!r} of {text!r} is in none of its words.")
+        return ends
+
+
+def piece_rule_table(tokenizer) -> np.ndarray:
+    """Per id, whether the original rule makes the piece start a word ([`is_start_piece`]; special pieces do)."""
+    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    table = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
+    table[sorted(set(tokenizer.all_special_ids))] = True
+    return table
+
+
+def resolve_word_segmenter(
+    word_segmenter: str | WordSegmentation | None, texts: Sequence[str] = ()
+) -> WordSegmenter | None:
+    """The segmenter for a corpus, or None for the original "▁" rule.
+
+    `word_segmenter` is None or "auto" (chosen from the script of `texts`: Japanese -> fugashi/unidic-lite, Chinese ->
+    jieba, anything else -> the "▁" rule), "pieces" (the "▁" rule), "fugashi" or "jieba", a function, or the
+    "package.module:function" name of one. A shipped segmenter whose package is missing is an error that says what
+    to install: masking Japanese by pieces is what whole-word masking exists to avoid, so it is never done silently.
+    """
+    if word_segmenter is None or word_segmenter == "auto":
+        segmenter = SEGMENTERS.get(script_language(texts))
+        return None if segmenter is None else _shipped(segmenter, f"{segmenter.language} text")
+    if word_segmenter == PIECE_RULE:
+        return None
+    if callable(word_segmenter):
+        return WordSegmenter(f"{word_segmenter.__module__}:{word_segmenter.__qualname__}", word_segmenter)
+    by_option = {segmenter.option: segmenter for segmenter in SEGMENTERS.values()}
+    if word_segmenter in by_option:
+        return _shipped(by_option[word_segmenter], f"--word_segmenter {word_segmenter}")
+    function = import_function(word_segmenter, "word segmenter", "'auto', 'pieces', 'fugashi', 'jieba'")
+    return WordSegmenter(word_segmenter, function)
+
+
+def _shipped(segmenter: Segmenter, reason: str) -> WordSegmenter:
+    for module in segmenter.modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ImportError(
+                f"{reason}: whole-word masking finds its words with {segmenter.name}, which is not installed "
+                f'({error}). Install it with `pip install "albert_hf[{segmenter.extra}]"`, or pass --word_segmenter '
+                "package.module:function (your own segmenter) or --word_segmenter pieces (mask by SentencePiece "
+                "pieces: most masked words are then punctuation)."
+            ) from error
+    return WordSegmenter(segmenter.name, segmenter.segment)
+
+
+def describe_word_segmenter(segmenter: WordSegmenter | None) -> str:
+    """What the log says word boundaries come from."""
+    return PIECE_RULE_DESCRIPTION if segmenter is None else segmenter.name
