@@ -64,9 +64,9 @@ def recording_from_pretrained(record: dict):
 def masks_keyed_by_row_content():
     original_mask_tokens = DataCollatorForSOP.mask_tokens
 
-    def mask_tokens(self, input_ids: np.ndarray, rng: np.random.Generator):
+    def mask_tokens(self, input_ids: np.ndarray, rng: np.random.Generator, word_starts: np.ndarray | None = None):
         row_rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(input_ids, dtype=np.int64).tobytes()))
-        return original_mask_tokens(self, input_ids, row_rng)
+        return original_mask_tokens(self, input_ids, row_rng, word_starts)
 
     return mask_tokens
 
