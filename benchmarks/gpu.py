@@ -7,6 +7,7 @@ and ../shared/data beside the repository (or $ALBERT_HF_SHARED_DATA):
     python benchmarks/gpu.py                   # about 8 minutes (H200 estimate); table on stdout and in
                                                # benchmarks/gpu_results.txt, JSON in benchmarks/gpu_results.json
     python benchmarks/gpu.py --sections throughput,learning    # a subset, e.g. to rerun what failed
+    python benchmarks/gpu.py --sections recipes  # albert-hf pretrain against run_mlm's recipe (about 5 minutes)
     OMP_NUM_THREADS=1 python benchmarks/gpu.py --smoke         # every section at tiny sizes on CPU (tests/fixtures)
 
 Keeping a log next to the JSON:
@@ -54,6 +55,14 @@ Sections, in running order, with their H200 estimates (not yet measured on one):
   7. zero3 (45 s)  tests/distributed/trainer_parity.py's training under DeepSpeed ZeRO-3 on NCCL with one GPU (torchrun,
                1 process), beside its one-process CPU reference: zero.Init partitioning, consolidated save, weights
                against the reference. The CPU smoke run launches the same on gloo.
+  8. recipes (300 s)  `albert-hf pretrain`'s recipe against transformers' run_mlm recipe at equal time
+               (benchmarks/mlm_recipes.py's `GPU_SETTING`): the laptop recipe's model (6 layers of width 256 sharing
+               one group), batch 128 x 128, the ALBERT 30k vocabulary, the shared corpora; steps/s of both measured
+               in alternating windows; the reference's AdamW rate chosen from 3e-4, 1e-3, 3e-3 by 45 s runs beside
+               45 s of albert_hf (LAMB 2e-3), each at its own measured rate, both scored on the same
+               held-out token-level and whole-word masks beside the frequency baseline. Not inside the default
+               budget (a full run records it as skipped for time): run it alone, `--sections recipes` (about 5
+               minutes with start-up).
 
 How section 3 sizes its model (`plan_pretraining`, at run time, from what section 2 measured):
 
@@ -1197,6 +1206,68 @@ def section_compile(ctx: Context) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
+# 8. recipes: albert-hf pretrain against transformers' run_mlm recipe at equal time
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def section_recipes(ctx: Context) -> dict:
+    """benchmarks/mlm_recipes.py's comparison at GPU scale (`GPU_SETTING`): steps/s measured in alternating windows,
+    the reference's AdamW rate swept, then each recipe trained for the same seconds at its own measured rate and
+    both scored on the same held-out token-level and whole-word masks."""
+    if not ctx.cuda and not ctx.smoke:
+        raise Skipped("its GPU scale needs a GPU (benchmarks/mlm_recipes.py is the CPU run; --smoke runs it tiny)")
+    if not (ctx.data_dir / "corpus").is_dir():
+        raise Skipped(f"no data folder at {ctx.data_dir} (--data-dir)")
+    import mlm_recipes
+
+    setting = mlm_recipes.SMOKE_SETTING if ctx.smoke else mlm_recipes.GPU_SETTING
+    result = mlm_recipes.compare(setting, ctx.data_dir, say=lambda message: print(message, flush=True))
+    print(mlm_recipes.markdown_table(result), flush=True)
+    return dict(data=asdict(result), rows=recipes_rows(result))
+
+
+def recipes_rows(result) -> list[dict]:
+    """Rate and steps, then each held-out figure: 'reference' is transformers' run_mlm recipe."""
+    reference, ours = result.runs["reference"], result.runs["albert_hf"]
+    rates = {name: result.rates[name]["median"] for name in result.runs}
+    budget = result.setting["budget_s"]
+    sweep = ", ".join(f"{run['learning_rate']:g}: {run['token_level']['loss']:.3f}" for run in result.sweep)
+    rows = [
+        row(
+            f"steps/s (median of {result.setting['windows']} alternating windows)",
+            f"{rates['reference']:.2f}",
+            f"{rates['albert_hf']:.2f}",
+            rates["albert_hf"] / rates["reference"],
+            f"batch {result.setting['batch_size']} x {result.setting['seq_len']}",
+        ),
+        row(
+            f"steps in {budget:.0f} s at the measured rate",
+            f"{reference['steps']}",
+            f"{ours['steps']}",
+            None,
+            f"reference AdamW {result.reference_learning_rate:g} (sweep, held-out loss: {sweep}); "
+            f"albert_hf LAMB {result.setting['our_learning_rate']:g}",
+        ),
+    ]
+    for masks in ("token_level", "whole_word"):
+        baseline = result.baselines[masks]
+        for figure in ("loss", "accuracy"):
+            notes = f"{baseline['targets']} masked tokens"
+            if figure == "accuracy":
+                notes = f"frequency baseline {baseline['accuracy']:.3f} (always {baseline['token']!r}); " + notes
+            rows.append(
+                row(
+                    f"held-out {masks.replace('_', '-')} MLM {figure}",
+                    f"{reference[masks][figure]:.3f}",
+                    f"{ours[masks][figure]:.3f}",
+                    None,
+                    notes,
+                )
+            )
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------------------------------
 # Main
 # ----------------------------------------------------------------------------------------------------------------------
 
@@ -1222,6 +1293,8 @@ SECTIONS = {
     "memory": Section(section_memory, 10, 1, "peak memory, gradient checkpointing"),
     "compile": Section(section_compile, 50, 5, "torch.compile against eager"),
     "zero3": Section(section_zero3, 45, 15, "DeepSpeed ZeRO-3 on NCCL (gloo in smoke), 1 process"),
+    # Outside the default budget: a full run skips it for time; `--sections recipes` runs it alone.
+    "recipes": Section(section_recipes, 300, 15, "albert-hf pretrain against run_mlm's recipe at equal time"),
 }
 DEFAULT_BUDGET_S = 510.0  # the sections' H200 estimates (455 s) plus margin; with start-up, under 9 minutes
 

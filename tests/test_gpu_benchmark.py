@@ -26,6 +26,7 @@ sys.path.insert(0, str(GPU_SCRIPT.parent))  # the benchmark scripts import their
 import gpu  # noqa: E402
 
 ALL_SECTIONS = list(gpu.SECTIONS)
+SPIECE = REPO_ROOT / "tests" / "fixtures" / "spiece" / "albert-30k-clean.model"
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +194,54 @@ def test_one_fine_tuning_failing_leaves_the_others(monkeypatch, tmp_path):
     runs = gpu.finetune_both(args, tmp_path / "pretrained", tmp_path / "random", tmp_path)
     assert [run.get("metric") for run in runs] == [0.5, 0.5, None, None]
     assert all("ValueError: no such file" in run["error"] for run in runs[2:])
+
+
+def test_smoke_recipes_section_trains_both_for_the_same_seconds_and_scores_them_alike(smoke_run):
+    _, _, results, _ = smoke_run
+    data = results["sections"]["recipes"]["data"]
+    assert set(data["runs"]) == {"reference", "albert_hf"}
+    for name, run in data["runs"].items():
+        # Equal time: each recipe's steps are the budget at its own measured rate.
+        assert run["steps"] == max(2, round(data["setting"]["budget_s"] * data["rates"][name]["median"]))
+        for masks in ("token_level", "whole_word"):  # the same held-out targets for both
+            assert run[masks]["targets"] == data["baselines"][masks]["targets"] > 0
+            assert math.isfinite(run[masks]["loss"]) and 0.0 <= run[masks]["accuracy"] <= 1.0
+    assert data["reference_learning_rate"] in [run["learning_rate"] for run in data["sweep"]]
+
+
+def test_the_shared_evaluation_reads_either_library_s_logits_alike():
+    """Identical weights in transformers' AlbertForMaskedLM and albert_hf's give the same held-out figures, on masks
+    that are the same tensors at every call."""
+    import mlm_recipes
+    from common import paired
+
+    from albert_hf.tokenization import AlbertHFTokenizer
+
+    tokenizer = AlbertHFTokenizer(vocab_file=str(SPIECE))
+    texts = ["The cat sat on the mat.", "It was a bright cold day in April, and the clocks were striking thirteen."]
+    sequences = [tokenizer(text)["input_ids"] for text in texts * 4]
+    masks = mlm_recipes.token_level_masks(sequences, tokenizer)
+    assert torch.equal(masks["labels"], mlm_recipes.token_level_masks(sequences, tokenizer)["labels"])
+    words = mlm_recipes.whole_word_masks(sequences, tokenizer)
+    assert torch.equal(words["input_ids"], mlm_recipes.whole_word_masks(sequences, tokenizer)["input_ids"])
+    shape = dict(vocab_size=30000, embedding_size=16, hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+    reference, ours = paired("AlbertForMaskedLM", dict(shape, intermediate_size=64))
+    for batch in (masks, words):
+        expected, got = mlm_recipes.mlm_figures(reference, batch), mlm_recipes.mlm_figures(ours, batch)
+        assert got["targets"] == expected["targets"] > 0 and got["accuracy"] == expected["accuracy"]
+        assert got["loss"] == pytest.approx(expected["loss"], rel=1e-5)
+
+
+def test_run_mlm_blocks_and_held_out_sequences_fit_the_length():
+    import mlm_recipes
+    from datasets import Dataset
+
+    from albert_hf.tokenization import AlbertHFTokenizer
+
+    tokenizer = AlbertHFTokenizer(vocab_file=str(SPIECE))
+    documents = Dataset.from_dict({"sentences": [["One short sentence.", "Another one follows it."] * 6] * 3})
+    blocks = mlm_recipes.run_mlm_blocks(documents, tokenizer, 16)["input_ids"]
+    assert blocks and all(len(block) == 16 for block in blocks)
+    assert blocks[0][0] == tokenizer.cls_token_id  # each sentence keeps its special tokens, as run_mlm tokenizes
+    sequences = mlm_recipes.packed_sequences(documents, tokenizer, 16)
+    assert all(len(s) <= 16 and s[0] == tokenizer.cls_token_id and s[-1] == tokenizer.sep_token_id for s in sequences)
