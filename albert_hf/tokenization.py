@@ -362,6 +362,7 @@ class _OriginalPieceMarks:
         self.unmatchable = [piece.piece for piece in proto.pieces if piece.type not in (_NORMAL, _USER_DEFINED)]
         pattern = _alternation(piece.piece for piece in proto.pieces if piece.type == _USER_DEFINED)
         self.user_defined = re.compile(pattern) if pattern else None
+        self._marks_cache: dict[str, Regex | None] = {}
 
     def changes(self, text: str) -> bool:
         """Whether this step can change the normalized `text` (it has a "<digit>," or a control-piece string)."""
@@ -371,15 +372,48 @@ class _OriginalPieceMarks:
         text = normalized.normalized
         if "," not in text and not self._has_unmatchable(text):  # most texts
             return
-        words = {word for word in text.split(" ") if _has_digit_comma(word) or self._has_unmatchable(word)}
-        boundaries = {word: self.boundaries(word) for word in words}
-        pattern = "|".join(
-            f"(?<=\\A{re.escape(word[:i])}|\\ {re.escape(word[:i])})(?={re.escape(word[i:])}(?:\\ |\\z))"
-            for word, points in boundaries.items()
-            for i in sorted(points)
-        )
-        if pattern:
-            normalized.replace(Regex(pattern), _SPLIT_MARKER)
+        for word in self._special_words(text):
+            marks = self._word_marks(word)
+            if marks is not None:
+                normalized.replace(marks, _SPLIT_MARKER)
+
+    def _special_words(self, text: str) -> set[str]:
+        """The words (between spaces) of `text` that hold a "<digit>," or a control-piece string.
+
+        Found from those strings outwards, with C-speed searches (a regex over the text, or a Python loop over its
+        words, costs as much as the Unigram model on long paragraphs with commas).
+        """
+        anchors = []
+        comma = text.find(",", 1)
+        while comma > 0:
+            if text[comma - 1].isdigit():
+                anchors.append(comma)
+            comma = text.find(",", comma + 1)
+        for piece in self.unmatchable:
+            at = text.find(piece)
+            while at >= 0:
+                anchors.append(at)
+                at = text.find(piece, at + 1)
+        words = set()
+        for at in anchors:
+            end = text.find(" ", at)
+            words.add(text[text.rfind(" ", 0, at) + 1 : end if end >= 0 else len(text)])
+        return words
+
+    def _word_marks(self, word: str) -> Regex | None:
+        """The zero-width matches, in any text, of this word's boundaries between the original's pieces (or None).
+
+        Cached per word: a word segments the same way wherever it is, and long texts repeat their numbers.
+        """
+        if word not in self._marks_cache:
+            if len(self._marks_cache) > 10_000:
+                self._marks_cache.clear()
+            pattern = "|".join(
+                f"(?<=\\A{re.escape(word[:i])}|\\ {re.escape(word[:i])})(?={re.escape(word[i:])}(?:\\ |\\z))"
+                for i in sorted(self.boundaries(word))
+            )
+            self._marks_cache[word] = Regex(pattern) if pattern else None
+        return self._marks_cache[word]
 
     def boundaries(self, word: str) -> set[int]:
         """Positions in `word` (normalized, no "▁") between the original's pieces; empty where Viterbi agrees."""
@@ -466,8 +500,8 @@ class _Backend:
       thread, through the GIL (on SST-2 it cost 45% of the tokenizer's CPU time when it ran on every text), so it
       runs only here.
 
-    `encode_batch` screens a batch with a few regexes over the joined texts and looks at a text alone only where they
-    matched; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
+    `encode_batch` screens a whole batch at once (`_Screens.flag`) and looks at a text alone only where that flagged
+    it; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
     one. transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
     rests with the full Rust normalizer. `normalizer` is the full one, the Python step included.
 
@@ -508,7 +542,6 @@ class _Backend:
             },
         )
         own(self, "_ascii_screens", self._build_ascii_screens())
-        own(self, "_ascii_screen", re.compile("|".join(screen.pattern for screen in self._ascii_screens)))
         own(self, "_screens_cache", (None, None))
         own(self, "_lock", threading.RLock())
 
@@ -521,16 +554,10 @@ class _Backend:
         Probes this model's normalizer one ASCII character at a time (the precompiled charsmap differs per model):
         which characters become digits, become commas, vanish, or become a control piece's first character.
         """
-
-        def normalized(char: str) -> str:
-            return self._rust_normalizer.normalize_str(f"a{char}a")[1:-1]
-
-        ascii_chars = [chr(code) for code in range(128)]
-        control_starts = {piece[0] for piece in self._marks.unmatchable if piece}
-        digits = [c for c in ascii_chars if any(ch.isdigit() for ch in normalized(c))]
-        commas = [c for c in ascii_chars if "," in normalized(c)]
-        vanishing = [c for c in ascii_chars if normalized(c) == ""]
-        starts = [c for c in ascii_chars if control_starts & set(normalized(c))]
+        kinds = self._ascii_kinds()
+        digits, commas, vanishing, starts = (
+            [char for char, kind in kinds.items() if name in kind] for name in ("digit", "comma", "vanishing", "start")
+        )
 
         def any_of(chars: list[str]) -> str:
             return "[" + "".join(re.escape(char) for char in chars) + "]" if chars else "(?!)"  # (?!) never matches
@@ -538,69 +565,82 @@ class _Backend:
         between = f"{any_of(vanishing)}*" if vanishing else ""
         return re.compile(f"{any_of(digits)}{between}{any_of(commas)}"), re.compile(any_of(starts))
 
-    def _screens(self) -> tuple[re.Pattern, tuple[re.Pattern, ...]]:
-        """(joins, batch screens), rebuilt when the added tokens change.
+    def _ascii_kinds(self) -> dict[str, set[str]]:
+        """What this model's full normalizer makes of each ASCII character, as far as the Python steps care."""
+        control_starts = {piece[0] for piece in self._marks.unmatchable if piece}
+        kinds = {}
+        for char in map(chr, range(128)):
+            normalized = self._rust_normalizer.normalize_str(f"a{char}a")[1:-1]
+            kinds[char] = {
+                name
+                for name, present in (
+                    ("digit", any(c.isdigit() for c in normalized)),
+                    ("comma", "," in normalized),
+                    ("vanishing", normalized == ""),
+                    ("start", bool(control_starts & set(normalized))),
+                )
+                if present
+            }
+        return kinds
 
-        joins: an added token directly followed by text (see `_JoinAfterAddedTokens`), any case; a token with
-        rstrip=True absorbs the whitespace after it, so it matches whatever follows.
-        batch screens: whatever keeps a text off the "ascii" pipeline: a character outside printable ASCII other than
-        the "\\n" that joins the texts, the ASCII screens, a join. Separate regexes, as one alternation scans several
-        times slower than its parts one after the other.
-        """
-        tokens = self.rust.get_added_tokens_decoder()
-        key = tuple((token.content, token.rstrip) for token in tokens.values())
+    def _screens(self) -> _Screens:
+        """The screens for the current added tokens, rebuilt when they (or `encode_special_tokens`) change."""
+        tokens = tuple(self.rust.get_added_tokens_decoder().values())
+        key = (tuple(map(repr, tokens)), self.rust.encode_special_tokens)
         cached_key, screens = self._screens_cache
         if key != cached_key:
-            plain = _alternation(content for content, rstrip in key if not rstrip)
-            absorbing = _alternation(content for content, rstrip in key if rstrip)
-            parts = ([f"(?:{plain})(?=\\S)"] if plain else []) + ([f"(?:{absorbing})"] if absorbing else [])
-            joins = "|".join(parts) or "(?!)"
-            joins = re.compile(joins, re.IGNORECASE)
-            screens = (joins, (re.compile("[^ -~\\n]"), *self._ascii_screens, joins))
+            screens = _Screens(tokens, self.rust.encode_special_tokens, self._ascii_kinds())
             object.__setattr__(self, "_screens_cache", (key, screens))
         return screens
 
-    def needs_python_step(self, item: str | Sequence, joins: re.Pattern | None = None) -> bool:
+    def needs_python_step(self, item: str | Sequence, screens: _Screens | None = None) -> bool:
         """Whether a text, a pair or pre-tokenized words may be changed by the Python steps.
 
-        That is `_OriginalPieceMarks` (a "<digit>," or a control-piece string after normalization) or
-        `_JoinAfterAddedTokens` (an added token directly followed by text, as in fill-mask input without spaces).
+        That is `_OriginalPieceMarks` (a "<digit>," or a control-piece string after normalization, in a part of the
+        text between the added tokens that Rust takes out before normalizing) or `_JoinAfterAddedTokens` (an added
+        token directly followed by text, as in fill-mask input without spaces). WikiText's "<unk>" is such a token:
+        it never reaches the normalizer, so a paragraph holding it needs no Python step.
         """
-        joins = joins or self._screens()[0]
-        if isinstance(item, str):
-            if joins.search(item):
+        screens = screens or self._screens()
+        if not isinstance(item, str):
+            return any(self.needs_python_step(part, screens) for part in item)
+        if screens.joins.search(item):
+            return True
+        if item.isascii():
+            # The regexes first, and normalize only where a control piece could appear. ASCII is normalized one
+            # character at a time, so the parts joined by spaces hold whatever each part would hold.
+            text = screens.between_tokens(item)
+            digit_comma, control_start = self._ascii_screens
+            if digit_comma.search(text):
                 return True
-            if item.isascii():
-                return self._ascii_screen.search(item) is not None
-            # Rare (under 1% of GLUE): normalize here and ask the step itself.
-            return self._marks.changes(self._rust_normalizer.normalize_str(item))
-        return any(self.needs_python_step(part, joins) for part in item)
+            return bool(control_start.search(text)) and self._marks.changes(self._rust_normalizer.normalize_str(text))
+        # Other text is normalized here, which costs a good part of encoding it: once per text (SQuAD pairs each
+        # question with a context that many questions share).
+        decisions = screens.non_ascii_decisions
+        if item not in decisions:
+            if len(decisions) > 4096:
+                decisions.clear()
+            normalize = self._rust_normalizer.normalize_str
+            decisions[item] = any(self._marks.changes(normalize(part)) for part in screens.segments(item))
+        return decisions[item]
 
-    def pipeline_of(self, item: str | Sequence, joins: re.Pattern | None = None) -> str:
+    def pipeline_of(self, item: str | Sequence, screens: _Screens | None = None) -> str:
         """ "exact", "ascii" or "rust": the pipeline a text, a pair or pre-tokenized words take."""
-        if self.needs_python_step(item, joins):
+        if self.needs_python_step(item, screens):
             return "exact"
         return "ascii" if _printable_ascii(item) else "rust"
 
     def pipelines_of(self, inputs: Sequence) -> list[str]:
-        """The pipeline of every item of a batch: regexes over the joined texts, then each text one matched in."""
-        joins, batch_screens = self._screens()
-        if not all(type(item) is str for item in inputs):  # pairs, pre-tokenized words
-            return [self.pipeline_of(item, joins) for item in inputs]
-        joined = "\n".join(inputs)
-        if joined.count("\n") != len(inputs) - 1:  # a text holds "\n": the join no longer tells texts apart
-            return [self.pipeline_of(item, joins) for item in inputs]
-        starts = list(itertools.accumulate((len(text) + 1 for text in inputs), initial=0))
-        matched: set[int] = set()
-        for screen in batch_screens:
-            match = screen.search(joined)
-            while match:  # the text it matched in, then on from the next text
-                index = bisect.bisect_right(starts, match.start()) - 1
-                matched.add(index)
-                match = screen.search(joined, starts[index + 1])
+        """The pipeline of every item of a batch: one screen over all its texts, then each item it flagged alone."""
+        screens = self._screens()
+        texts, owners = [], []
+        for index, item in enumerate(inputs):
+            for text in _texts_of(item):
+                texts.append(text)
+                owners.append(index)
         pipelines = ["ascii"] * len(inputs)
-        for index in matched:
-            pipelines[index] = self.pipeline_of(inputs[index], joins)
+        for index in {owners[flagged] for flagged in screens.flag(texts)}:
+            pipelines[index] = self.pipeline_of(inputs[index], screens)
         return pipelines
 
     @contextlib.contextmanager
@@ -679,6 +719,95 @@ def _printable_ascii(item: str | Sequence) -> bool:
     if isinstance(item, str):
         return item.isascii() and item.isprintable()
     return all(_printable_ascii(part) for part in item)
+
+
+def _texts_of(item: str | Sequence) -> Iterator[str]:
+    """The texts of a batch item: itself, both parts of a pair, every pre-tokenized word."""
+    if isinstance(item, str):
+        yield item
+    else:
+        for part in item:
+            yield from _texts_of(part)
+
+
+class _Screens:
+    """Which texts of a batch may need more than the "ascii" pipeline, for one set of added tokens.
+
+    `flag` screens a whole batch at C speed: every text that is not printable ASCII, and, over the joined texts
+    encoded as bytes and translated so that each character becomes what matters of it ("0" a digit, "," a comma,
+    NUL an added token's first character, a control piece's first character or a vanishing one, "a" anything else),
+    every text holding "0," or NUL. A printable ASCII text that holds neither can have no "<digit>," and no
+    control piece after normalization (each of its characters is normalized on its own) and no added token, so the
+    Python steps cannot change it. The flagged texts are then looked at one by one (`_Backend.needs_python_step`).
+    Regexes over the joined texts cost ten times more: a few percent of the whole tokenizer on long paragraphs.
+
+    `segments` cuts a text where Rust takes out added tokens before normalizing, so that the per-text check sees what
+    the Python step would see. That is exact only where no two occurrences of those tokens can overlap (then Rust
+    takes out every occurrence) and none strips spaces or wants a whole word; otherwise the text is not cut, which
+    only sends more texts down the exact path.
+    """
+
+    def __init__(self, tokens: Sequence, encode_special_tokens: bool, ascii_kinds: dict[str, set[str]]):
+        plain = _alternation(token.content for token in tokens if not token.rstrip)
+        absorbing = _alternation(token.content for token in tokens if token.rstrip)
+        parts = ([f"(?:{plain})(?=\\S)"] if plain else []) + ([f"(?:{absorbing})"] if absorbing else [])
+        # An added token directly followed by text (see `_JoinAfterAddedTokens`), any case; a token with rstrip=True
+        # absorbs the whitespace after it, so it matches whatever follows.
+        self.joins = re.compile("|".join(parts) or "(?!)", re.IGNORECASE)
+        first_chars = [token.content[0] for token in tokens if token.content]
+        token_start = re.compile(_alternation(first_chars), re.IGNORECASE) if first_chars else None
+        table = bytearray(b"a" * 256)
+        for char, kinds in ascii_kinds.items():
+            if (
+                kinds & {"start", "vanishing"}
+                or {"digit", "comma"} <= kinds
+                or (token_start and token_start.match(char))
+            ):
+                table[ord(char)] = 0
+            elif kinds:
+                table[ord(char)] = ord("0" if "digit" in kinds else ",")
+        self.table = bytes(table)
+        self.non_ascii_decisions: dict[str, bool] = {}  # `_Backend.needs_python_step`'s, per text
+        taken_out = [
+            token for token in tokens if not token.normalized and not (token.special and encode_special_tokens)
+        ]
+        contents = [token.content for token in taken_out]
+        plain_tokens = not any(token.lstrip or token.rstrip or token.single_word for token in taken_out)
+        self.taken_out = (
+            re.compile(_alternation(contents)) if contents and plain_tokens and _never_overlap(contents) else None
+        )
+
+    def flag(self, texts: list[str]) -> set[int]:
+        """Indices of the texts to look at one by one."""
+        flagged = {index for index, text in enumerate(texts) if not (text.isascii() and text.isprintable())}
+        screened = " ".join(texts).encode("ascii", "replace").translate(self.table)  # one byte per character
+        starts = list(itertools.accumulate((len(text) + 1 for text in texts), initial=0))
+        for needle in (b"0,", b"\0"):
+            at = screened.find(needle)
+            while at >= 0:  # the text it is in, then on from the next text
+                index = bisect.bisect_right(starts, at) - 1
+                flagged.add(index)
+                at = screened.find(needle, starts[index + 1])
+        return flagged
+
+    def segments(self, text: str) -> list[str]:
+        """The parts of `text` that Rust normalizes, between the added tokens it takes out first."""
+        return self.taken_out.split(text) if self.taken_out else [text]
+
+    def between_tokens(self, text: str) -> str:
+        """`segments` joined by spaces."""
+        return self.taken_out.sub(" ", text) if self.taken_out else text
+
+
+def _never_overlap(contents: list[str]) -> bool:
+    """Whether no two occurrences of these strings can overlap: none holds another, none ends as one begins."""
+    for first in contents:
+        for second in contents:
+            if first != second and first in second:
+                return False
+            if any(second.startswith(first[cut:]) for cut in range(1, len(first))):
+                return False
+    return True
 
 
 def _pad_to_longest(encodings: list, padding: dict) -> None:

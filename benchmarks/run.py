@@ -263,12 +263,13 @@ def case_tokenization(data_dir: Path, repeats: int) -> dict:
     The tokenizers are not output-equal by design (transformers' differs from the original ALBERT tokenization on
     about a third of real texts, see benchmarks/tokenizer_agreement.py), so `max_diff` is the fraction of sentences
     whose ids differ."""
-    from bench_tokenizer import encode_all, load_both, sst2_sentences
+    from bench_tokenizer import SOURCES, encode_all, load_both
 
-    sentences = sst2_sentences(data_dir)
+    load, call = SOURCES["GLUE sentences (SST-2)"]  # as the GLUE job calls a tokenizer
+    sentences = load(data_dir)
     ours, reference = load_both(data_dir / "spiece" / "albert-30k-clean.model")
     t_ref, t_ours = interleaved_medians(
-        lambda: encode_all(reference, sentences, 1000), lambda: encode_all(ours, sentences, 1000), repeats
+        lambda: encode_all(call, reference, sentences, 1000), lambda: encode_all(call, ours, sentences, 1000), repeats
     )
     sample = sentences[::20]
     differ = sum(

@@ -24,6 +24,7 @@ from conftest import is_full
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tokenization_reference import TEXT_SOURCES, google, preprocess_text, reference_ids, reference_pieces
+from tokenizers import AddedToken
 
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer
@@ -387,6 +388,61 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         assert screened[key] == everywhere[key], key
     for index in range(len(screened["input_ids"])):
         assert screened.word_ids(index) == everywhere.word_ids(index)
+
+
+def encodings_everywhere_exact(tokenizer, monkeypatch, texts: list[str], **options):
+    """`tokenizer(texts)` with every text through the exact pipeline (the Python steps), for comparison."""
+    with monkeypatch.context() as patch:
+        patch.setattr(type(tokenizer._tokenizer), "needs_python_step", lambda self, item, screens=None: True)
+        return tokenizer(texts, **options)
+
+
+def test_wikitext_paragraphs_with_unk_take_the_fast_pipelines(tokenizer, shared_data, monkeypatch):
+    """WikiText-2 writes rare words as "<unk>", which Rust takes out as the added token before normalizing, so the
+    paragraphs holding it need no Python step: the same ids, offsets and words as through the Python steps."""
+    paragraphs = [line for line in (shared_data / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(
+        encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    with_unk = [text for text in paragraphs if "<unk>" in text]
+    assert len(with_unk) > 5
+    assert "exact" not in tokenizer._tokenizer.pipelines_of(with_unk)
+    options = dict(truncation=True, max_length=512, return_offsets_mapping=True)
+    screened = tokenizer(paragraphs, **options)
+    everywhere = encodings_everywhere_exact(tokenizer, monkeypatch, paragraphs, **options)
+    assert screened.keys() == everywhere.keys()
+    for key in screened:
+        assert screened[key] == everywhere[key], key
+    assert all(screened.word_ids(i) == everywhere.word_ids(i) for i in range(len(paragraphs)))
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        [],
+        [AddedToken("<unk", normalized=False)],  # overlaps "<unk>": Rust may leave part of it in the text
+        [AddedToken("[MASK]", lstrip=True, normalized=False)],  # strips a space: the text is not cut
+        [AddedToken("Unk>", normalized=True)],  # matched after normalizing: never cut out
+    ],
+    ids=["special-tokens", "overlapping", "lstrip", "normalized"],
+)
+@pytest.mark.parametrize("split_special_tokens", [False, True])
+def test_control_strings_between_added_tokens_are_routed_exactly(
+    spiece_model, monkeypatch, added, split_special_tokens
+):
+    """A control-piece string takes the Python step only where it reaches the normalizer: not as an added token
+    Rust takes out first, but written in another case, run into another token, or with split_special_tokens."""
+    tokenizer = AlbertHFTokenizer(vocab_file=str(spiece_model))
+    tokenizer.add_tokens(added)
+    texts = [
+        "a <unk> b <pad> c", "a <UNK> b", "<unk><unk>>", "x<unk>", "<un<unk>k>", "<Unk<unk>>", "[MASK] <pad> 1,2",
+        "née <unk> b", "née <UNK> b", "née <un<unk>k>", "<unk\u0301> b", "<ｕｎｋ> b", "[cls] [sep] <mask>",
+    ]  # fmt: skip
+    options = dict(return_offsets_mapping=True, split_special_tokens=split_special_tokens)
+    screened = tokenizer(texts, **options)
+    everywhere = encodings_everywhere_exact(tokenizer, monkeypatch, texts, **options)
+    for key in screened:
+        assert screened[key] == everywhere[key], key
+    one_by_one = [tokenizer(text, **options)["input_ids"] for text in texts]
+    assert one_by_one == everywhere["input_ids"]
 
 
 def test_a_charsmap_that_changes_ascii_stays_on_the_ascii_pipeline(tmp_path):
