@@ -158,19 +158,16 @@ def pretraining_checkpoint(workdir) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def mlm_batches(workdir) -> Path:
-    """GLOBAL_BATCH x STEPS distinct rows with padding and a varying number of masked tokens per row."""
-    generator = torch.Generator().manual_seed(1)
-    rows = GLOBAL_BATCH * STEPS
-    input_ids = torch.randint(5, 100, (rows, SEQ_LEN), generator=generator)
-    lengths = torch.randint(6, SEQ_LEN + 1, (rows,), generator=generator)
-    attention_mask = (torch.arange(SEQ_LEN)[None] < lengths[:, None]).long()
+def save_random_pretraining_batches(path: Path, rows: int, seq_len: int, seed: int) -> Path:
+    """`rows` distinct rows of padding, a varying number of masked tokens per row and sentence-order labels."""
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(5, 100, (rows, seq_len), generator=generator)
+    lengths = torch.randint(6, seq_len + 1, (rows,), generator=generator)
+    attention_mask = (torch.arange(seq_len)[None] < lengths[:, None]).long()
     input_ids = input_ids * attention_mask
     labels = torch.full_like(input_ids, -100)
     masked = (torch.rand(input_ids.shape, generator=generator) < 0.3) & attention_mask.bool()
     labels[masked] = input_ids[masked]
-    path = workdir / "mlm_batches.pt"
     torch.save(
         {
             "input_ids": input_ids,
@@ -182,6 +179,12 @@ def mlm_batches(workdir) -> Path:
         path,
     )
     return path
+
+
+@pytest.fixture(scope="module")
+def mlm_batches(workdir) -> Path:
+    """GLOBAL_BATCH x STEPS distinct rows with padding and a varying number of masked tokens per row."""
+    return save_random_pretraining_batches(workdir / "mlm_batches.pt", GLOBAL_BATCH * STEPS, SEQ_LEN, seed=1)
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from test_distributed import (
     load_saved_weights,
     max_difference,
     pretraining_arguments,
+    save_random_pretraining_batches,
     tiny_config,
     torchrun,
 )
@@ -73,27 +74,8 @@ def pretraining_job_checkpoint(workdir) -> Path:
 @pytest.fixture(scope="module")
 def batches(workdir) -> Path:
     """STEPS global batches of padded rows with a varying number of masked tokens and sentence-order labels."""
-    generator = torch.Generator().manual_seed(2)
     rows = lamb_engines.GLOBAL_BATCH * lamb_engines.STEPS
-    input_ids = torch.randint(5, 100, (rows, SEQ_LEN), generator=generator)
-    lengths = torch.randint(6, SEQ_LEN + 1, (rows,), generator=generator)
-    attention_mask = (torch.arange(SEQ_LEN)[None] < lengths[:, None]).long()
-    input_ids = input_ids * attention_mask
-    labels = torch.full_like(input_ids, -100)
-    masked = (torch.rand(input_ids.shape, generator=generator) < 0.3) & attention_mask.bool()
-    labels[masked] = input_ids[masked]
-    path = workdir / "batches.pt"
-    torch.save(
-        {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": torch.zeros_like(input_ids),
-            "labels": labels,
-            "sentence_order_label": torch.randint(0, 2, (rows,), generator=generator),
-        },
-        path,
-    )
-    return path
+    return save_random_pretraining_batches(workdir / "batches.pt", rows, SEQ_LEN, seed=2)
 
 
 def differences_by_kind(weights: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> dict[str, float]:
