@@ -189,6 +189,10 @@ class DataCollatorForSOP:
         max_predictions_per_seq."""
         return min(self.max_predictions_per_seq, max(1, round(length * self.masked_lm_prob)))
 
+    def maskable(self, input_ids: np.ndarray) -> np.ndarray:
+        """Which tokens masking may choose: all but [CLS], [SEP] and padding."""
+        return ~self._is_unmaskable[input_ids]
+
     def words(
         self, input_ids: np.ndarray, word_starts: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

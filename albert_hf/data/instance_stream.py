@@ -23,6 +23,7 @@ window again and drops what was already emitted: the cost is one window, whateve
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import itertools
 import os
@@ -311,6 +312,13 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             "window": dataclasses.asdict(window),
             "skip": skip,
         }
+
+    def from_the_start(self) -> ResumableInstanceStream:
+        """A copy of this stream that reads from the start of its pass, whatever resume is set on this one (which
+        stays as it is): for looking at the first instances before training."""
+        stream = copy.copy(self)
+        stream._resume = None
+        return stream
 
     def resume_from_state(self, state: dict[str, Any], epoch: int, consumed: int) -> str | None:
         """Make the next iteration of pass `epoch` start after `consumed` instances, from a saved [`position_state`].

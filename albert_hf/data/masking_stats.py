@@ -106,7 +106,7 @@ def masking_statistics(
             word_starts = feature.get("word_starts")
             _, word_lengths, _ = collator.words(ids, None if word_starts is None else np.asarray(word_starts))
             masked = row[: len(ids)] != -100
-            maskable = ~collator._is_unmaskable[ids]
+            maskable = collator.maskable(ids)
             stats.sequences += 1
             stats.tokens += len(ids)
             stats.masked += int(masked.sum())

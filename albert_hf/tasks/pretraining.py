@@ -13,7 +13,6 @@ Any argument given on the command line wins over the recipe.
 from __future__ import annotations
 
 import argparse
-import copy
 import itertools
 import logging
 import math
@@ -444,8 +443,7 @@ def first_features(dataset, count: int) -> list[dict]:
     """The first `count` training instances, in the order of the dataset (a stream is read from a copy of it, so
     that its own position, and a resume set on it, stay as they are)."""
     if isinstance(dataset, ResumableInstanceStream):
-        dataset = copy.copy(dataset)
-        dataset._resume = None
+        dataset = dataset.from_the_start()
     if isinstance(dataset, torch.utils.data.IterableDataset):
         return list(itertools.islice(iter(dataset), count))
     return [dataset[i] for i in range(min(count, len(dataset)))]
