@@ -1,0 +1,19 @@
+"""The one distinction the command line makes between errors: the user's, and ours.
+
+A [`UserError`] is a problem with what the user gave: an option, a file, a folder, the data in it. Its message names
+the option, the file (and line) or the folder, and says what to do; `albert-hf` prints it as one message and exits
+with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). Any other exception is a fault of
+albert_hf or of a library below it and keeps its traceback.
+
+Library modules raise a `UserError` subclass for each kind of problem they find (`CheckpointError`,
+`PretrainingSetupError`, ...), so callers can catch the kind they handle and the CLI catches them all.
+"""
+
+from __future__ import annotations
+
+
+class UserError(ValueError):
+    """What the user gave (an option, a file, a folder, its data) cannot be used; the message says which and why.
+
+    A `ValueError`, so code that caught the `ValueError`s raised before this class existed still catches them.
+    """
