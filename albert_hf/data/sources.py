@@ -161,7 +161,7 @@ def load_rows(
         if len(paths) == 1 and is_saved_dataset(paths[0]):
             return load_rows(dataset_name=os.fspath(paths[0]), split=split, streaming=streaming)
         files = expand_data_files(paths)
-        source = files[0] if len(files) == 1 else f"{files[0]} (and {len(files) - 1} more files)"
+        source = source_name(data_files=paths)
         loader, options = _format_and_options(files)
         if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
             raise DataSourceError(f"{source}: the data files are empty.")
@@ -174,7 +174,7 @@ def load_rows(
         if streaming:
             splits = _to_iterable(splits)
     else:
-        source = dataset_name if dataset_config_name is None else f"{dataset_name} ({dataset_config_name})"
+        source = source_name(dataset_name=dataset_name, dataset_config_name=dataset_config_name)
         splits = _call_datasets(
             source, datasets.load_dataset, dataset_name, dataset_config_name, data_dir=data_dir, streaming=streaming
         )
@@ -182,6 +182,19 @@ def load_rows(
     if isinstance(rows, datasets.Dataset) and len(rows) == 0:
         raise DataSourceError(f"{source}: the {split} split has no rows.")
     return rows
+
+
+def source_name(
+    *,
+    data_files: Sequence[str | os.PathLike] | str | None = None,
+    dataset_name: str | None = None,
+    dataset_config_name: str | None = None,
+) -> str:
+    """How messages name a source: the paths as given (files, folders, globs), or the dataset and its configuration."""
+    if data_files is not None:
+        paths = [data_files] if isinstance(data_files, (str, os.PathLike)) else list(data_files)
+        return ", ".join(map(os.fspath, paths))
+    return dataset_name if dataset_config_name is None else f"{dataset_name} ({dataset_config_name})"
 
 
 def pick_split(splits, split: str, source: str):
@@ -300,4 +313,5 @@ __all__ = [
     "load_rows",
     "pick_split",
     "require_columns",
+    "source_name",
 ]
