@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from albert_hf.data.sources import (
+    DataFileNotFoundError,
     DataSourceError,
     TextRows,
     data_format,
@@ -193,8 +194,9 @@ def test_files_and_names_are_asked_for_alone(tmp_path):
 
 
 def test_missing_paths_and_empty_matches_are_named(tmp_path):
-    with pytest.raises(DataSourceError, match=r"absent\.jsonl: no such file or folder"):
+    with pytest.raises(DataFileNotFoundError, match=r"absent\.jsonl: no such file or folder"):
         expand_data_files([tmp_path / "absent.jsonl"])
+    assert issubclass(DataFileNotFoundError, FileNotFoundError) and issubclass(DataFileNotFoundError, UserError)
     with pytest.raises(DataSourceError, match=r"\*\.parquet: the pattern matches no file"):
         expand_data_files([str(tmp_path / "*.parquet")])
     (tmp_path / "empty").mkdir()

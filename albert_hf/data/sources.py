@@ -41,6 +41,10 @@ class DataSourceError(UserError):
     """A data source (files, a folder, a dataset name, a split, a column, a row) that cannot be read as asked."""
 
 
+class DataFileNotFoundError(DataSourceError, FileNotFoundError):
+    """A data file or folder that does not exist; also a `FileNotFoundError`, which readers raised for it before."""
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # files
 
@@ -95,7 +99,7 @@ def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
         elif os.path.isfile(path):
             expanded = [path]
         else:
-            raise DataSourceError(f"{path}: no such file or folder.")
+            raise DataFileNotFoundError(f"{path}: no such file or folder.")
         files += expanded
     if not files:
         raise DataSourceError("no data files given.")
@@ -304,6 +308,7 @@ class TextRows:
 
 
 __all__ = [
+    "DataFileNotFoundError",
     "DataSourceError",
     "TextRows",
     "column_names",
