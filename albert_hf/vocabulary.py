@@ -244,27 +244,27 @@ class _TrainingOutput:
 
 
 def _iter_texts(source: TokenizerInput, text_column: str) -> Iterator[str]:
-    """The texts to learn from: lines of text files, else the `text_column` of the rows of any source.
+    """The lines to learn from: those of text files, else those of the `text_column` of the rows of any source.
 
     Text files keep their own reader (one sentence or paragraph per line, errors naming file and line); files of the
-    other formats of `sources.expand_data_files` (folders and globs too) are read as rows through `load_rows`, one
-    text per row, checked by `TextRows`.
+    other formats of `sources.expand_data_files` (folders and globs too) are read as rows through `load_rows`, checked
+    by `TextRows`. A row's text is cut at its line breaks, as if the rows were written to a text file: SentencePiece
+    learns from (and samples `input_sentence_size` of) sentences or paragraphs, not whole articles.
     """
-    if isinstance(source, TextRows):
-        yield from source
-        return
     if isinstance(source, (str, Path)):
         source = [source]
     if isinstance(source, list):
         files = expand_data_files(source)
         if data_format(files) == "text":
             yield from _text_file_lines(files)
-        else:
-            yield from TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
-        return
-    if not isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
+            return
+        source = TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
+    elif isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
+        source = TextRows(source, text_column, "the dataset")
+    elif not isinstance(source, TextRows):
         raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
-    yield from TextRows(source, text_column, "the dataset")
+    for text in source:
+        yield from text.splitlines()
 
 
 def _text_file_lines(files: list[str]) -> Iterator[str]:

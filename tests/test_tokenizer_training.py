@@ -189,7 +189,9 @@ def test_jsonl_and_parquet_rows_give_the_vocabulary_of_the_same_text_file(
 
 def test_command_line_from_a_saved_dataset_and_from_a_stream(botchan_lines, vocabulary_of_the_text_file, tmp_path):
     saved = tmp_path / "saved"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"body": botchan_lines})}).save_to_disk(str(saved))
+    # Rows of several lines each (articles of paragraphs): cut at their line breaks, they are the text file's lines.
+    articles = ["\n".join(botchan_lines[start : start + 7]) for start in range(0, len(botchan_lines), 7)]
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"body": articles})}).save_to_disk(str(saved))
     common = ["--vocab_size", "400", "--num_threads", "1", "--quiet", "--text_column", "body"]
     assert (
         train_tokenizer_main(["--dataset_name", str(saved), "--output_dir", str(tmp_path / "saved_out"), *common]) == 0
