@@ -20,7 +20,7 @@ import datasets
 from tokenizers import normalizers
 from transformers.utils import logging
 
-from .data.sources import DataSourceError, TextRows, data_format, expand_data_files, load_rows, source_name
+from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 logger = logging.get_logger(__name__)
@@ -342,13 +342,13 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
 
 def _command_line_input(args: argparse.Namespace) -> TokenizerInput:
     """Data files as `train_tokenizer` reads them (text files line by line); a dataset, or a stream, as checked rows."""
-    if args.dataset_name is None and args.dataset_config_name is not None:
-        raise DataSourceError("--dataset_config_name names a configuration of --dataset_name: pass --dataset_name too.")
-    if args.dataset_name is None and not args.streaming and args.inputs:
+    if args.inputs and not (args.dataset_name or args.dataset_config_name or args.streaming):
         return [Path(path) for path in args.inputs]
-    source = {"data_files": args.inputs or None, "dataset_name": args.dataset_name}
-    if args.dataset_name is not None:
-        source["dataset_config_name"] = args.dataset_config_name
+    source = {
+        "data_files": args.inputs or None,
+        "dataset_name": args.dataset_name,
+        "dataset_config_name": args.dataset_config_name,
+    }
     rows = load_rows(**source, split=args.dataset_split, streaming=args.streaming)
     return TextRows(rows, args.text_column, source_name(**source))
 

@@ -193,6 +193,16 @@ def test_files_and_names_are_asked_for_alone(tmp_path):
         load_rows()
 
 
+def test_a_configuration_selects_part_of_a_dataset_not_of_files(tmp_path):
+    path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    with pytest.raises(DataSourceError, match=r"a configuration \(--dataset_config_name\) or data_dir selects part"):
+        load_rows(data_files=[str(path)], dataset_config_name="ja")
+    saved = tmp_path / "saved"
+    datasets.Dataset.from_list(ROWS).save_to_disk(str(saved))
+    with pytest.raises(DataSourceError, match=r"saved is a dataset saved with save_to_disk: it has no configurations"):
+        load_rows(dataset_name=str(saved), dataset_config_name="ja")
+
+
 def test_missing_paths_and_empty_matches_are_named(tmp_path):
     with pytest.raises(DataFileNotFoundError, match=r"absent\.jsonl: no such file or folder"):
         expand_data_files([tmp_path / "absent.jsonl"])
@@ -264,6 +274,10 @@ def test_text_rows_skip_and_count_empty_texts(tmp_path, caplog):
     [
         ([{"text": "fine"}, {"text": None}], r"row 1: column 'text' is empty \(None\)"),
         ([{"text": 7}, {"text": 8}], r"row 0: column 'text' is not a string but int 7"),
+        (
+            [{"text": ["a long list"] * 20}],
+            r"row 0: column 'text' is not a string but list \['a long list', .*\.\.\.\.",
+        ),
     ],
 )
 def test_text_rows_that_are_not_strings_are_named(written, message):

@@ -214,7 +214,9 @@ def test_command_line_sources_are_checked(tmp_path):
         train_tokenizer_main([str(rows), "--text_column", "body", "--output_dir", str(tmp_path / "out"), "--quiet"])
     with pytest.raises(UserError, match="either data files or a dataset name"):
         train_tokenizer_main(["--output_dir", str(tmp_path / "out"), "--quiet"])
-    with pytest.raises(UserError, match="--dataset_config_name .* pass --dataset_name too"):
+    with pytest.raises(
+        UserError, match=r"a configuration \(--dataset_config_name\) .* of a dataset \(--dataset_name\)"
+    ):
         train_tokenizer_main([str(rows), "--dataset_config_name", "ja", "--output_dir", str(tmp_path / "out")])
     with pytest.raises(UserError, match=r"nowhere/\*\.parquet: the pattern matches no file"):
         train_tokenizer(str(tmp_path / "nowhere" / "*.parquet"), tmp_path / "out", **SMALL_VOCABULARY)

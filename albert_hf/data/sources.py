@@ -35,6 +35,8 @@ LOADER_OPTIONS_OF_EXTENSION = {".tsv": {"delimiter": "\t"}}
 COMPRESSION_EXTENSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 # What `Dataset.save_to_disk` / `DatasetDict.save_to_disk` write: such a folder is one source, not a folder of files.
 SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
+# Rows read per batch by `TextRows`: Arrow hands out a batch of texts far faster than the same texts row by row.
+TEXT_BATCH_SIZE = 1000
 
 
 class DataSourceError(UserError):
@@ -161,31 +163,43 @@ def load_rows(
     if (data_files is None) == (dataset_name is None):
         raise DataSourceError("give either data files or a dataset name (--dataset_name), not both or neither.")
     if data_files is not None:
+        if dataset_config_name is not None or data_dir is not None:
+            raise DataSourceError(
+                "a configuration (--dataset_config_name) or data_dir selects part of a dataset (--dataset_name); "
+                "data files are read whole."
+            )
         paths = [data_files] if isinstance(data_files, (str, os.PathLike)) else list(data_files)
         if len(paths) == 1 and is_saved_dataset(paths[0]):
             return load_rows(dataset_name=os.fspath(paths[0]), split=split, streaming=streaming)
-        files = expand_data_files(paths)
-        source = source_name(data_files=paths)
-        loader, options = _format_and_options(files)
-        if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
-            raise DataSourceError(f"{source}: the data files are empty.")
-        splits = _call_datasets(
-            source, datasets.load_dataset, loader, data_files={split: files}, streaming=streaming, **options
-        )
-    elif is_saved_dataset(dataset_name):
-        source = dataset_name
-        splits = _call_datasets(source, datasets.load_from_disk, dataset_name)
-        if streaming:
-            splits = _to_iterable(splits)
+        source, splits = source_name(data_files=paths), _splits_of_files(paths, split, streaming)
     else:
         source = source_name(dataset_name=dataset_name, dataset_config_name=dataset_config_name)
-        splits = _call_datasets(
-            source, datasets.load_dataset, dataset_name, dataset_config_name, data_dir=data_dir, streaming=streaming
-        )
+        splits = _splits_of_dataset(source, dataset_name, dataset_config_name, data_dir, streaming)
     rows = pick_split(splits, split, source)
     if isinstance(rows, datasets.Dataset) and len(rows) == 0:
         raise DataSourceError(f"{source}: the {split} split has no rows.")
     return rows
+
+
+def _splits_of_files(paths: list, split: str, streaming: bool):
+    """Data files as the one split `split`, read by the `datasets` loader of their format."""
+    files, source = expand_data_files(paths), source_name(data_files=paths)
+    loader, options = _format_and_options(files)
+    if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
+        raise DataSourceError(f"{source}: the data files are empty.")
+    return _call_datasets(
+        source, datasets.load_dataset, loader, data_files={split: files}, streaming=streaming, **options
+    )
+
+
+def _splits_of_dataset(source: str, name: str, config: str | None, data_dir: str | None, streaming: bool):
+    """The splits of a saved folder (`load_from_disk`), a local dataset folder or a Hub name (`load_dataset`)."""
+    if not is_saved_dataset(name):
+        return _call_datasets(source, datasets.load_dataset, name, config, data_dir=data_dir, streaming=streaming)
+    if config is not None or data_dir is not None:
+        raise DataSourceError(f"{name} is a dataset saved with save_to_disk: it has no configurations or data_dir.")
+    splits = _call_datasets(source, datasets.load_from_disk, name)
+    return _to_iterable(splits) if streaming else splits
 
 
 def source_name(
@@ -285,26 +299,36 @@ class TextRows:
 
     def __iter__(self) -> Iterator[str]:
         self.read = self.empty = 0
-        texts = self.rows.select_columns([self.column])
-        for index, row in enumerate(texts):
-            text = row[self.column]
-            if not isinstance(text, str):
-                kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {text!r}"
-                raise DataSourceError(
-                    f"{self.source}: row {index}: column {self.column!r} is {kind}. Fix or drop that row, or pick "
-                    "a text column."
-                )
-            self.read += 1
-            if text.strip():
-                yield text
-            else:
-                self.empty += 1
+        for batch in self.rows.select_columns([self.column]).iter(batch_size=TEXT_BATCH_SIZE):
+            for text in batch[self.column]:
+                self._check(text)
+                self.read += 1
+                if text.strip():
+                    yield text
+                else:
+                    self.empty += 1
         if self.read == self.empty:
             raise DataSourceError(f"{self.source}: no text in column {self.column!r} ({self.read} rows, all empty).")
         if self.empty:
             logger.warning(
                 "%s: skipped %d empty texts of %d rows (column %r).", self.source, self.empty, self.read, self.column
             )
+
+    def _check(self, text) -> None:
+        """A text must be a string; the error names the row (`self.read` rows came before it)."""
+        if isinstance(text, str):
+            return
+        kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {_short(text)}"
+        raise DataSourceError(
+            f"{self.source}: row {self.read}: column {self.column!r} is {kind}. Fix or drop that row, or pick a text "
+            "column."
+        )
+
+
+def _short(value, limit: int = 80) -> str:
+    """`repr(value)`, cut to `limit` characters: enough to recognise a value without printing a whole document."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 __all__ = [
