@@ -187,16 +187,15 @@ def train_tokenizer(
     output_dir.mkdir(parents=True, exist_ok=True)
     if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
         raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
-    strip_accents = choose_accent_stripping(_iter_texts(input, text_column), strip_accents)
+    lines = _training_lines(input, text_column)
+    strip_accents = choose_accent_stripping(lines, strip_accents)
     # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
     normalizer = normalizers.Sequence(
         build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
     )
 
     def sentences() -> Iterator[str]:
-        for text in tqdm(
-            _iter_texts(input, text_column), desc="reading text", unit=" lines", disable=not show_progress
-        ):
+        for text in tqdm(lines, desc="reading text", unit=" lines", disable=not show_progress):
             if text := normalizer.normalize_str(text):
                 yield text
 
@@ -243,8 +242,8 @@ class _TrainingOutput:
         self.data += data
 
 
-def _iter_texts(source: TokenizerInput, text_column: str) -> Iterator[str]:
-    """The lines to learn from: those of text files, else those of the `text_column` of the rows of any source.
+def _training_lines(source: TokenizerInput, text_column: str) -> Iterable[str]:
+    """The lines to learn from, read anew each time they are iterated (once to choose accent stripping, once to train).
 
     Text files keep their own reader (one sentence or paragraph per line, errors naming file and line); files of the
     other formats of `sources.expand_data_files` (folders and globs too) are read as rows through `load_rows`, checked
@@ -256,24 +255,39 @@ def _iter_texts(source: TokenizerInput, text_column: str) -> Iterator[str]:
     if isinstance(source, list):
         files = expand_data_files(source)
         if data_format(files) == "text":
-            yield from _text_file_lines(files)
-            return
+            return _TextFileLines(files)
         source = TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
     elif isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
         source = TextRows(source, text_column, "the dataset")
     elif not isinstance(source, TextRows):
         raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
-    for text in source:
-        yield from text.splitlines()
+    return _RowLines(source)
 
 
-def _text_file_lines(files: list[str]) -> Iterator[str]:
-    for path in map(Path, files):
-        with path.open(encoding="utf-8") as file:
-            for line_number, line in enumerate(file, 1):
-                if "\x00" in line:
-                    raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
-                yield line
+class _TextFileLines:
+    """The lines of text files, each time it is iterated."""
+
+    def __init__(self, files: list[str]):
+        self.files = files
+
+    def __iter__(self) -> Iterator[str]:
+        for path in map(Path, self.files):
+            with path.open(encoding="utf-8") as file:
+                for line_number, line in enumerate(file, 1):
+                    if "\x00" in line:
+                        raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
+                    yield line
+
+
+class _RowLines:
+    """The lines of the texts of rows, each time it is iterated."""
+
+    def __init__(self, texts: TextRows):
+        self.texts = texts
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self.texts:
+            yield from text.splitlines()
 
 
 def train_tokenizer_main(argv: list[str] | None = None) -> int:

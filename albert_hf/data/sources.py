@@ -286,8 +286,8 @@ class TextRows:
     """The texts of `column` of `rows`, checked: a row that is None or not a string is an error naming its index.
 
     An empty (or whitespace-only) text carries nothing to learn from, and a table export often has some: it is
-    skipped, counted in `empty`, and the count is logged once the rows are read. A source with no text at all is an
-    error. Iterating again reads the rows again (a stream is streamed again), so the counts are those of the last pass.
+    skipped, counted in `empty`, and the count is logged once the rows are first read. A source with no text at all is
+    an error. Iterating again reads the rows again (a stream is streamed again); the counts are those of the last pass.
     """
 
     def __init__(
@@ -296,6 +296,7 @@ class TextRows:
         require_columns(rows, {option: column}, source)
         self.rows, self.column, self.source = rows, column, source
         self.read = self.empty = 0
+        self._empty_reported = False
 
     def __iter__(self) -> Iterator[str]:
         self.read = self.empty = 0
@@ -309,7 +310,8 @@ class TextRows:
                     self.empty += 1
         if self.read == self.empty:
             raise DataSourceError(f"{self.source}: no text in column {self.column!r} ({self.read} rows, all empty).")
-        if self.empty:
+        if self.empty and not self._empty_reported:  # once: a reader may pass over the rows more than once
+            self._empty_reported = True
             logger.warning(
                 "%s: skipped %d empty texts of %d rows (column %r).", self.source, self.empty, self.read, self.column
             )
