@@ -98,7 +98,7 @@ def test_compressed_files_are_read_by_their_inner_extension(tmp_path):
     assert as_list(load_rows(data_files=[str(path)])) == ROWS
 
 
-def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path):
+def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path, caplog):
     shards = tmp_path / "shards"
     (shards / "nested").mkdir(parents=True)
     write_jsonl(shards / "part-1.jsonl", ROWS[1:2])
@@ -112,6 +112,7 @@ def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path):
         str(shards / "part-1.jsonl"),
     ]
     assert as_list(load_rows(data_files=[str(shards)])) == [ROWS[2], ROWS[0], ROWS[1]]
+    assert f"{shards}: 1 file(s) of other formats not read ({shards / 'README.md'})" in caplog.text
 
 
 def test_globs_and_several_shards_keep_the_order_given(tmp_path):

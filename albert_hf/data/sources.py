@@ -28,8 +28,15 @@ from ..errors import UserError
 logger = logging.getLogger(__name__)
 
 # The loader of `datasets` that reads each extension, and the options it needs for it.
-FORMAT_OF_EXTENSION = {".txt": "text", ".text": "text", ".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv"}
-FORMAT_OF_EXTENSION[".parquet"] = "parquet"
+FORMAT_OF_EXTENSION = {
+    ".txt": "text",
+    ".text": "text",
+    ".json": "json",
+    ".jsonl": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+}
 LOADER_OPTIONS_OF_EXTENSION = {".tsv": {"delimiter": "\t"}}
 # Compressed files are read through `datasets` (fsspec), which decompresses them by their extension.
 COMPRESSION_EXTENSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
@@ -75,7 +82,11 @@ def _files_of_folder(folder: str) -> list[str]:
     for root, folders, names in os.walk(folder):
         folders[:] = [name for name in folders if not name.startswith(".")]
         found += [os.path.join(root, name) for name in names if not name.startswith(".")]
-    return sorted(path for path in found if data_extension(path) in FORMAT_OF_EXTENSION)
+    data_files = sorted(path for path in found if data_extension(path) in FORMAT_OF_EXTENSION)
+    if len(data_files) < len(found):  # a README, a licence, a checksum file: said, so that no shard goes unnoticed
+        others = sorted(set(found) - set(data_files))
+        logger.warning("%s: %d file(s) of other formats not read (%s)", folder, len(others), ", ".join(others[:5]))
+    return data_files
 
 
 def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
@@ -89,8 +100,7 @@ def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
     files = []
     for path in map(os.fspath, paths):
         if glob.has_magic(path):
-            matches = sorted(glob.glob(path, recursive=True))
-            expanded = [file for match in matches for file in ([match] if os.path.isfile(match) else [])]
+            expanded = sorted(match for match in glob.glob(path, recursive=True) if os.path.isfile(match))
             if not expanded:
                 raise DataSourceError(f"{path}: the pattern matches no file.")
         elif os.path.isdir(path):
