@@ -165,6 +165,18 @@ def test_a_local_dataset_folder_is_read_by_its_split_files(tmp_path):
         load_rows(dataset_name=str(folder), split="test")
 
 
+def test_a_folder_in_the_hub_layout_of_parquet_shards(tmp_path):
+    # What `huggingface-cli download` leaves: README.md, data/<split>-NNNNN-of-NNNNN.parquet
+    folder = tmp_path / "corpus"
+    (folder / "data").mkdir(parents=True)
+    (folder / "README.md").write_text("---\nlicense: cc0-1.0\n---\n", encoding="utf-8")
+    write_parquet(folder / "data" / "train-00000-of-00002.parquet", ROWS[:1])
+    write_parquet(folder / "data" / "train-00001-of-00002.parquet", ROWS[1:])
+    write_parquet(folder / "data" / "test-00000-of-00001.parquet", ROWS[:1])
+    assert as_list(load_rows(dataset_name=str(folder))) == ROWS
+    assert as_list(load_rows(dataset_name=str(folder), split="test", streaming=True)) == ROWS[:1]
+
+
 def test_a_hub_name_goes_to_load_dataset_with_its_configuration(monkeypatch):
     calls = []
 
