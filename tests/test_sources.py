@@ -198,6 +198,11 @@ def test_a_hub_name_that_cannot_be_reached_is_a_user_error(monkeypatch):
         load_rows(dataset_name="someone/absent-dataset")
 
 
+def test_a_dataset_folder_that_does_not_exist_is_named_without_asking_the_hub(tmp_path):
+    with pytest.raises(DataFileNotFoundError, match=r"nowhere: no such dataset folder"):
+        load_rows(dataset_name=str(tmp_path / "nowhere"))
+
+
 def test_files_and_names_are_asked_for_alone(tmp_path):
     path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     with pytest.raises(DataSourceError, match="either data files or a dataset name"):

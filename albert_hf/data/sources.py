@@ -42,6 +42,8 @@ LOADER_OPTIONS_OF_EXTENSION = {".tsv": {"delimiter": "\t"}}
 COMPRESSION_EXTENSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 # What `Dataset.save_to_disk` / `DatasetDict.save_to_disk` write: such a folder is one source, not a folder of files.
 SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
+# A dataset name that starts like this is a local path: a Hub name is `name` or `owner/name`.
+LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", "." + os.sep, ".." + os.sep)
 # Rows read per batch by `TextRows`: Arrow hands out a batch of texts far faster than the same texts row by row.
 TEXT_BATCH_SIZE = 1000
 
@@ -204,6 +206,8 @@ def _splits_of_files(paths: list, split: str, streaming: bool):
 
 def _splits_of_dataset(source: str, name: str, config: str | None, data_dir: str | None, streaming: bool):
     """The splits of a saved folder (`load_from_disk`), a local dataset folder or a Hub name (`load_dataset`)."""
+    if name.startswith(LOCAL_PATH_PREFIXES) and not os.path.exists(name):  # not a Hub name: no need to ask the Hub
+        raise DataFileNotFoundError(f"{name}: no such dataset folder.")
     if not is_saved_dataset(name):
         return _call_datasets(source, datasets.load_dataset, name, config, data_dir=data_dir, streaming=streaming)
     if config is not None or data_dir is not None:
@@ -253,9 +257,7 @@ def _call_datasets(source: str, function, *args, **kwargs):
         cause = error.__cause__ or error
         raise DataSourceError(f"{source}: the data cannot be read ({type(cause).__name__}: {cause}).") from error
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as error:
-        raise DataSourceError(
-            f"{source}: no such dataset, locally or on the Hub ({error}). Check the name, or pass data files."
-        ) from error
+        raise DataSourceError(f"{source}: not found ({error}). Check the name or path, or pass data files.") from error
     except ValueError as error:
         if "corresponds to no data" not in str(error):  # `datasets`' word for a split without rows (a csv header)
             raise
