@@ -206,6 +206,7 @@ def _splits_of_files(paths: list, split: str, streaming: bool):
 
 def _splits_of_dataset(source: str, name: str, config: str | None, data_dir: str | None, streaming: bool):
     """The splits of a saved folder (`load_from_disk`), a local dataset folder or a Hub name (`load_dataset`)."""
+    name = os.path.expanduser(name)
     if name.startswith(LOCAL_PATH_PREFIXES) and not os.path.exists(name):  # not a Hub name: no need to ask the Hub
         raise DataFileNotFoundError(f"{name}: no such dataset folder.")
     if not is_saved_dataset(name):
