@@ -305,10 +305,7 @@ class FineTuningJob:
         set_seed(self.training_args.seed)
 
         self.tokenizer = load_tokenizer(self.model_args)
-        self.raw = {
-            split: self.prepare(split, take_first(dataset, self.sample_limit(split)))
-            for split, dataset in self.load_splits(self.splits()).items()
-        }
+        self.load_data()
         config = build_config(self.model_args, finetuning_task=self.task_name, **self.config_fields(), **preset_config)
         # Before anything is encoded or trained: longer inputs would index positions the model has no embedding for.
         check_sequence_length(self.data_args.max_seq_length, config, config_source(self.model_args))
@@ -331,6 +328,18 @@ class FineTuningJob:
         if self.training_args.do_predict:
             self.predict(trainer)
         return results
+
+    def load_data(self) -> None:
+        """`raw`: each split loaded, its first --max_*_samples kept, then prepared.
+
+        While the splits are prepared `raw` holds them limited but not yet prepared, so that preparing one split can
+        read another (classify encodes every split's labels against the training split's).
+        """
+        self.raw = {
+            split: take_first(dataset, self.sample_limit(split))
+            for split, dataset in self.load_splits(self.splits()).items()
+        }
+        self.raw = {split: self.prepare(split, examples) for split, examples in self.raw.items()}
 
     # ---- what a task may change -----------------------------------------------------------------------------------
 
