@@ -4,7 +4,8 @@
         --do_train --do_eval --do_predict --test_file conll2003/valid.txt --output_dir out/ner
 
 Data: CoNLL column files (`--data_dir` with train.txt/valid.txt/test.txt or eng.train/eng.testa/eng.testb, or
-`--train_file` etc.), json lines in the Hub layout, or a Hub dataset (`--dataset_name`). Evaluation is entity-level
+`--train_file` etc.), json lines in the Hub layout, a Hub dataset (`--dataset_name`), or tables of any format (json,
+jsonl, parquet; `--tokens_column`/`--tags_column`, tags as names or as ids named by `--tag_names`). Evaluation is entity-level
 (seqeval, conlleval-equivalent). `--do_predict` writes `predictions_test.txt` (`word gold predicted` per line) and the
 word-level scores over every word of the test file.
 """
@@ -25,10 +26,12 @@ from ..data.ner import (
     build_label_list,
     from_hub_layout,
     load_ner_file,
+    ner_sentences_from_rows,
     tokenize_and_align,
     word_predictions,
     write_conll_predictions,
 )
+from ..data.sources import data_extension, load_rows
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
@@ -61,6 +64,27 @@ class NerArguments:
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset (e.g. eriktks/conll2003) when no local files are given."}
     )
+    tokens_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (json, jsonl, parquet) or --dataset_name as a table: the column holding each "
+            "sentence's list of words (default with --tags_column: tokens)."
+        },
+    )
+    tags_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "With tables: the column holding each sentence's list of tags, as names (B-PER) or as ids "
+            "(named by the column's ClassLabel feature or by --tag_names; default with --tokens_column: ner_tags)."
+        },
+    )
+    tag_names: str | None = field(
+        default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
+    )
+
+    def reads_tables(self) -> bool:
+        """Whether the data are tables read by column (`albert_hf.data.sources`) rather than CoNLL/Hub-layout files."""
+        return bool(self.tokens_column or self.tags_column or self.tag_names)
 
 
 def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[str, str]:
@@ -80,11 +104,14 @@ def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[
 
 
 def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, splits: list[str]) -> dict[str, Dataset]:
-    """Each split from its local file when there is one, else from the Hub dataset --dataset_name."""
+    """Each split from its local file when there is one, else from the Hub dataset --dataset_name; read as tables
+    (any format, by column) when --tokens_column/--tags_column/--tag_names say so, or when a file is parquet."""
     files = find_split_files(data_args, splits)
     datasets = {}
     for split in splits:
-        if split in files:
+        if ner_args.reads_tables() or data_extension(files.get(split, "")) == ".parquet":
+            datasets[split] = load_ner_table(files.get(split), ner_args, split)
+        elif split in files:
             datasets[split] = load_ner_file(files[split], ner_args.tag_column)
         elif ner_args.dataset_name:
             from datasets import load_dataset
@@ -94,6 +121,21 @@ def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, spli
         else:
             raise UserError(f"No {split} data: pass --data_dir, --{split}_file or --dataset_name.")
     return datasets
+
+
+def load_ner_table(file: str | None, ner_args: NerArguments, split: str) -> Dataset:
+    """The sentences of one split's table: the file, else that split of --dataset_name."""
+    if file:
+        rows, source = load_rows(data_files=file, split=split), file
+    elif ner_args.dataset_name:
+        rows, source = load_rows(dataset_name=ner_args.dataset_name, split=split), f"{ner_args.dataset_name}[{split}]"
+    else:
+        raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
+    tag_names = [name.strip() for name in ner_args.tag_names.split(",")] if ner_args.tag_names else None
+    sentences = ner_sentences_from_rows(
+        rows, source, ner_args.tokens_column or "tokens", ner_args.tags_column or "ner_tags", tag_names
+    )
+    return Dataset.from_list(sentences)
 
 
 def checkpoint_label_order(model_args: ModelArguments, labels: list[str]) -> list[str]:
