@@ -4,8 +4,10 @@
     python examples/multiple_choice/run_swag.py --train_file race/train --validation_file race/dev \\
         --model_name_or_path <albert checkpoint> --preset race --do_train --do_eval --output_dir out/race
 
-Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too. The
-metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
+Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too.
+Tables of any format (csv, tsv, json, jsonl, parquet, or `--dataset_name`) are read by column with `--context_column`,
+`--choice_columns` (one per choice, or one list column), `--label_column` and, for RACE-like tables,
+`--question_column`. The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from datasets import Dataset
 from sklearn.metrics import accuracy_score
 from transformers import DataCollatorForMultipleChoice, EvalPrediction, Trainer
 
-from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..data.sources import load_rows
 from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
@@ -34,6 +37,25 @@ class MultipleChoiceArguments:
         default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
     )
     dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration (e.g. regular, all)."})
+    context_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (csv, tsv, json, jsonl, parquet) or --dataset_name as a table: the column of "
+            "each question's context (the first segment of every pair)."
+        },
+    )
+    choice_columns: list[str] = field(
+        default_factory=list,
+        metadata={"help": "With --context_column: one column per choice, or one column holding the list of choices."},
+    )
+    question_column: str | None = field(
+        default=None,
+        metadata={"help": "With --context_column: a question column put before each choice (RACE-like tables)."},
+    )
+    label_column: str = field(
+        default="label",
+        metadata={"help": "With --context_column: the column of the right choice (index, digit or letter)."},
+    )
 
 
 def accuracy_compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
@@ -45,11 +67,14 @@ def accuracy_compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float
 def load_splits(
     data_args: FineTuningArguments, mc_args: MultipleChoiceArguments, splits: list[str]
 ) -> dict[str, Dataset]:
-    """Each split from its file (--train_file, --validation_file, --test_file), else from the Hub."""
+    """Each split from its file (--train_file, --validation_file, --test_file), else from the Hub; read as a table
+    (any format, by column) with --context_column."""
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     datasets = {}
     for split in splits:
-        if files[split]:
+        if mc_args.context_column:
+            datasets[split] = load_table(files[split], mc_args, split)
+        elif files[split]:
             datasets[split] = load_multiple_choice(files[split])
         elif mc_args.dataset_name:
             from datasets import load_dataset
@@ -59,6 +84,23 @@ def load_splits(
         else:
             raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
     return datasets
+
+
+def load_table(file: str | None, mc_args: MultipleChoiceArguments, split: str) -> Dataset:
+    """The questions of one split's table: the file, else that split of --dataset_name."""
+    if file:
+        rows, source = load_rows(data_files=file, split=split), file
+    elif mc_args.dataset_name:
+        rows = load_rows(
+            dataset_name=mc_args.dataset_name, dataset_config_name=mc_args.dataset_config_name, split=split
+        )
+        source = f"{mc_args.dataset_name}[{split}]"
+    else:
+        raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
+    examples = examples_from_rows(
+        rows, source, mc_args.context_column, mc_args.choice_columns, mc_args.label_column, mc_args.question_column
+    )
+    return Dataset.from_list(examples)
 
 
 def write_predictions(path: str, logits: np.ndarray) -> None:
