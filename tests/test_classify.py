@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 from conftest import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction
 
@@ -219,3 +220,65 @@ def test_regression_of_pairs_end_to_end(spiece_model, tmp_path):
     predictions = [line.split("\t") for line in (output_dir / "predictions_test.tsv").read_text().splitlines()[1:]]
     assert len(predictions) == 24 and all(math.isfinite(float(score)) for _, score in predictions)
     assert "predict_pearson" in json.loads((output_dir / "predict_results.json").read_text())
+
+
+def test_resumes_from_the_latest_checkpoint_as_if_never_stopped(spiece_model, tmp_path):
+    """A run stopped after its checkpoint at step 3 (its folder holds only that checkpoint) and restarted with
+    --resume_from_checkpoint latest ends with the weights of the run that was never stopped."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    train = write_table(tmp_path / "train.csv", separable_rows(0, 48))
+    argv = ["--train_file", train, "--do_train", "--max_steps", "6", "--per_device_train_batch_size", "8"]
+    argv += ["--save_steps", "3", "--seed", "0"]
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+
+    def args(output_dir, *extra):
+        command = job_args(spiece_model, output_dir, *argv, *extra)
+        command[command.index("--save_strategy") + 1] = "steps"
+        return ["classify", *command]
+
+    assert cli_main(args(whole)) == 0
+    resumed.mkdir()
+    shutil.copytree(whole / "checkpoint-3", resumed / "checkpoint-3")
+    # A run that trained steps 1-3 again would save checkpoint-3 again, in place of this folder and its mark.
+    (resumed / "checkpoint-3" / "mark").write_text("not written again")
+    assert cli_main(args(resumed, "--resume_from_checkpoint", "latest")) == 0
+    assert (resumed / "checkpoint-3" / "mark").exists() and (resumed / "checkpoint-6").is_dir()
+    assert json.loads((resumed / "trainer_state.json").read_text())["global_step"] == 6
+    expected, actual = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert expected.keys() == actual.keys()
+    assert all(torch.equal(expected[name], actual[name]) for name in expected)
+
+
+@pytest.mark.distributed
+def test_two_processes_predict_what_one_does(spiece_model, tmp_path):
+    """torchrun, 2 CPU processes, uneven last batches: the same evaluation and the same prediction file, in order."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo_root = Path(__file__).resolve().parents[1]
+    train = write_table(tmp_path / "train.csv", separable_rows(0, 24))
+    test = write_table(tmp_path / "test.csv", separable_rows(2, 11))
+    trained = tmp_path / "trained"
+    first = ["--train_file", train, "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "8"]
+    assert cli_main(["classify", *job_args(spiece_model, trained, *first)]) == 0
+
+    argv = ["--model_name_or_path", str(trained), "--validation_file", test, "--test_file", test]
+    argv += ["--do_eval", "--do_predict", "--per_device_eval_batch_size", "3"]
+    assert cli_main(["classify", *job_args(spiece_model, tmp_path / "one", *argv)]) == 0
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    command += [str(repo_root / "examples" / "classify" / "run_classify.py")]
+    command += job_args(spiece_model, tmp_path / "two", *argv)
+    python_path = os.pathsep.join(filter(None, [str(repo_root), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    one, two = ((tmp_path / run / "predictions_test.tsv").read_text() for run in ("one", "two"))
+    assert two == one and len(one.splitlines()) == 12
+    scores = [json.loads((tmp_path / run / "eval_results.json").read_text()) for run in ("one", "two")]
+    assert scores[1]["eval_accuracy"] == scores[0]["eval_accuracy"] and scores[1]["eval_samples"] == 11

@@ -313,21 +313,26 @@ class FineTuningJob:
         self.features = {split: self.encode(split, dataset) for split, dataset in self.raw.items()}
 
         eval_sets = self.eval_sets()
-        trainer = self.trainer_class(
+        trainer = self.build_trainer(model, eval_sets.get("eval"))
+        results = train_and_evaluate(trainer, self.training_args, eval_sets)
+        if self.training_args.do_predict:
+            self.predict(trainer)
+        return results
+
+    def build_trainer(self, model, eval_dataset: Dataset | None) -> Trainer:
+        """`trainer_class` on the model, the training split and the first evaluation set, with the task's collator,
+        metrics and model card."""
+        return self.trainer_class(
             model=model,
             args=self.training_args,
             train_dataset=self.model_inputs("train"),
-            eval_dataset=eval_sets.get("eval"),
+            eval_dataset=eval_dataset,
             processing_class=self.tokenizer,
             data_collator=self.data_collator(pad_to_multiple_of(self.data_args, self.training_args)),
             compute_metrics=self.compute_metrics(),
             card_info=self.card_info(),
             **self.trainer_arguments(),
         )
-        results = train_and_evaluate(trainer, self.training_args, eval_sets)
-        if self.training_args.do_predict:
-            self.predict(trainer)
-        return results
 
     def load_data(self) -> None:
         """`raw`: each split loaded, its first --max_*_samples kept, then prepared.
