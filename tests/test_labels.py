@@ -109,3 +109,30 @@ def test_bad_regression_labels_are_named(value, message):
     space = LabelSpace(REGRESSION)
     with pytest.raises(LabelError, match=rf"jsts \(test\): row 1, column 'label': .*{message}"):
         encode_labels([1.0, value], space, "test", "jsts")
+
+
+def test_scores_written_as_strings_are_a_regression():
+    # JSTS's json files write every score as a string.
+    space = infer_label_space(["0.0", "2.4", "5.0"], "label", "jsts")
+    assert space == LabelSpace(REGRESSION)
+    assert encode_labels(["3.8", "1.0", 2], space, "validation", "jsts") == [3.8, 1.0, 2.0]
+    with pytest.raises(LabelError, match=r"row 1, column 'label': a regression label must be a number, got 'high'"):
+        encode_labels(["3.8", "high"], space, "validation", "jsts")
+
+
+def test_names_that_are_integers_sort_numerically_and_keep_their_spelling():
+    assert infer_label_space(["10", "2", "1"], "stars", "reviews") == LabelSpace(CLASSIFICATION, ["1", "2", "10"])
+    assert infer_label_space(["2.4", "high"], "label", "t") == LabelSpace(CLASSIFICATION, ["2.4", "high"])
+
+
+def test_the_kind_can_be_chosen_where_the_values_allow_it():
+    assert infer_label_space([1, 5, 3], "stars", "reviews", kind=REGRESSION) == LabelSpace(REGRESSION)
+    assert infer_label_space([1, 5, 3], "stars", "reviews", kind=CLASSIFICATION) == LabelSpace(
+        CLASSIFICATION, ["1", "3", "5"]
+    )
+    with pytest.raises(
+        LabelError, match=r"reviews: column 'stars' holds scores with fractions, which cannot be classes"
+    ):
+        infer_label_space([1.5, 5], "stars", "reviews", kind=CLASSIFICATION)
+    with pytest.raises(LabelError, match=r"reviews: column 'stars' holds labels that are not numbers"):
+        infer_label_space(["pos", "neg"], "stars", "reviews", kind=REGRESSION)

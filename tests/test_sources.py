@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from albert_hf.data.sources import (
+    DataFileNotFoundError,
     DataSourceError,
     TextRows,
     data_format,
@@ -97,7 +98,7 @@ def test_compressed_files_are_read_by_their_inner_extension(tmp_path):
     assert as_list(load_rows(data_files=[str(path)])) == ROWS
 
 
-def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path):
+def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path, caplog):
     shards = tmp_path / "shards"
     (shards / "nested").mkdir(parents=True)
     write_jsonl(shards / "part-1.jsonl", ROWS[1:2])
@@ -111,6 +112,7 @@ def test_a_folder_gives_its_data_files_sorted_and_skips_other_files(tmp_path):
         str(shards / "part-1.jsonl"),
     ]
     assert as_list(load_rows(data_files=[str(shards)])) == [ROWS[2], ROWS[0], ROWS[1]]
+    assert f"{shards}: 1 file(s) of other formats not read ({shards / 'README.md'})" in caplog.text
 
 
 def test_globs_and_several_shards_keep_the_order_given(tmp_path):
@@ -163,6 +165,18 @@ def test_a_local_dataset_folder_is_read_by_its_split_files(tmp_path):
         load_rows(dataset_name=str(folder), split="test")
 
 
+def test_a_folder_in_the_hub_layout_of_parquet_shards(tmp_path):
+    # What `huggingface-cli download` leaves: README.md, data/<split>-NNNNN-of-NNNNN.parquet
+    folder = tmp_path / "corpus"
+    (folder / "data").mkdir(parents=True)
+    (folder / "README.md").write_text("---\nlicense: cc0-1.0\n---\n", encoding="utf-8")
+    write_parquet(folder / "data" / "train-00000-of-00002.parquet", ROWS[:1])
+    write_parquet(folder / "data" / "train-00001-of-00002.parquet", ROWS[1:])
+    write_parquet(folder / "data" / "test-00000-of-00001.parquet", ROWS[:1])
+    assert as_list(load_rows(dataset_name=str(folder))) == ROWS
+    assert as_list(load_rows(dataset_name=str(folder), split="test", streaming=True)) == ROWS[:1]
+
+
 def test_a_hub_name_goes_to_load_dataset_with_its_configuration(monkeypatch):
     calls = []
 
@@ -184,6 +198,11 @@ def test_a_hub_name_that_cannot_be_reached_is_a_user_error(monkeypatch):
         load_rows(dataset_name="someone/absent-dataset")
 
 
+def test_a_dataset_folder_that_does_not_exist_is_named_without_asking_the_hub(tmp_path):
+    with pytest.raises(DataFileNotFoundError, match=r"nowhere: no such dataset folder"):
+        load_rows(dataset_name=str(tmp_path / "nowhere"))
+
+
 def test_files_and_names_are_asked_for_alone(tmp_path):
     path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     with pytest.raises(DataSourceError, match="either data files or a dataset name"):
@@ -192,9 +211,20 @@ def test_files_and_names_are_asked_for_alone(tmp_path):
         load_rows()
 
 
+def test_a_configuration_selects_part_of_a_dataset_not_of_files(tmp_path):
+    path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    with pytest.raises(DataSourceError, match=r"a configuration \(--dataset_config_name\) or data_dir selects part"):
+        load_rows(data_files=[str(path)], dataset_config_name="ja")
+    saved = tmp_path / "saved"
+    datasets.Dataset.from_list(ROWS).save_to_disk(str(saved))
+    with pytest.raises(DataSourceError, match=r"saved is a dataset saved with save_to_disk: it has no configurations"):
+        load_rows(dataset_name=str(saved), dataset_config_name="ja")
+
+
 def test_missing_paths_and_empty_matches_are_named(tmp_path):
-    with pytest.raises(DataSourceError, match=r"absent\.jsonl: no such file or folder"):
+    with pytest.raises(DataFileNotFoundError, match=r"absent\.jsonl: no such file or folder"):
         expand_data_files([tmp_path / "absent.jsonl"])
+    assert issubclass(DataFileNotFoundError, FileNotFoundError) and issubclass(DataFileNotFoundError, UserError)
     with pytest.raises(DataSourceError, match=r"\*\.parquet: the pattern matches no file"):
         expand_data_files([str(tmp_path / "*.parquet")])
     (tmp_path / "empty").mkdir()
@@ -251,10 +281,12 @@ def test_text_rows_skip_and_count_empty_texts(tmp_path, caplog):
     for streaming in (False, True):
         rows = load_rows(data_files=[str(write_jsonl(tmp_path / "rows.jsonl", written))], streaming=streaming)
         texts = TextRows(rows, "text", "rows.jsonl")
+        caplog.clear()
         with caplog.at_level(logging.WARNING, logger="albert_hf.data.sources"):
             assert list(texts) == ["one", "two"]
+            assert list(texts) == ["one", "two"]  # a second pass (tokenizer training reads twice) reads them again
         assert (texts.read, texts.empty) == (4, 2)
-        assert "rows.jsonl: skipped 2 empty texts of 4 rows (column 'text')" in caplog.text
+        assert caplog.text.count("rows.jsonl: skipped 2 empty texts of 4 rows (column 'text')") == 1
 
 
 @pytest.mark.parametrize(
@@ -262,6 +294,10 @@ def test_text_rows_skip_and_count_empty_texts(tmp_path, caplog):
     [
         ([{"text": "fine"}, {"text": None}], r"row 1: column 'text' is empty \(None\)"),
         ([{"text": 7}, {"text": 8}], r"row 0: column 'text' is not a string but int 7"),
+        (
+            [{"text": ["a long list"] * 20}],
+            r"row 0: column 'text' is not a string but list \['a long list', .*\.\.\.\.",
+        ),
     ],
 )
 def test_text_rows_that_are_not_strings_are_named(written, message):

@@ -13,6 +13,7 @@ import pytest
 from albert_hf.data.multiple_choice import examples_from_rows, read_multiple_choice
 from albert_hf.data.ner import CONLL2003_LABELS, ner_sentences_from_rows, read_conll
 from albert_hf.data.sources import DataSourceError, load_rows
+from albert_hf.errors import UserError
 
 
 @pytest.fixture(autouse=True)
@@ -136,3 +137,11 @@ def test_multiple_choice_columns_are_checked_by_option():
         examples_from_rows(rows, "table", "q", ["c0", "c1"])
     with pytest.raises(DataSourceError, match=r"table row 0: 1 choice; pass --choice_columns"):
         examples_from_rows(rows, "table", "q", ["c0"], label_column="answer")
+
+
+def test_a_list_column_with_different_numbers_of_choices_is_refused():
+    rows = datasets.Dataset.from_list(
+        [{"q": "Q1?", "options": ["a", "b"], "answer": 0}, {"q": "Q2?", "options": ["a", "b", "c"], "answer": 2}]
+    )
+    with pytest.raises(UserError, match=r"table: examples have different numbers of choices \[2, 3\]"):
+        examples_from_rows(rows, "table", "q", ["options"], label_column="answer")

@@ -9,10 +9,11 @@ decides which, once, and every other split is encoded against it:
     config = AlbertConfig(**space.config_kwargs(), ...)
 
 Rules, in order: a `datasets.ClassLabel` feature gives its names (in its order, which is the dataset's meaning of the
-ids); strings or integers give a classification with sorted names (integers numerically, names as str); booleans give
-["False", "True"]; floats with a non-integral value give a regression (floats that are all integral, as a csv column
-of 0/1 read with a blank becomes, are class ids). Strings mixed with numbers, a missing value (None, NaN), or a
-non-finite score is an error naming the column, split and row.
+ids); numbers with a fraction give a regression, also when written as strings ("2.4": JSTS's json writes its scores
+so); other strings, integers, and floats that are all integral (a csv column of 0/1 with a blank is read as floats)
+give a classification with sorted names (numbers numerically, named as written: 1.0 -> "1"); booleans give ["False",
+"True"]. Strings mixed with numbers, a missing value (None, NaN), or a non-finite score is an error naming the column,
+split and row; `kind=` overrides the inference where the values allow it.
 """
 
 from __future__ import annotations
@@ -104,18 +105,57 @@ def _name(value) -> str:
     return str(int(value))
 
 
+def _number(value) -> float | None:
+    """A label as a number: ints and floats, and strings that spell a finite number ("2.4", as JSTS writes its scores);
+    None for any other label."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def infer_label_space(
-    values: Iterable, column: str, source: str, feature: datasets.features.FeatureType | None = None
+    values: Iterable,
+    column: str,
+    source: str,
+    feature: datasets.features.FeatureType | None = None,
+    kind: str | None = None,
 ) -> LabelSpace:
     """The label space of the training split's `values` of `column` (see the module's rules); `feature` is the column's
-    `datasets` feature when there is one (`rows.features[column]`), so a ClassLabel keeps its names and their order."""
+    `datasets` feature when there is one (`rows.features[column]`), so a ClassLabel keeps its names and their order.
+
+    `kind` overrides the inference where the values allow it: REGRESSION for integer scores (a 1-5 rating learned as
+    a score), CLASSIFICATION for names that happen to be numbers. Scores with fractions cannot be classes.
+    """
     if isinstance(feature, datasets.ClassLabel):
         return LabelSpace(CLASSIFICATION, feature.names)
+    names = _distinct_labels(values, column, source)
+    as_numbers = {name: _number(name) for name in names}
+    numeric = all(number is not None for number in as_numbers.values())
+    has_fractions = numeric and any(not number.is_integer() for number in as_numbers.values())
+    if kind == REGRESSION or (kind is None and has_fractions):
+        if not numeric:
+            raise LabelError(
+                f"{source}: column {column!r} holds labels that are not numbers; a regression needs scores."
+            )
+        return LabelSpace(REGRESSION)
+    if has_fractions:
+        raise LabelError(f"{source}: column {column!r} holds scores with fractions, which cannot be classes.")
+    order = (lambda name: as_numbers[name]) if numeric else None  # 1 < 2 < 10, not "10" < "2"
+    return LabelSpace(CLASSIFICATION, [_name(name) for name in sorted(names, key=order)])
+
+
+def _distinct_labels(values: Iterable, column: str, source: str) -> set:
+    """The distinct labels of the training split, once checked to be of one kind (names, numbers or booleans)."""
     first_row_of_kind: dict[str, int] = {}
     names: set = set()
     for row, value in enumerate(values):
-        kind = _value_kind(value, _where(source, "train", column, row))
-        first_row_of_kind.setdefault(kind, row)
+        first_row_of_kind.setdefault(_value_kind(value, _where(source, "train", column, row)), row)
         names.add(value)
     if not first_row_of_kind:
         raise LabelError(f"{source}: column {column!r} has no labels.")
@@ -125,13 +165,7 @@ def infer_label_space(
         raise LabelError(
             f"{source}: column {column!r} mixes kinds of labels: {found}. Labels must be all names or all numbers."
         )
-    if kinds <= {"int", "float"} and any(not float(value).is_integer() for value in names):
-        return LabelSpace(REGRESSION)
-    if kinds == {"str"}:
-        return LabelSpace(CLASSIFICATION, sorted(names))
-    if kinds == {"bool"}:
-        return LabelSpace(CLASSIFICATION, [str(value) for value in sorted(names)])
-    return LabelSpace(CLASSIFICATION, [_name(value) for value in sorted(names)])
+    return names
 
 
 def encode_labels(
@@ -165,9 +199,11 @@ def encode_labels(
 
 
 def _score(value, where: str) -> float:
-    if _value_kind(value, where) not in ("int", "float"):
+    _value_kind(value, where)  # a missing or non-finite value: its own message
+    number = _number(value)
+    if number is None:
         raise LabelError(f"{where}: a regression label must be a number, got {value!r}.")
-    return float(value)
+    return number
 
 
 def _class_name(value, feature, where: str) -> str:

@@ -13,6 +13,9 @@ Accepted records (json lines, or one json list / RACE article object per file):
     SWAG:           {"sent1", "sent2", "ending0", ..., "endingK", "label"}
     RACE, flat:     {"article", "question", "options": [...], "answer": "A" | 0}     (the Hub's ehovy/race layout)
     RACE, original: {"article", "questions": [...], "options": [[...], ...], "answers": [...]}   (one file per article)
+
+Any table (csv, json lines, parquet, a Hub dataset: JCommonsenseQA's `question, choice0..choice4, label`) is read by
+`examples_from_rows`, naming its context, choice and label columns.
 """
 
 from __future__ import annotations
@@ -133,10 +136,12 @@ def read_multiple_choice(path: str) -> list[dict]:
 def check_examples(examples: list[dict], source: str) -> list[dict]:
     """`examples`, once checked to be some and to have one number of choices (a batch is [examples, choices, tokens])."""
     if not examples:
-        raise ValueError(f"{source}: no multiple-choice examples found.")
+        raise DataSourceError(f"{source}: no multiple-choice examples found.")
     counts = {len(example["choices"]) for example in examples}
     if len(counts) > 1:
-        raise ValueError(f"{source}: examples have different numbers of choices {sorted(counts)}; batches need one.")
+        raise DataSourceError(
+            f"{source}: examples have different numbers of choices {sorted(counts)}; batches need one."
+        )
     return examples
 
 

@@ -28,17 +28,32 @@ from ..errors import UserError
 logger = logging.getLogger(__name__)
 
 # The loader of `datasets` that reads each extension, and the options it needs for it.
-FORMAT_OF_EXTENSION = {".txt": "text", ".text": "text", ".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv"}
-FORMAT_OF_EXTENSION[".parquet"] = "parquet"
+FORMAT_OF_EXTENSION = {
+    ".txt": "text",
+    ".text": "text",
+    ".json": "json",
+    ".jsonl": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+}
 LOADER_OPTIONS_OF_EXTENSION = {".tsv": {"delimiter": "\t"}}
 # Compressed files are read through `datasets` (fsspec), which decompresses them by their extension.
 COMPRESSION_EXTENSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 # What `Dataset.save_to_disk` / `DatasetDict.save_to_disk` write: such a folder is one source, not a folder of files.
 SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
+# A dataset name that starts like this is a local path: a Hub name is `name` or `owner/name`.
+LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", "." + os.sep, ".." + os.sep)
+# Rows read per batch by `TextRows`: Arrow hands out a batch of texts far faster than the same texts row by row.
+TEXT_BATCH_SIZE = 1000
 
 
 class DataSourceError(UserError):
     """A data source (files, a folder, a dataset name, a split, a column, a row) that cannot be read as asked."""
+
+
+class DataFileNotFoundError(DataSourceError, FileNotFoundError):
+    """A data file or folder that does not exist; also a `FileNotFoundError`, which readers raised for it before."""
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -69,7 +84,11 @@ def _files_of_folder(folder: str) -> list[str]:
     for root, folders, names in os.walk(folder):
         folders[:] = [name for name in folders if not name.startswith(".")]
         found += [os.path.join(root, name) for name in names if not name.startswith(".")]
-    return sorted(path for path in found if data_extension(path) in FORMAT_OF_EXTENSION)
+    data_files = sorted(path for path in found if data_extension(path) in FORMAT_OF_EXTENSION)
+    if len(data_files) < len(found):  # a README, a licence, a checksum file: said, so that no shard goes unnoticed
+        others = sorted(set(found) - set(data_files))
+        logger.warning("%s: %d file(s) of other formats not read (%s)", folder, len(others), ", ".join(others[:5]))
+    return data_files
 
 
 def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
@@ -83,8 +102,7 @@ def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
     files = []
     for path in map(os.fspath, paths):
         if glob.has_magic(path):
-            matches = sorted(glob.glob(path, recursive=True))
-            expanded = [file for match in matches for file in ([match] if os.path.isfile(match) else [])]
+            expanded = sorted(match for match in glob.glob(path, recursive=True) if os.path.isfile(match))
             if not expanded:
                 raise DataSourceError(f"{path}: the pattern matches no file.")
         elif os.path.isdir(path):
@@ -95,7 +113,7 @@ def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
         elif os.path.isfile(path):
             expanded = [path]
         else:
-            raise DataSourceError(f"{path}: no such file or folder.")
+            raise DataFileNotFoundError(f"{path}: no such file or folder.")
         files += expanded
     if not files:
         raise DataSourceError("no data files given.")
@@ -157,31 +175,46 @@ def load_rows(
     if (data_files is None) == (dataset_name is None):
         raise DataSourceError("give either data files or a dataset name (--dataset_name), not both or neither.")
     if data_files is not None:
+        if dataset_config_name is not None or data_dir is not None:
+            raise DataSourceError(
+                "a configuration (--dataset_config_name) or data_dir selects part of a dataset (--dataset_name); "
+                "data files are read whole."
+            )
         paths = [data_files] if isinstance(data_files, (str, os.PathLike)) else list(data_files)
         if len(paths) == 1 and is_saved_dataset(paths[0]):
             return load_rows(dataset_name=os.fspath(paths[0]), split=split, streaming=streaming)
-        files = expand_data_files(paths)
-        source = source_name(data_files=paths)
-        loader, options = _format_and_options(files)
-        if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
-            raise DataSourceError(f"{source}: the data files are empty.")
-        splits = _call_datasets(
-            source, datasets.load_dataset, loader, data_files={split: files}, streaming=streaming, **options
-        )
-    elif is_saved_dataset(dataset_name):
-        source = dataset_name
-        splits = _call_datasets(source, datasets.load_from_disk, dataset_name)
-        if streaming:
-            splits = _to_iterable(splits)
+        source, splits = source_name(data_files=paths), _splits_of_files(paths, split, streaming)
     else:
         source = source_name(dataset_name=dataset_name, dataset_config_name=dataset_config_name)
-        splits = _call_datasets(
-            source, datasets.load_dataset, dataset_name, dataset_config_name, data_dir=data_dir, streaming=streaming
-        )
+        splits = _splits_of_dataset(source, dataset_name, dataset_config_name, data_dir, streaming)
     rows = pick_split(splits, split, source)
     if isinstance(rows, datasets.Dataset) and len(rows) == 0:
         raise DataSourceError(f"{source}: the {split} split has no rows.")
     return rows
+
+
+def _splits_of_files(paths: list, split: str, streaming: bool):
+    """Data files as the one split `split`, read by the `datasets` loader of their format."""
+    files, source = expand_data_files(paths), source_name(data_files=paths)
+    loader, options = _format_and_options(files)
+    if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
+        raise DataSourceError(f"{source}: the data files are empty.")
+    return _call_datasets(
+        source, datasets.load_dataset, loader, data_files={split: files}, streaming=streaming, **options
+    )
+
+
+def _splits_of_dataset(source: str, name: str, config: str | None, data_dir: str | None, streaming: bool):
+    """The splits of a saved folder (`load_from_disk`), a local dataset folder or a Hub name (`load_dataset`)."""
+    name = os.path.expanduser(name)
+    if name.startswith(LOCAL_PATH_PREFIXES) and not os.path.exists(name):  # not a Hub name: no need to ask the Hub
+        raise DataFileNotFoundError(f"{name}: no such dataset folder.")
+    if not is_saved_dataset(name):
+        return _call_datasets(source, datasets.load_dataset, name, config, data_dir=data_dir, streaming=streaming)
+    if config is not None or data_dir is not None:
+        raise DataSourceError(f"{name} is a dataset saved with save_to_disk: it has no configurations or data_dir.")
+    splits = _call_datasets(source, datasets.load_from_disk, name)
+    return _to_iterable(splits) if streaming else splits
 
 
 def source_name(
@@ -225,9 +258,7 @@ def _call_datasets(source: str, function, *args, **kwargs):
         cause = error.__cause__ or error
         raise DataSourceError(f"{source}: the data cannot be read ({type(cause).__name__}: {cause}).") from error
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as error:
-        raise DataSourceError(
-            f"{source}: no such dataset, locally or on the Hub ({error}). Check the name, or pass data files."
-        ) from error
+        raise DataSourceError(f"{source}: not found ({error}). Check the name or path, or pass data files.") from error
     except ValueError as error:
         if "corresponds to no data" not in str(error):  # `datasets`' word for a split without rows (a csv header)
             raise
@@ -268,8 +299,8 @@ class TextRows:
     """The texts of `column` of `rows`, checked: a row that is None or not a string is an error naming its index.
 
     An empty (or whitespace-only) text carries nothing to learn from, and a table export often has some: it is
-    skipped, counted in `empty`, and the count is logged once the rows are read. A source with no text at all is an
-    error. Iterating again reads the rows again (a stream is streamed again), so the counts are those of the last pass.
+    skipped, counted in `empty`, and the count is logged once the rows are first read. A source with no text at all is
+    an error. Iterating again reads the rows again (a stream is streamed again); the counts are those of the last pass.
     """
 
     def __init__(
@@ -278,32 +309,45 @@ class TextRows:
         require_columns(rows, {option: column}, source)
         self.rows, self.column, self.source = rows, column, source
         self.read = self.empty = 0
+        self._empty_reported = False
 
     def __iter__(self) -> Iterator[str]:
         self.read = self.empty = 0
-        texts = self.rows.select_columns([self.column])
-        for index, row in enumerate(texts):
-            text = row[self.column]
-            if not isinstance(text, str):
-                kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {text!r}"
-                raise DataSourceError(
-                    f"{self.source}: row {index}: column {self.column!r} is {kind}. Fix or drop that row, or pick "
-                    "a text column."
-                )
-            self.read += 1
-            if text.strip():
-                yield text
-            else:
-                self.empty += 1
+        for batch in self.rows.select_columns([self.column]).iter(batch_size=TEXT_BATCH_SIZE):
+            for text in batch[self.column]:
+                self._check(text)
+                self.read += 1
+                if text.strip():
+                    yield text
+                else:
+                    self.empty += 1
         if self.read == self.empty:
             raise DataSourceError(f"{self.source}: no text in column {self.column!r} ({self.read} rows, all empty).")
-        if self.empty:
+        if self.empty and not self._empty_reported:  # once: a reader may pass over the rows more than once
+            self._empty_reported = True
             logger.warning(
                 "%s: skipped %d empty texts of %d rows (column %r).", self.source, self.empty, self.read, self.column
             )
 
+    def _check(self, text) -> None:
+        """A text must be a string; the error names the row (`self.read` rows came before it)."""
+        if isinstance(text, str):
+            return
+        kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {_short(text)}"
+        raise DataSourceError(
+            f"{self.source}: row {self.read}: column {self.column!r} is {kind}. Fix or drop that row, or pick a text "
+            "column."
+        )
+
+
+def _short(value, limit: int = 80) -> str:
+    """`repr(value)`, cut to `limit` characters: enough to recognise a value without printing a whole document."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 __all__ = [
+    "DataFileNotFoundError",
     "DataSourceError",
     "TextRows",
     "column_names",
