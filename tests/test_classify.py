@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -105,6 +106,51 @@ def test_pairs_and_scores_make_a_regression(spiece_model, tmp_path):
         {"sentence1": "Three.", "sentence2": "Four.", "label": 4.25, "idx": 1},
     ]
     assert job.config_fields()["problem_type"] == "regression" and job.config_fields()["num_labels"] == 1
+
+
+def test_integer_scores_as_a_regression_with_label_kind(spiece_model, tmp_path):
+    rows = [{"text": "one", "label": 1}, {"text": "five", "label": 5}, {"text": "three", "label": 3}]
+    train = write_table(tmp_path / "train.jsonl", rows)
+    argv = job_args(spiece_model, tmp_path / "out", "--train_file", train, "--do_train")
+    assert loaded_job(argv).label_space.names == ("1", "3", "5")  # integers: classes by default
+    job = loaded_job([*argv, "--label_kind", "regression"])
+    assert job.label_space.kind == "regression" and job.raw["train"]["label"] == [1.0, 5.0, 3.0]
+    with pytest.raises(UserError, match="--label_kind must be classification or regression, got 'score'"):
+        ClassifyJob.from_argv([*argv, "--label_kind", "score"])
+
+
+JGLUE = Path(__file__).resolve().parent / "data" / "jglue"
+
+
+@pytest.mark.parametrize(
+    ("folder", "version", "columns", "expected"),
+    [
+        ("marc_ja", "1.1", ["--text_column", "sentence"], ("negative", "positive")),
+        (
+            "jnli",
+            "1.3",
+            ["--text_column", "sentence1", "--text_pair_column", "sentence2"],
+            ("contradiction", "entailment", "neutral"),
+        ),
+        ("jsts", "1.3", ["--text_column", "sentence1", "--text_pair_column", "sentence2"], "regression"),
+    ],
+)
+def test_jglue_tables_as_published(folder, version, columns, expected, spiece_model, tmp_path):
+    """The JGLUE-layout files (made up, tests/data/jglue): MARC-ja's two classes, JNLI's three, JSTS's string scores
+    as a regression; every row of both files read, the labels as the json lines write them."""
+    files = {split: JGLUE / f"{folder}-v{version}" / f"{split}-v{version}.json" for split in ("train", "valid")}
+    argv = ["--train_file", str(files["train"]), "--validation_file", str(files["valid"]), *columns]
+    job = loaded_job(job_args(spiece_model, tmp_path / "out", *argv, "--do_train", "--do_eval"))
+    for split, name in (("train", "train"), ("validation", "valid")):
+        records = [json.loads(line) for line in files[name].read_text(encoding="utf-8").splitlines()]
+        text_column = columns[1]
+        assert job.raw[split]["sentence1"] == [record[text_column] for record in records]
+        if expected == "regression":
+            assert job.raw[split]["label"] == [float(record["label"]) for record in records]
+        else:
+            names = job.label_space.names
+            assert [names[label] for label in job.raw[split]["label"]] == [record["label"] for record in records]
+    assert (job.label_space.kind if expected == "regression" else job.label_space.names) == expected
 
 
 def test_unknown_column_names_the_columns_there_are(spiece_model, tmp_path):
@@ -258,7 +304,6 @@ def test_two_processes_predict_what_one_does(spiece_model, tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     repo_root = Path(__file__).resolve().parents[1]
     train = write_table(tmp_path / "train.csv", separable_rows(0, 24))

@@ -239,3 +239,25 @@ def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_p
     assert cli_main(["multiple-choice", *argv]) == 0
     assert json.loads((output_dir / "eval_results.json").read_text())["eval_samples"] == len(examples)
     assert len((output_dir / "predictions_test.jsonl").read_text().splitlines()) == len(examples)
+
+
+def test_jcommonsenseqa_as_published(spiece_model, tmp_path):
+    """The JCommonsenseQA-layout files (made up, tests/data/jglue): the question and its five choices, the label the
+    index of the answer, every row of both files."""
+    from pathlib import Path
+
+    from albert_hf.tasks.multiple_choice import MultipleChoiceJob
+
+    folder = Path(__file__).resolve().parent / "data" / "jglue" / "jcommonsenseqa-v1.3"
+    files = {split: folder / f"{split}-v1.3.json" for split in ("train", "valid")}
+    argv = ["--train_file", str(files["train"]), "--validation_file", str(files["valid"]), "--do_train", "--do_eval"]
+    argv += ["--context_column", "question", "--choice_columns", *(f"choice{i}" for i in range(5))]
+    argv += ["--tokenizer_name_or_path", str(spiece_model), "--output_dir", str(tmp_path), "--use_cpu", "true"]
+    job = MultipleChoiceJob.from_argv(argv)
+    job.load_data()
+    for split, name in (("train", "train"), ("validation", "valid")):
+        records = [json.loads(line) for line in files[name].read_text(encoding="utf-8").splitlines()]
+        assert job.raw[split].to_list() == [
+            {"context": r["question"], "choices": [r[f"choice{i}"] for i in range(5)], "label": r["label"]}
+            for r in records
+        ]

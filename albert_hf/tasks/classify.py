@@ -60,6 +60,17 @@ class ClassifyArguments:
         default="label",
         metadata={"help": "Column of the labels: names or class ids (classification) or scores (regression)."},
     )
+    label_kind: str | None = field(
+        default=None,
+        metadata={
+            "help": "classification or regression, where the labels allow both: integer scores (a 1-5 rating) "
+            "learned as a score, or numbers that name classes. Default: read off the training split."
+        },
+    )
+
+    def __post_init__(self):
+        if self.label_kind not in (None, CLASSIFICATION, REGRESSION):
+            raise UserError(f"--label_kind must be {CLASSIFICATION} or {REGRESSION}, got {self.label_kind!r}.")
 
 
 def classification_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
@@ -147,7 +158,9 @@ class ClassifyJob(FineTuningJob):
             return checkpoint_label_space(self.model_args.model_name_or_path)
         column = self.task_args.label_column
         train = self.raw["train"]
-        space = infer_label_space(train[column], column, self.source("train"), train.features[column])
+        space = infer_label_space(
+            train[column], column, self.source("train"), train.features[column], self.task_args.label_kind
+        )
         logger.info("Labels of %s: %s", self.source("train"), space.names or "scores (regression)")
         return space
 
