@@ -326,3 +326,12 @@ def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path)
     assert {"eval_f1", "eval_precision", "eval_recall"} <= set(
         json.loads((output_dir / "eval_results.json").read_text())
     )
+
+
+def test_a_data_dir_without_the_split_file_names_the_names_looked_for(tmp_path):
+    from albert_hf.errors import UserError
+    from albert_hf.tasks.finetuning import FineTuningArguments
+    from albert_hf.tasks.ner import find_split_files
+
+    with pytest.raises(UserError, match=r"No validation file: none of \[.*valid\.txt.*eng\.testa'\] exists"):
+        find_split_files(FineTuningArguments(data_dir=str(tmp_path)), ["validation"])

@@ -98,7 +98,7 @@ def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[
             candidates = [os.path.join(data_args.data_dir, name) for name in DATA_DIR_FILES[split]]
             found = [path for path in candidates if os.path.isfile(path)]
             if not found:
-                raise FileNotFoundError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
+                raise UserError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
             files[split] = found[0]
     return files
 
