@@ -78,7 +78,6 @@ _TRAINER_NAMES = (
     "FineTuningTrainer",
     "PretrainingArguments",
     "ReliableTrainer",
-    "SquadTrainer",
 )
 
 
@@ -87,6 +86,10 @@ def __getattr__(name: str):
         from .training import trainer
 
         return getattr(trainer, name)
+    if name == "SquadTrainer":  # SQuAD's evaluation lives with its task
+        from .tasks import squad
+
+        return squad.SquadTrainer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -110,4 +113,5 @@ __all__ = [
     "lamb_parameter_groups",
     "get_albert_polynomial_decay_schedule",
     *_TRAINER_NAMES,
+    "SquadTrainer",
 ]

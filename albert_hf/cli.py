@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "squad": ("albert_hf.tasks.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
     "ner": ("albert_hf.tasks.ner", "main", "fine-tune on CoNLL-2003 NER"),
     "multiple-choice": ("albert_hf.tasks.multiple_choice", "main", "fine-tune on SWAG/RACE-style multiple choice"),
+    "classify": ("albert_hf.tasks.classify", "main", "fine-tune to classify or score the texts of any labelled table"),
     "export": ("albert_hf.onnx_export", "export_main", "export a saved model to ONNX, optionally int8-quantized"),
 }
 

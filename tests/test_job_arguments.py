@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TINY_ONE_LAYER_OVERRIDES
 from transformers import HfArgumentParser, TrainingArguments
 
+from albert_hf.errors import UserError
 from albert_hf.tasks.common import ModelArguments, given_options, parse_args
-from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset
+from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset, preset_key
 from albert_hf.tasks.pretraining import RECIPES, parse_pretraining_args
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +43,50 @@ def test_recipe_and_preset_fill_only_what_was_not_given(tmp_path):
     row = PAPER_HYPERPARAMETERS["mrpc"]
     assert (data_args.max_seq_length, training_args.warmup_steps) == (128, 0)
     assert (training_args.learning_rate, training_args.max_steps) == (row.learning_rate, row.train_steps)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "key"),
+    [("SST-2", "sst2"), ("sts_b", "stsb"), ("RACE", "race"), ("SQuAD-v1.1", "squad1.1"), ("squad_v2.0", "squad2.0")],
+)
+def test_one_spelling_of_preset_names(spelling, key):
+    assert preset_key(spelling) == key
+
+
+def test_squad_refuses_the_data_options_it_does_not_read():
+    from albert_hf.tasks.squad import SquadArguments
+
+    with pytest.raises(UserError, match=r"SQuAD does not read \['--test_file'\]"):
+        SquadArguments(test_file="test.json")
+
+
+# Each fine-tuning command with the real data it reads (paths under the data folder).
+JOB_DATA = {
+    "glue": lambda data: ["--task_name", "mrpc", "--data_dir", str(data / "glue" / "MRPC")],
+    "ner": lambda data: ["--data_dir", str(data / "conll2003")],
+    "multiple-choice": lambda data: ["--train_file", str(data / "hf-samples" / "swag" / "sample.json")],
+    "squad": lambda data: ["--train_file", str(data / "squad" / "dev-v1.1-part-a.json"), "--doc_stride", "32"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(JOB_DATA))
+def test_every_fine_tuning_job_refuses_a_sequence_longer_than_the_model_before_training(
+    command, shared_data, spiece_model, tmp_path
+):
+    """A model with 64 positions and --max_seq_length 128: refused with the option, both numbers and the model named,
+    and nothing trained (before, GLUE trained and failed in evaluation, NER and multiple choice at the first long
+    batch)."""
+    from albert_hf.cli import main as cli_main
+
+    output_dir = tmp_path / "out"
+    argv = [command, *JOB_DATA[command](shared_data), "--do_train", "--max_train_samples", "16", "--max_steps", "2"]
+    argv += ["--tokenizer_name_or_path", str(spiece_model)]
+    argv += ["--config_overrides", TINY_ONE_LAYER_OVERRIDES + ",max_position_embeddings=64", "--max_seq_length", "128"]
+    argv += ["--output_dir", str(output_dir), "--report_to", "none", "--use_cpu", "true", "--save_strategy", "no"]
+    expected = r"--max_seq_length 128 exceeds max_position_embeddings 64 of the base-v2 config with --config_overrides"
+    with pytest.raises(UserError, match=expected):
+        cli_main(argv)
+    assert not (output_dir / "model.safetensors").exists() and not (output_dir / "train_results.json").exists()
 
 
 @pytest.mark.distributed

@@ -206,3 +206,58 @@ def test_run_swag_end_to_end_through_the_cli(shared_data, spiece_model, tmp_path
     predictions = [json.loads(line) for line in (output_dir / "predictions_test.jsonl").read_text().splitlines()]
     assert len(predictions) == 6
     assert all(len(row["scores"]) == 4 and row["prediction"] == int(np.argmax(row["scores"])) for row in predictions)
+
+
+def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_path):
+    """The SWAG sample as a parquet table (a column per choice, the answer as a letter) reads as the SWAG reader reads
+    the json file, and trains, evaluates and predicts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from albert_hf.cli import main as cli_main
+    from albert_hf.tasks.multiple_choice import MultipleChoiceJob
+
+    examples = read_multiple_choice(str(shared_data / "hf-samples" / "swag" / "sample.json"))
+    table = {"scene": [example["context"] for example in examples]}
+    table.update({f"ending{i}": [example["choices"][i] for example in examples] for i in range(4)})
+    table["answer"] = ["ABCD"[example["label"]] for example in examples]
+    path = tmp_path / "swag.parquet"
+    pq.write_table(pa.table(table), path)
+    output_dir = tmp_path / "out"
+    argv = ["--train_file", str(path), "--validation_file", str(path), "--test_file", str(path)]
+    argv += ["--context_column", "scene", "--choice_columns", "ending0", "ending1", "ending2", "ending3"]
+    argv += ["--label_column", "answer", "--do_train", "--do_eval", "--do_predict"]
+    argv += ["--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_ONE_LAYER_OVERRIDES]
+    argv += ["--output_dir", str(output_dir), "--report_to", "none", "--max_steps", "2", "--max_seq_length", "64"]
+    argv += ["--save_strategy", "no", "--use_cpu", "true"]
+
+    job = MultipleChoiceJob.from_argv(argv)
+    job.load_data()
+    for split in ("train", "validation", "test"):
+        assert job.raw[split].to_list() == examples
+
+    assert cli_main(["multiple-choice", *argv]) == 0
+    assert json.loads((output_dir / "eval_results.json").read_text())["eval_samples"] == len(examples)
+    assert len((output_dir / "predictions_test.jsonl").read_text().splitlines()) == len(examples)
+
+
+def test_jcommonsenseqa_as_published(spiece_model, tmp_path):
+    """The JCommonsenseQA-layout files (made up, tests/data/jglue): the question and its five choices, the label the
+    index of the answer, every row of both files."""
+    from pathlib import Path
+
+    from albert_hf.tasks.multiple_choice import MultipleChoiceJob
+
+    folder = Path(__file__).resolve().parent / "data" / "jglue" / "jcommonsenseqa-v1.3"
+    files = {split: folder / f"{split}-v1.3.json" for split in ("train", "valid")}
+    argv = ["--train_file", str(files["train"]), "--validation_file", str(files["valid"]), "--do_train", "--do_eval"]
+    argv += ["--context_column", "question", "--choice_columns", *(f"choice{i}" for i in range(5))]
+    argv += ["--tokenizer_name_or_path", str(spiece_model), "--output_dir", str(tmp_path), "--use_cpu", "true"]
+    job = MultipleChoiceJob.from_argv(argv)
+    job.load_data()
+    for split, name in (("train", "train"), ("validation", "valid")):
+        records = [json.loads(line) for line in files[name].read_text(encoding="utf-8").splitlines()]
+        assert job.raw[split].to_list() == [
+            {"context": r["question"], "choices": [r[f"choice{i}"] for i in range(5)], "label": r["label"]}
+            for r in records
+        ]

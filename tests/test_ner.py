@@ -285,3 +285,53 @@ def test_run_ner_end_to_end_through_the_cli(shared_data, spiece_model, tmp_path)
         and predict_results["predict_words_beyond_max_seq_length"] == 0
     )
     assert json.loads((output_dir / "config.json").read_text())["id2label"]["1"] == "B-PER"
+
+
+def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path):
+    """Parquet with tags as names, and json lines with tags as ids named by --tag_names, read as the CoNLL file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from albert_hf.cli import main as cli_main
+    from albert_hf.tasks.ner import NerJob
+
+    sentences = conll_valid.select(range(40))
+    parquet = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"words": sentences["tokens"], "tags": sentences["ner_tags"]}), parquet)
+    names = sorted({tag for tags in sentences["ner_tags"] for tag in tags})
+    ids = tmp_path / "dev.jsonl"
+    ids.write_text(
+        "".join(
+            json.dumps({"words": tokens, "tags": [names.index(tag) for tag in tags]}) + "\n"
+            for tokens, tags in zip(sentences["tokens"], sentences["ner_tags"])
+        )
+    )
+    output_dir = tmp_path / "out"
+    argv = ["--train_file", str(parquet), "--validation_file", str(ids), "--test_file", str(ids)]
+    argv += ["--tokens_column", "words", "--tags_column", "tags", "--tag_names", ",".join(names)]
+    argv += ["--do_train", "--do_eval", "--do_predict", "--tokenizer_name_or_path", str(spiece_model)]
+    argv += ["--config_overrides", TINY_ONE_LAYER_OVERRIDES, "--output_dir", str(output_dir), "--report_to", "none"]
+    argv += ["--max_steps", "2", "--max_seq_length", "128", "--save_strategy", "no", "--use_cpu", "true"]
+
+    job = NerJob.from_argv(argv)
+    job.load_data()
+    for split in ("train", "validation", "test"):
+        assert job.raw[split].to_list() == sentences.to_list()
+
+    assert cli_main(["ner", *argv]) == 0
+    written = read_conll(str(output_dir / "predictions_test.txt"), tag_column=1)  # word gold predicted
+    assert [s["tokens"] for s in written] == sentences["tokens"] and [s["ner_tags"] for s in written] == sentences[
+        "ner_tags"
+    ]
+    assert {"eval_f1", "eval_precision", "eval_recall"} <= set(
+        json.loads((output_dir / "eval_results.json").read_text())
+    )
+
+
+def test_a_data_dir_without_the_split_file_names_the_names_looked_for(tmp_path):
+    from albert_hf.errors import UserError
+    from albert_hf.tasks.finetuning import FineTuningArguments
+    from albert_hf.tasks.ner import find_split_files
+
+    with pytest.raises(UserError, match=r"No validation file: none of \[.*valid\.txt.*eng\.testa'\] exists"):
+        find_split_files(FineTuningArguments(data_dir=str(tmp_path)), ["validation"])

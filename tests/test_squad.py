@@ -651,3 +651,21 @@ def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model
         for run, files in (("one", one), ("two", two))
     }
     assert texts["two"] == texts["one"]
+
+
+def test_jsquad_files_as_published_train_and_evaluate(spiece_model, tmp_path):
+    """The JSQuAD-layout files (made up, tests/data/jglue: SQuAD v1.1 json, "title [SEP] paragraph" contexts): every
+    evaluation question answered, with a span of its own context."""
+    from albert_hf.tasks.squad import main
+
+    folder = REPO_ROOT / "tests" / "data" / "jglue" / "jsquad-v1.3"
+    output_dir = tmp_path / "jsquad"
+    argv = ["--train_file", str(folder / "train-v1.3.json"), "--validation_file", str(folder / "valid-v1.3.json")]
+    argv += ["--do_train", "--do_eval", *common_args(spiece_model, output_dir)]
+    assert main(argv) == 0
+    examples = load_squad_examples(folder / "valid-v1.3.json")
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert results["eval_total"] == len(examples) == 2 and results["eval_missing"] == 0
+    predictions = json.loads((output_dir / "predictions.json").read_text())
+    assert list(predictions) == examples["id"][:]
+    assert all(prediction in context for prediction, context in zip(predictions.values(), examples["context"]))

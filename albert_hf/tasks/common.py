@@ -11,6 +11,7 @@ from typing import Any
 from transformers import HfArgumentParser
 
 from ..configuration import AlbertConfig
+from ..errors import UserError
 
 
 @dataclass
@@ -49,7 +50,7 @@ def parse_config_overrides(text: str | None) -> dict[str, Any]:
         if not item:
             continue
         if "=" not in item:
-            raise ValueError(f"--config_overrides: expected key=value, got {item!r}")
+            raise UserError(f"--config_overrides: expected key=value, got {item!r}")
         key, value = (part.strip() for part in item.split("=", 1))
         try:
             overrides[key] = json.loads(value)
@@ -74,6 +75,14 @@ def build_config(model_args: ModelArguments, **task_fields: Any) -> AlbertConfig
     return AlbertConfig.preset(model_args.config_preset, **overrides)
 
 
+def config_source(model_args: ModelArguments) -> str:
+    """Where a job's config comes from, as messages name it: the checkpoint, or the preset (and its overrides)."""
+    if model_args.model_name_or_path:
+        return f"the config of {model_args.model_name_or_path}"
+    overrides = f" with --config_overrides {model_args.config_overrides!r}" if model_args.config_overrides else ""
+    return f"the {model_args.config_preset} config{overrides}"
+
+
 def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     """Load the checkpoint into `model_class`, or build it from `config` with fresh weights."""
     if model_args.model_name_or_path:
@@ -88,7 +97,7 @@ def load_tokenizer(model_args: ModelArguments):
 
     source = model_args.tokenizer_name_or_path or model_args.model_name_or_path
     if source is None:
-        raise ValueError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
+        raise UserError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
     if os.path.isfile(source):
         return AlbertHFTokenizer(vocab_file=source)
     return AlbertHFTokenizer.from_pretrained(source)
@@ -109,21 +118,35 @@ def load_tokenizer(model_args: ModelArguments):
 GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
 
 
+class _GivenOptionsNamespace(argparse.Namespace):
+    """A namespace that argparse believes already holds every option, and that records the ones argparse sets.
+
+    argparse sets an option's default only where the namespace passed to `parse_known_args` lacks the attribute; this
+    one lacks none, so argparse sets exactly the options of the command line, whatever their value. Names starting
+    with "_" are argparse's own bookkeeping and behave as on any namespace.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.__dict__["given"] = set()
+
+    def __getattr__(self, name: str):  # only asked for attributes not set
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith("_"):
+            self.given.add(name)
+        super().__setattr__(name, value)
+
+
 def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
     """Destinations (field names) a command line sets, as `parser` reads it: abbreviated flags and `--no_<field>`
     included, a value equal to the default too."""
-    # Parse again with every default "absent": the namespace then holds exactly what the command line gave.
-    saved_defaults, saved_actions = parser._defaults, [(action, action.default) for action in parser._actions]
-    parser._defaults = {}
-    for action, _ in saved_actions:
-        action.default = argparse.SUPPRESS
-    try:
-        namespace, _ = parser.parse_known_args(argv)
-    finally:
-        parser._defaults = saved_defaults
-        for action, default in saved_actions:
-            action.default = default
-    return frozenset(vars(namespace))
+    namespace = _GivenOptionsNamespace()
+    parser.parse_known_args(argv, namespace=namespace)
+    return frozenset(namespace.given)
 
 
 def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:

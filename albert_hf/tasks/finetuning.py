@@ -1,23 +1,42 @@
-"""What every fine-tuning job shares: data arguments, the paper's Table 14 hyperparameters, and the Trainer steps.
+"""What every fine-tuning job shares: data arguments, the paper's Table 14 hyperparameters, and one skeleton.
 
-Each task script (GLUE, NER, multiple choice, SQuAD) parses `(ModelArguments, FineTuningArguments, <task arguments>,
-TrainingArguments)` with `common.parse_args`, applies `--preset` with `apply_paper_preset` (the fields the user did
-not give), calls `common.start_job`, and runs `train_and_evaluate` with a `FineTuningTrainer`
-(albert_hf/training/trainer.py: a Trainer that predicts in dataset order).
+[`FineTuningJob`] is the skeleton of every fine-tuning command (GLUE, NER, multiple choice, SQuAD, classify): parse the
+arguments (`common.parse_args`), apply `--preset` to the fields the user did not give, check the arguments, start the
+job (`common.start_job`), load and limit the data, build the config and refuse a `--max_seq_length` the model has no
+positions for, build the model, encode the data, build the Trainer, train and evaluate (`train_and_evaluate`: results,
+model and card), and predict. A task subclasses it and says only what differs: its arguments, how it loads and encodes
+its data, its model class and config fields, its collator, metrics and prediction files.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from transformers import Trainer, TrainingArguments
+from datasets import Dataset
+from transformers import Trainer, TrainingArguments, set_seed
 
 from ..distributed import launched_world_size
+from ..errors import UserError
+from ..hub import CardInfo
 from ..training.reliability import resolve_resume_checkpoint
-from .common import ModelArguments, fill_unset, is_given, parse_config_overrides
+from ..training.sanity import check_sequence_length
+from ..training.trainer import FineTuningTrainer
+from .common import (
+    ModelArguments,
+    build_config,
+    build_model,
+    config_source,
+    fill_unset,
+    is_given,
+    load_tokenizer,
+    parse_args,
+    parse_config_overrides,
+    start_job,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +74,9 @@ class FineTuningArguments:
         for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be positive, got {value}.")
+                raise UserError(f"--{name} must be positive, got {value}.")
         if self.max_seq_length < 8:
-            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
+            raise UserError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
 
 
 @dataclass(frozen=True)
@@ -88,10 +107,27 @@ PAPER_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
 }
 
 
+def preset_key(name: str) -> str:
+    """The one spelling of a preset name: "SST-2" -> "sst2", "SQuAD-v1.1" / "squad_v1.1" -> "squad1.1"."""
+    return re.sub(r"[-_\s]|v(?=\d)", "", name.lower())
+
+
+def find_preset(name: str, table: dict[str, PaperHyperparameters]) -> PaperHyperparameters:
+    """The row of `table` that `--preset name` means, in any of its spellings (`preset_key`)."""
+    row = table.get(preset_key(name))
+    if row is None:
+        raise UserError(f"--preset {name!r} is not a row of Table 14 for this job; choose one of {sorted(table)}.")
+    return row
+
+
 def apply_paper_preset(
-    model_args: ModelArguments, data_args: FineTuningArguments, training_args: TrainingArguments
+    model_args: ModelArguments,
+    data_args: FineTuningArguments,
+    training_args: TrainingArguments,
+    table: dict[str, PaperHyperparameters] = PAPER_HYPERPARAMETERS,
 ) -> dict[str, float]:
-    """Apply `data_args.preset` (a Table 14 row) to the arguments, in place; return the config's dropout fields.
+    """Apply `data_args.preset` (a row of `table`, Table 14) to the arguments, in place; return the config's dropout
+    fields.
 
     Only fields the user did not give are filled (`common.fill_unset`), so `--preset rte --max_steps 10` trains for 10
     steps. The global batch size of the paper is split over devices and gradient accumulation steps; it must divide
@@ -99,12 +135,7 @@ def apply_paper_preset(
     """
     if data_args.preset is None:
         return {}
-    name = data_args.preset.lower().replace("-", "")
-    if name not in PAPER_HYPERPARAMETERS:
-        raise ValueError(
-            f"--preset {data_args.preset!r} is not a row of Table 14; choose one of {sorted(PAPER_HYPERPARAMETERS)}."
-        )
-    return apply_table_row(PAPER_HYPERPARAMETERS[name], model_args, data_args, training_args)
+    return apply_table_row(find_preset(data_args.preset, table), model_args, data_args, training_args)
 
 
 def apply_table_row(
@@ -145,11 +176,17 @@ def _per_device_batch_size(global_batch_size: int, training_args: TrainingArgume
     world_size = launched_world_size()
     shards = world_size * training_args.gradient_accumulation_steps
     if global_batch_size % shards != 0:
-        raise ValueError(
+        raise UserError(
             f"The paper's batch size {global_batch_size} does not split over {world_size} processes x "
             f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
         )
     return global_batch_size // shards
+
+
+def pad_to_multiple_of(data_args: FineTuningArguments, training_args: TrainingArguments) -> int | None:
+    """What the collator pads each batch's length up to: a multiple of 8 under fp16/bf16, where tensor cores want it;
+    nothing to add when every input is already padded to --max_seq_length (--pad_to_max_length)."""
+    return 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
 
 
 def take_first(dataset, max_samples: int | None):
@@ -214,3 +251,169 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
     """`filename` inside the output folder, created if needed."""
     os.makedirs(training_args.output_dir, exist_ok=True)
     return os.path.join(training_args.output_dir, filename)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The skeleton
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class FineTuningJob:
+    """One fine-tuning run, from the command line to the results; `run` is the same for every task.
+
+    A task sets the class attributes and overrides the methods below `run` where it differs. Each step reads what the
+    earlier ones left on the job: the arguments, `tokenizer`, `raw` (split -> examples, limited and prepared) and
+    `features` (split -> what the model reads).
+    """
+
+    # The dataclasses parsed besides ModelArguments and TrainingArguments: the data arguments first (a
+    # FineTuningArguments or a subclass), then the task's own (if any).
+    argument_types: ClassVar[tuple[type, ...]] = (FineTuningArguments,)
+    task_name: str  # the config's `finetuning_task`
+    model_class: ClassVar[type]
+    trainer_class: ClassVar[type[Trainer]] = FineTuningTrainer
+    presets: ClassVar[dict[str, PaperHyperparameters]] = PAPER_HYPERPARAMETERS
+
+    def __init__(self, model_args: ModelArguments, training_args: TrainingArguments, data_args, task_args=None):
+        self.model_args = model_args
+        self.training_args = training_args
+        self.data_args = data_args
+        self.task_args = data_args if task_args is None else task_args
+        self.tokenizer = None
+        self.raw: dict[str, Dataset] = {}
+        self.features: dict[str, Dataset] = {}
+
+    @classmethod
+    def from_argv(cls, argv: list[str] | None = None) -> FineTuningJob:
+        """The job of a command line (or of one .json file of arguments)."""
+        model_args, *task_arguments, training_args = parse_args(
+            (ModelArguments, *cls.argument_types, TrainingArguments), argv
+        )
+        return cls(model_args, training_args, *task_arguments)
+
+    @classmethod
+    def main(cls, argv: list[str] | None = None) -> int:
+        """The command: parse `argv`, run, return the exit code."""
+        cls.from_argv(argv).run()
+        return 0
+
+    def run(self) -> dict[str, dict[str, float]]:
+        """Every step of the job, in order; returns the metrics by split (as `train_and_evaluate`)."""
+        preset_config = self.apply_preset()
+        self.check_arguments()
+        start_job(self.training_args)
+        set_seed(self.training_args.seed)
+
+        self.tokenizer = load_tokenizer(self.model_args)
+        self.load_data()
+        config = build_config(self.model_args, finetuning_task=self.task_name, **self.config_fields(), **preset_config)
+        # Before anything is encoded or trained: longer inputs would index positions the model has no embedding for.
+        check_sequence_length(self.data_args.max_seq_length, config, config_source(self.model_args))
+        model = build_model(self.model_class, self.model_args, config)
+        self.features = {split: self.encode(split, dataset) for split, dataset in self.raw.items()}
+
+        eval_sets = self.eval_sets()
+        trainer = self.build_trainer(model, eval_sets.get("eval"))
+        results = train_and_evaluate(trainer, self.training_args, eval_sets)
+        if self.training_args.do_predict:
+            self.predict(trainer)
+        return results
+
+    def build_trainer(self, model, eval_dataset: Dataset | None) -> Trainer:
+        """`trainer_class` on the model, the training split and the first evaluation set, with the task's collator,
+        metrics and model card."""
+        return self.trainer_class(
+            model=model,
+            args=self.training_args,
+            train_dataset=self.model_inputs("train"),
+            eval_dataset=eval_dataset,
+            processing_class=self.tokenizer,
+            data_collator=self.data_collator(pad_to_multiple_of(self.data_args, self.training_args)),
+            compute_metrics=self.compute_metrics(),
+            card_info=self.card_info(),
+            **self.trainer_arguments(),
+        )
+
+    def load_data(self) -> None:
+        """`raw`: each split loaded, its first --max_*_samples kept, then prepared.
+
+        While the splits are prepared `raw` holds them limited but not yet prepared, so that preparing one split can
+        read another (classify encodes every split's labels against the training split's).
+        """
+        self.raw = {
+            split: take_first(dataset, self.sample_limit(split))
+            for split, dataset in self.load_splits(self.splits()).items()
+        }
+        self.raw = {split: self.prepare(split, examples) for split, examples in self.raw.items()}
+
+    # ---- what a task may change -----------------------------------------------------------------------------------
+
+    def apply_preset(self) -> dict[str, float]:
+        """Fill the fields the user did not give from `--preset` (a row of `presets`); the config's dropout fields."""
+        return apply_paper_preset(self.model_args, self.data_args, self.training_args, self.presets)
+
+    def check_arguments(self) -> None:
+        """Refuse arguments that do not fit together (their final values, presets applied), before the job starts."""
+
+    def splits(self) -> list[str]:
+        """The splits to load: "train", those starting with "validation" (evaluated), the others (predicted)."""
+        return requested_splits(self.training_args)
+
+    def sample_limit(self, split: str) -> int | None:
+        """--max_train_samples, --max_eval_samples or --max_predict_samples, by the split's role."""
+        if split == "train":
+            return self.data_args.max_train_samples
+        if split.startswith("validation"):
+            return self.data_args.max_eval_samples
+        return self.data_args.max_predict_samples
+
+    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
+        """Each requested split's examples, whole (the skeleton keeps the first --max_*_samples)."""
+        raise NotImplementedError
+
+    def prepare(self, split: str, examples: Dataset) -> Dataset:
+        """Check or clean one split's limited examples before the model is built; they stay in `raw`."""
+        return examples
+
+    def config_fields(self) -> dict[str, Any]:
+        """Task fields of the model config (labels, problem type), from the arguments and `raw`."""
+        return {}
+
+    def encode(self, split: str, examples: Dataset) -> Dataset:
+        """The features of one split, as the model and the collator read them."""
+        raise NotImplementedError
+
+    def model_inputs(self, split: str) -> Dataset | None:
+        """What Trainer feeds the model for `split` (None when the split was not loaded)."""
+        return self.features.get(split)
+
+    def eval_sets(self) -> dict[str, Dataset]:
+        """Evaluation sets by name: "eval" is Trainer's own (`eval_results.json`), others report as "eval_<name>"."""
+        validation = self.model_inputs("validation")
+        return {} if validation is None else {"eval": validation}
+
+    def data_collator(self, pad_to_multiple_of: int | None):
+        """The collator, padding each batch's length up to `pad_to_multiple_of` when given."""
+        raise NotImplementedError
+
+    def compute_metrics(self):
+        """Trainer's `compute_metrics` (None when the trainer scores evaluation itself)."""
+        return None
+
+    def card_info(self) -> CardInfo:
+        """The model card's base model and dataset."""
+        return CardInfo(base_model=self.model_args.model_name_or_path)
+
+    def trainer_arguments(self) -> dict[str, Any]:
+        """Further keyword arguments of `trainer_class`."""
+        return {}
+
+    def predict(self, trainer: Trainer) -> None:
+        """--do_predict: predict the test split(s) and write the prediction files (a job that has no test split
+        refuses --do_predict in `check_arguments`)."""
+        raise NotImplementedError
+
+
+def first_output(predictions):
+    """The logits of a prediction output: the first element when the model returned several."""
+    return predictions[0] if isinstance(predictions, tuple) else predictions

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from datasets import Dataset, DatasetDict
-from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
+from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
 from ..data.glue import (
     GLUE_TASKS,
@@ -28,19 +29,11 @@ from ..data.glue import (
     tokenize_glue,
     write_glue_predictions,
 )
+from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
-from ..training.trainer import FineTuningTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, start_job
-from .finetuning import (
-    FineTuningArguments,
-    apply_paper_preset,
-    log_truncation,
-    output_path,
-    take_first,
-    train_and_evaluate,
-)
+from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
 
@@ -79,24 +72,13 @@ def load_glue_splits(
         secondary = set(task.eval_splits[1:] + task.test_splits[1:])
         missing = [split for split in splits if not given.get(split) and split not in secondary]
         if missing:
-            raise ValueError(
+            raise UserError(
                 f"{task.name}: no file for the {missing} split(s); pass --train_file/--validation_file/"
                 f"--test_file, or --data_dir with the GLUE folder."
             )
         files = {split: given[split] for split in splits if given.get(split)}
         return load_glue_files(task, files, glue_args.skip_malformed_rows)
     return load_glue_from_hub(task, splits, glue_args.dataset_name)
-
-
-def _eval_name(task: GlueTask, split: str) -> str:
-    # The first evaluation split reports as "eval"; MNLI's mismatched one as "eval_mismatched".
-    return "eval" if split == task.eval_splits[0] else split.removeprefix("validation_")
-
-
-def _encode(dataset: Dataset, split: str, tokenizer, data_args: FineTuningArguments) -> Dataset:
-    encoded, num_truncated = tokenize_glue(dataset, tokenizer, data_args.max_seq_length, data_args.pad_to_max_length)
-    log_truncation(split, num_truncated, len(encoded), data_args.max_seq_length)
-    return encoded
 
 
 def predict_test_sets(
@@ -106,7 +88,7 @@ def predict_test_sets(
     written = {}
     for split, dataset in test_sets.items():
         logits = trainer.predict(dataset, metric_key_prefix=f"predict_{split}").predictions
-        predictions = logits_to_predictions(task.name, logits[0] if isinstance(logits, tuple) else logits)
+        predictions = logits_to_predictions(task.name, first_output(logits))
         if trainer.is_world_process_zero():
             path = output_path(training_args, submission_filename(task, split))
             write_glue_predictions(path, task, dataset["idx"], predictions)
@@ -115,73 +97,91 @@ def predict_test_sets(
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    model_args, data_args, glue_args, training_args = parse_args(
-        (ModelArguments, FineTuningArguments, GlueArguments, TrainingArguments), argv
-    )
-    task = get_glue_task(glue_args.task_name)
-    if task.name == "ax":
-        raise ValueError(
-            "AX is predicted with an MNLI model: run --task_name mnli --do_predict --ax_file <diagnostic.tsv>."
-        )
-    if glue_args.ax_file and task.name != "mnli":
-        raise ValueError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
-    preset_config = apply_paper_preset(model_args, data_args, training_args)
-    start_job(training_args)
-    set_seed(training_args.seed)
-
-    splits = (["train"] if training_args.do_train else []) + (list(task.eval_splits) if training_args.do_eval else [])
-    splits += list(task.test_splits) if training_args.do_predict else []
-    raw = load_glue_splits(task, data_args, glue_args, splits)
-    if training_args.do_predict and glue_args.ax_file:
-        raw["ax"] = Dataset.from_list(read_glue_tsv(glue_args.ax_file, GLUE_TASKS["ax"], labelled=False))
-
-    tokenizer = load_tokenizer(model_args)
-    label_fields = (
-        {}
-        if task.is_regression
-        else {
-            "id2label": dict(enumerate(task.label_names)),
-            "label2id": {label: i for i, label in enumerate(task.label_names)},
-        }
-    )
-    config = build_config(
-        model_args,
-        num_labels=task.num_labels,
-        problem_type="regression" if task.is_regression else "single_label_classification",
-        finetuning_task=task.name,
-        **label_fields,
-        **preset_config,
-    )
-    model = build_model(AlbertForSequenceClassification, model_args, config)
-
-    limits = {"train": data_args.max_train_samples}
-    limits.update({split: data_args.max_eval_samples for split in task.eval_splits})
-    encoded = {
-        split: _encode(
-            take_first(dataset, limits.get(split, data_args.max_predict_samples)), split, tokenizer, data_args
-        )
-        for split, dataset in raw.items()
+def label_config_fields(label_names: list[str] | None) -> dict:
+    """The config fields of a sequence classification head: regression (no names), or the label names in order."""
+    if label_names is None:
+        return {"num_labels": 1, "problem_type": "regression"}
+    return {
+        "num_labels": len(label_names),
+        "problem_type": "single_label_classification",
+        "id2label": dict(enumerate(label_names)),
+        "label2id": {label: i for i, label in enumerate(label_names)},
     }
-    eval_sets = {_eval_name(task, split): encoded[split] for split in task.eval_splits if split in encoded}
-    pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
-    trainer = FineTuningTrainer(
-        model=model,
-        card_info=CardInfo(
-            base_model=model_args.model_name_or_path,
+
+
+class GlueJob(FineTuningJob):
+    """GLUE on the fine-tuning skeleton: sentence (pair) classification or regression, leaderboard files."""
+
+    argument_types = (FineTuningArguments, GlueArguments)
+    model_class = AlbertForSequenceClassification
+
+    @cached_property
+    def task(self) -> GlueTask:
+        return get_glue_task(self.task_args.task_name)
+
+    @property
+    def task_name(self) -> str:
+        return self.task.name
+
+    def check_arguments(self) -> None:
+        if self.task.name == "ax":
+            raise UserError(
+                "AX is predicted with an MNLI model: run --task_name mnli --do_predict --ax_file <diagnostic.tsv>."
+            )
+        if self.task_args.ax_file and self.task.name != "mnli":
+            raise UserError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
+
+    def splits(self) -> list[str]:
+        args = self.training_args
+        return [
+            *(["train"] if args.do_train else []),
+            *(self.task.eval_splits if args.do_eval else []),
+            *(self.task.test_splits if args.do_predict else []),
+        ]
+
+    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
+        raw = dict(load_glue_splits(self.task, self.data_args, self.task_args, splits))
+        if self.training_args.do_predict and self.task_args.ax_file:
+            raw["ax"] = Dataset.from_list(read_glue_tsv(self.task_args.ax_file, GLUE_TASKS["ax"], labelled=False))
+        return raw
+
+    def config_fields(self) -> dict:
+        return label_config_fields(None if self.task.is_regression else list(self.task.label_names))
+
+    def encode(self, split: str, examples: Dataset) -> Dataset:
+        max_seq_length = self.data_args.max_seq_length
+        encoded, num_truncated = tokenize_glue(
+            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
+        )
+        log_truncation(split, num_truncated, len(encoded), max_seq_length)
+        return encoded
+
+    def eval_sets(self) -> dict[str, Dataset]:
+        # The first evaluation split reports as "eval"; MNLI's mismatched one as "eval_mismatched".
+        return {
+            "eval" if split == self.task.eval_splits[0] else split.removeprefix("validation_"): self.features[split]
+            for split in self.task.eval_splits
+            if split in self.features
+        }
+
+    def data_collator(self, pad_to_multiple_of: int | None):
+        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+    def compute_metrics(self):
+        return glue_compute_metrics(self.task.name)
+
+    def card_info(self) -> CardInfo:
+        return CardInfo(
+            base_model=self.model_args.model_name_or_path,
             dataset_id="nyu-mll/glue",
-            dataset_config=task.name,
-            dataset_name=f"GLUE {task.name.upper()}",
-        ),
-        args=training_args,
-        train_dataset=encoded.get("train"),
-        eval_dataset=eval_sets.get("eval"),
-        processing_class=tokenizer,
-        data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of),
-        compute_metrics=glue_compute_metrics(task.name),
-    )
-    train_and_evaluate(trainer, training_args, eval_sets)
-    if training_args.do_predict:
-        test_sets = {split: encoded[split] for split in (*task.test_splits, "ax") if split in encoded}
-        predict_test_sets(trainer, task, test_sets, training_args)
-    return 0
+            dataset_config=self.task.name,
+            dataset_name=f"GLUE {self.task.name.upper()}",
+        )
+
+    def predict(self, trainer: Trainer) -> None:
+        test_sets = {split: self.features[split] for split in (*self.task.test_splits, "ax") if split in self.features}
+        predict_test_sets(trainer, self.task, test_sets, self.training_args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return GlueJob.main(argv)

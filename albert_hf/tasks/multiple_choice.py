@@ -4,8 +4,10 @@
     python examples/multiple_choice/run_swag.py --train_file race/train --validation_file race/dev \\
         --model_name_or_path <albert checkpoint> --preset race --do_train --do_eval --output_dir out/race
 
-Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too. The
-metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
+Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too.
+Tables of any format (csv, tsv, json, jsonl, parquet, or `--dataset_name`) are read by column with `--context_column`,
+`--choice_columns` (one per choice, or one list column), `--label_column` and, for RACE-like tables,
+`--question_column`. The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
 """
 
 from __future__ import annotations
@@ -17,22 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from datasets import Dataset
 from sklearn.metrics import accuracy_score
-from transformers import DataCollatorForMultipleChoice, EvalPrediction, TrainingArguments, set_seed
+from transformers import DataCollatorForMultipleChoice, EvalPrediction, Trainer
 
-from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..data.sources import load_rows
+from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
-from ..training.trainer import FineTuningTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, start_job
-from .finetuning import (
-    FineTuningArguments,
-    apply_paper_preset,
-    log_truncation,
-    output_path,
-    requested_splits,
-    take_first,
-    train_and_evaluate,
-)
+from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path, preset_key
 
 logger = logging.getLogger(__name__)
 
@@ -43,23 +37,44 @@ class MultipleChoiceArguments:
         default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
     )
     dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration (e.g. regular, all)."})
+    context_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (csv, tsv, json, jsonl, parquet) or --dataset_name as a table: the column of "
+            "each question's context (the first segment of every pair)."
+        },
+    )
+    choice_columns: list[str] = field(
+        default_factory=list,
+        metadata={"help": "With --context_column: one column per choice, or one column holding the list of choices."},
+    )
+    question_column: str | None = field(
+        default=None,
+        metadata={"help": "With --context_column: a question column put before each choice (RACE-like tables)."},
+    )
+    label_column: str = field(
+        default="label",
+        metadata={"help": "With --context_column: the column of the right choice (index, digit or letter)."},
+    )
 
 
 def accuracy_compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:
     """Trainer `compute_metrics`: choice scores [N, num_choices] and gold indices [N] -> accuracy."""
-    logits = eval_prediction.predictions
-    logits = logits[0] if isinstance(logits, tuple) else logits
+    logits = first_output(eval_prediction.predictions)
     return {"accuracy": float(accuracy_score(eval_prediction.label_ids, np.argmax(logits, axis=-1)))}
 
 
 def load_splits(
     data_args: FineTuningArguments, mc_args: MultipleChoiceArguments, splits: list[str]
 ) -> dict[str, Dataset]:
-    """Each split from its file (--train_file, --validation_file, --test_file), else from the Hub."""
+    """Each split from its file (--train_file, --validation_file, --test_file), else from the Hub; read as a table
+    (any format, by column) with --context_column."""
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     datasets = {}
     for split in splits:
-        if files[split]:
+        if mc_args.context_column:
+            datasets[split] = load_table(files[split], mc_args, split)
+        elif files[split]:
             datasets[split] = load_multiple_choice(files[split])
         elif mc_args.dataset_name:
             from datasets import load_dataset
@@ -67,8 +82,25 @@ def load_splits(
             hub_split = load_dataset(mc_args.dataset_name, mc_args.dataset_config_name, split=split)
             datasets[split] = from_hub_layout(hub_split, mc_args.dataset_name)
         else:
-            raise ValueError(f"No {split} data: pass --{split}_file or --dataset_name.")
+            raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
     return datasets
+
+
+def load_table(file: str | None, mc_args: MultipleChoiceArguments, split: str) -> Dataset:
+    """The questions of one split's table: the file, else that split of --dataset_name."""
+    if file:
+        rows, source = load_rows(data_files=file, split=split), file
+    elif mc_args.dataset_name:
+        rows = load_rows(
+            dataset_name=mc_args.dataset_name, dataset_config_name=mc_args.dataset_config_name, split=split
+        )
+        source = f"{mc_args.dataset_name}[{split}]"
+    else:
+        raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
+    examples = examples_from_rows(
+        rows, source, mc_args.context_column, mc_args.choice_columns, mc_args.label_column, mc_args.question_column
+    )
+    return Dataset.from_list(examples)
 
 
 def write_predictions(path: str, logits: np.ndarray) -> None:
@@ -80,62 +112,49 @@ def write_predictions(path: str, logits: np.ndarray) -> None:
             )
 
 
-def main(argv: list[str] | None = None) -> int:
-    model_args, data_args, mc_args, training_args = parse_args(
-        (ModelArguments, FineTuningArguments, MultipleChoiceArguments, TrainingArguments), argv
-    )
-    preset_config = apply_paper_preset(model_args, data_args, training_args)
-    start_job(training_args)
-    set_seed(training_args.seed)
+class MultipleChoiceJob(FineTuningJob):
+    """Multiple choice on the fine-tuning skeleton: one score per choice, accuracy, and the scores as predictions."""
 
-    splits = requested_splits(training_args)
-    limits = {
-        "train": data_args.max_train_samples,
-        "validation": data_args.max_eval_samples,
-        "test": data_args.max_predict_samples,
-    }
-    raw = {
-        split: take_first(dataset, limits[split]) for split, dataset in load_splits(data_args, mc_args, splits).items()
-    }
+    argument_types = (FineTuningArguments, MultipleChoiceArguments)
+    model_class = AlbertForMultipleChoice
+    task_name = "multiple_choice"
 
-    tokenizer = load_tokenizer(model_args)
-    config = build_config(model_args, finetuning_task="multiple_choice", **preset_config)
-    model = build_model(AlbertForMultipleChoice, model_args, config)
+    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
+        return load_splits(self.data_args, self.task_args, splits)
 
-    encoded = {}
-    for split, dataset in raw.items():
-        encoded[split], num_truncated = tokenize_multiple_choice(
-            dataset, tokenizer, data_args.max_seq_length, data_args.pad_to_max_length
+    def encode(self, split: str, examples: Dataset) -> Dataset:
+        max_seq_length = self.data_args.max_seq_length
+        encoded, num_truncated = tokenize_multiple_choice(
+            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
         )
-        log_truncation(split, num_truncated, len(dataset), data_args.max_seq_length)
+        log_truncation(split, num_truncated, len(examples), max_seq_length)
+        return encoded
 
-    pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
-    trainer = FineTuningTrainer(
-        model=model,
-        card_info=CardInfo(
-            base_model=model_args.model_name_or_path,
-            # the Hub dataset if one was used, else the layout's usual source (RACE preset: RACE, else SWAG)
-            dataset_id=mc_args.dataset_name
-            or ("ehovy/race" if (data_args.preset or "").lower() == "race" else "allenai/swag"),
-            dataset_config=mc_args.dataset_config_name,
-        ),
-        args=training_args,
-        train_dataset=encoded.get("train"),
-        eval_dataset=encoded.get("validation"),
-        processing_class=tokenizer,
-        data_collator=DataCollatorForMultipleChoice(tokenizer, pad_to_multiple_of=pad_to_multiple_of),
-        compute_metrics=accuracy_compute_metrics,
-    )
-    eval_sets = {"eval": encoded["validation"]} if "validation" in encoded else {}
-    train_and_evaluate(trainer, training_args, eval_sets)
+    def data_collator(self, pad_to_multiple_of: int | None):
+        return DataCollatorForMultipleChoice(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
-    if training_args.do_predict:
-        output = trainer.predict(encoded["test"], metric_key_prefix="predict")
+    def compute_metrics(self):
+        return accuracy_compute_metrics
+
+    def card_info(self) -> CardInfo:
+        # the Hub dataset if one was used, else the layout's usual source (RACE preset: RACE, else SWAG)
+        is_race = self.data_args.preset is not None and preset_key(self.data_args.preset) == "race"
+        return CardInfo(
+            base_model=self.model_args.model_name_or_path,
+            dataset_id=self.task_args.dataset_name or ("ehovy/race" if is_race else "allenai/swag"),
+            dataset_config=self.task_args.dataset_config_name,
+        )
+
+    def predict(self, trainer: Trainer) -> None:
+        output = trainer.predict(self.features["test"], metric_key_prefix="predict")
         if trainer.is_world_process_zero():
             trainer.log_metrics("predict", output.metrics)
             trainer.save_metrics("predict", output.metrics)
-            path = output_path(training_args, "predictions_test.jsonl")
-            logits = output.predictions[0] if isinstance(output.predictions, tuple) else output.predictions
+            path = output_path(self.training_args, "predictions_test.jsonl")
+            logits = first_output(output.predictions)
             write_predictions(path, logits)
             logger.info("Wrote %d predictions to %s", len(logits), path)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return MultipleChoiceJob.main(argv)

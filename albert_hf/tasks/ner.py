@@ -4,7 +4,8 @@
         --do_train --do_eval --do_predict --test_file conll2003/valid.txt --output_dir out/ner
 
 Data: CoNLL column files (`--data_dir` with train.txt/valid.txt/test.txt or eng.train/eng.testa/eng.testb, or
-`--train_file` etc.), json lines in the Hub layout, or a Hub dataset (`--dataset_name`). Evaluation is entity-level
+`--train_file` etc.), json lines in the Hub layout, a Hub dataset (`--dataset_name`), or tables of any format (json,
+jsonl, parquet; `--tokens_column`/`--tags_column`, tags as names or as ids named by `--tag_names`). Evaluation is entity-level
 (seqeval, conlleval-equivalent). `--do_predict` writes `predictions_test.txt` (`word gold predicted` per line) and the
 word-level scores over every word of the test file.
 """
@@ -14,35 +15,30 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from datasets import Dataset
-from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments, set_seed
+from transformers import DataCollatorForTokenClassification, Trainer
 
 from ..configuration import AlbertConfig
 from ..data.ner import (
     build_label_list,
     from_hub_layout,
     load_ner_file,
+    ner_sentences_from_rows,
     tokenize_and_align,
     word_predictions,
     write_conll_predictions,
 )
+from ..data.sources import data_extension, load_rows
+from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
 from ..modeling import AlbertForTokenClassification
-from ..training.trainer import FineTuningTrainer
-from .common import ModelArguments, build_config, build_model, load_tokenizer, parse_args, start_job
-from .finetuning import (
-    FineTuningArguments,
-    apply_paper_preset,
-    log_truncation,
-    output_path,
-    requested_splits,
-    take_first,
-    train_and_evaluate,
-)
+from .common import ModelArguments
+from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +64,27 @@ class NerArguments:
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset (e.g. eriktks/conll2003) when no local files are given."}
     )
+    tokens_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (json, jsonl, parquet) or --dataset_name as a table: the column holding each "
+            "sentence's list of words (default with --tags_column: tokens)."
+        },
+    )
+    tags_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "With tables: the column holding each sentence's list of tags, as names (B-PER) or as ids "
+            "(named by the column's ClassLabel feature or by --tag_names; default with --tokens_column: ner_tags)."
+        },
+    )
+    tag_names: str | None = field(
+        default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
+    )
+
+    def reads_tables(self) -> bool:
+        """Whether the data are tables read by column (`albert_hf.data.sources`) rather than CoNLL/Hub-layout files."""
+        return bool(self.tokens_column or self.tags_column or self.tag_names)
 
 
 def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[str, str]:
@@ -81,17 +98,20 @@ def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[
             candidates = [os.path.join(data_args.data_dir, name) for name in DATA_DIR_FILES[split]]
             found = [path for path in candidates if os.path.isfile(path)]
             if not found:
-                raise FileNotFoundError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
+                raise UserError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
             files[split] = found[0]
     return files
 
 
 def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, splits: list[str]) -> dict[str, Dataset]:
-    """Each split from its local file when there is one, else from the Hub dataset --dataset_name."""
+    """Each split from its local file when there is one, else from the Hub dataset --dataset_name; read as tables
+    (any format, by column) when --tokens_column/--tags_column/--tag_names say so, or when a file is parquet."""
     files = find_split_files(data_args, splits)
     datasets = {}
     for split in splits:
-        if split in files:
+        if ner_args.reads_tables() or data_extension(files.get(split, "")) == ".parquet":
+            datasets[split] = load_ner_table(files.get(split), ner_args, split)
+        elif split in files:
             datasets[split] = load_ner_file(files[split], ner_args.tag_column)
         elif ner_args.dataset_name:
             from datasets import load_dataset
@@ -99,8 +119,23 @@ def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, spli
             hub_split = load_dataset(ner_args.dataset_name, split=split)
             datasets[split] = from_hub_layout(hub_split, ner_args.dataset_name)
         else:
-            raise ValueError(f"No {split} data: pass --data_dir, --{split}_file or --dataset_name.")
+            raise UserError(f"No {split} data: pass --data_dir, --{split}_file or --dataset_name.")
     return datasets
+
+
+def load_ner_table(file: str | None, ner_args: NerArguments, split: str) -> Dataset:
+    """The sentences of one split's table: the file, else that split of --dataset_name."""
+    if file:
+        rows, source = load_rows(data_files=file, split=split), file
+    elif ner_args.dataset_name:
+        rows, source = load_rows(dataset_name=ner_args.dataset_name, split=split), f"{ner_args.dataset_name}[{split}]"
+    else:
+        raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
+    tag_names = [name.strip() for name in ner_args.tag_names.split(",")] if ner_args.tag_names else None
+    sentences = ner_sentences_from_rows(
+        rows, source, ner_args.tokens_column or "tokens", ner_args.tags_column or "ner_tags", tag_names
+    )
+    return Dataset.from_list(sentences)
 
 
 def checkpoint_label_order(model_args: ModelArguments, labels: list[str]) -> list[str]:
@@ -117,7 +152,7 @@ def predict_words(
 ) -> tuple[list[list[str]], int]:
     """Word-level tags for every sentence (first sub-token of each word), and the count of words cut by truncation."""
     logits = trainer.predict(model_inputs, metric_key_prefix="predict").predictions
-    predicted_ids = np.argmax(logits[0] if isinstance(logits, tuple) else logits, axis=-1)  # [sentences, seq_len]
+    predicted_ids = np.argmax(first_output(logits), axis=-1)  # [sentences, seq_len]
     tags, num_cut = [], 0
     for row, word_ids, tokens in zip(predicted_ids, sentences["word_ids"], sentences["tokens"]):
         words, missing = word_predictions(row, word_ids, len(tokens), label_list)
@@ -126,75 +161,75 @@ def predict_words(
     return tags, num_cut
 
 
-def main(argv: list[str] | None = None) -> int:
-    model_args, data_args, ner_args, training_args = parse_args(
-        (ModelArguments, FineTuningArguments, NerArguments, TrainingArguments), argv
-    )
-    preset_config = apply_paper_preset(model_args, data_args, training_args)
-    start_job(training_args)
-    set_seed(training_args.seed)
+class NerJob(FineTuningJob):
+    """NER on the fine-tuning skeleton: one tag per word, read from the first sub-token; entity-level scores."""
 
-    splits = requested_splits(training_args)
-    raw = load_ner_splits(data_args, ner_args, splits)
-    limits = {
-        "train": data_args.max_train_samples,
-        "validation": data_args.max_eval_samples,
-        "test": data_args.max_predict_samples,
-    }
-    raw = {split: take_first(dataset, limits[split]) for split, dataset in raw.items()}
-    label_list = checkpoint_label_order(model_args, build_label_list(*raw.values()))
-    logger.info("Labels: %s", label_list)
+    argument_types = (FineTuningArguments, NerArguments)
+    model_class = AlbertForTokenClassification
+    task_name = "ner"
 
-    tokenizer = load_tokenizer(model_args)
-    config = build_config(
-        model_args,
-        num_labels=len(label_list),
-        id2label=dict(enumerate(label_list)),
-        label2id={label: i for i, label in enumerate(label_list)},
-        finetuning_task="ner",
-        **preset_config,
-    )
-    model = build_model(AlbertForTokenClassification, model_args, config)
+    @cached_property
+    def label_list(self) -> list[str]:
+        """The tags of every loaded split (a fine-tuned checkpoint's order when it has the same ones)."""
+        labels = checkpoint_label_order(self.model_args, build_label_list(*self.raw.values()))
+        logger.info("Labels: %s", labels)
+        return labels
 
-    encoded = {}
-    for split, dataset in raw.items():
+    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
+        return load_ner_splits(self.data_args, self.task_args, splits)
+
+    def config_fields(self) -> dict:
+        return {
+            "num_labels": len(self.label_list),
+            "id2label": dict(enumerate(self.label_list)),
+            "label2id": {label: i for i, label in enumerate(self.label_list)},
+        }
+
+    def encode(self, split: str, examples: Dataset) -> Dataset:
         # Only training may label every sub-token: evaluation reads one prediction per word.
-        all_tokens = ner_args.label_all_tokens and split == "train"
-        encoded[split], num_truncated = tokenize_and_align(
-            dataset, tokenizer, label_list, data_args.max_seq_length, all_tokens, data_args.pad_to_max_length
+        all_tokens = self.task_args.label_all_tokens and split == "train"
+        max_seq_length = self.data_args.max_seq_length
+        encoded, num_truncated = tokenize_and_align(
+            examples, self.tokenizer, self.label_list, max_seq_length, all_tokens, self.data_args.pad_to_max_length
         )
-        log_truncation(split, num_truncated, len(dataset), data_args.max_seq_length)
-    model_inputs = {split: dataset.select_columns(list(MODEL_INPUTS)) for split, dataset in encoded.items()}
+        log_truncation(split, num_truncated, len(examples), max_seq_length)
+        return encoded
 
-    pad_to_multiple_of = 8 if (training_args.fp16 or training_args.bf16) and not data_args.pad_to_max_length else None
-    trainer = FineTuningTrainer(
-        model=model,
-        card_info=CardInfo(
-            base_model=model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003"
-        ),
-        args=training_args,
-        train_dataset=model_inputs.get("train"),
-        eval_dataset=model_inputs.get("validation"),
-        processing_class=tokenizer,
-        data_collator=DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_to_multiple_of),
-        compute_metrics=ner_compute_metrics(label_list),
-    )
-    eval_sets = {"eval": model_inputs["validation"]} if "validation" in model_inputs else {}
-    train_and_evaluate(trainer, training_args, eval_sets)
+    def model_inputs(self, split: str) -> Dataset | None:
+        # The word ids stay in `features` for the word-level predictions; the model reads the rest.
+        return self.features[split].select_columns(list(MODEL_INPUTS)) if split in self.features else None
 
-    if training_args.do_predict:
-        predicted, num_cut = predict_words(trainer, model_inputs["test"], encoded["test"], label_list)
+    def data_collator(self, pad_to_multiple_of: int | None):
+        return DataCollatorForTokenClassification(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+    def compute_metrics(self):
+        return ner_compute_metrics(self.label_list)
+
+    def card_info(self) -> CardInfo:
+        return CardInfo(
+            base_model=self.model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003"
+        )
+
+    def predict(self, trainer: Trainer) -> None:
+        """Word-level tags of the test file, their scores over every word, and `predictions_test.txt`."""
+        test = self.raw["test"]
+        predicted, num_cut = predict_words(trainer, self.model_inputs("test"), self.features["test"], self.label_list)
         if num_cut:
             logger.warning(
-                "test: %d words lay beyond max_seq_length=%d and were predicted 'O'.", num_cut, data_args.max_seq_length
+                "test: %d words lay beyond max_seq_length=%d and were predicted 'O'.",
+                num_cut,
+                self.data_args.max_seq_length,
             )
-        scores = load_metric_module("seqeval").compute(predictions=predicted, references=raw["test"]["ner_tags"])
+        scores = load_metric_module("seqeval").compute(predictions=predicted, references=test["ner_tags"])
         metrics = {f"predict_{key}": value for key, value in scores.items()}
         metrics.update(predict_samples=len(predicted), predict_words_beyond_max_seq_length=num_cut)
         if trainer.is_world_process_zero():
             trainer.log_metrics("predict", metrics)
             trainer.save_metrics("predict", metrics)
-            path = output_path(training_args, "predictions_test.txt")
-            write_conll_predictions(path, raw["test"]["tokens"], raw["test"]["ner_tags"], predicted)
+            path = output_path(self.training_args, "predictions_test.txt")
+            write_conll_predictions(path, test["tokens"], test["ner_tags"], predicted)
             logger.info("Wrote word-level predictions for %d sentences to %s", len(predicted), path)
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return NerJob.main(argv)

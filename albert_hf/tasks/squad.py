@@ -13,29 +13,31 @@ over all thresholds on the evaluation set (`best_f1_thresh`: rerun with that thr
 from __future__ import annotations
 
 import logging
+import math
+import time
 from dataclasses import dataclass, field
 
 from datasets import Dataset, load_dataset
-from transformers import TrainingArguments, default_data_collator, set_seed
+from transformers import TrainingArguments, default_data_collator
+from transformers.trainer_utils import speed_metrics
 
 from ..data.squad import (
     check_squad_examples,
     count_unanswerable,
     load_squad_examples,
+    postprocess_predictions,
     prepare_eval_features,
     prepare_train_features,
     truncate_questions,
+    write_prediction_files,
 )
+from ..errors import UserError
 from ..hub import CardInfo
+from ..metrics.squad import squad_metrics
 from ..modeling import AlbertForQuestionAnswering
-from ..training.trainer import SquadTrainer
-from .common import ModelArguments, build_config, build_model, fill_unset, load_tokenizer, parse_args, start_job
-from .finetuning import (
-    PaperHyperparameters,
-    apply_table_row,
-    take_first,
-    train_and_evaluate,
-)
+from ..training.trainer import FineTuningTrainer
+from .common import ModelArguments, fill_unset
+from .finetuning import FineTuningArguments, FineTuningJob, PaperHyperparameters, apply_paper_preset, preset_key
 
 logger = logging.getLogger(__name__)
 
@@ -45,22 +47,22 @@ SQUAD_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
     "squad2.0": PaperHyperparameters(3e-5, 48, 0.0, 0.1, 8144, 814, 512),
 }
 
+# Options of FineTuningArguments that SQuAD has no use for: evaluation is its prediction (predictions.json).
+UNREAD_OPTIONS = ("data_dir", "test_file", "max_predict_samples")
+
 
 @dataclass
-class SquadArguments:
-    """Data, windowing and answer-extraction options of the SQuAD job."""
+class SquadArguments(FineTuningArguments):
+    """Data, windowing and answer-extraction options of the SQuAD job: the fine-tuning data arguments, with SQuAD's
+    window length and preset rows, and its own options."""
 
     train_file: str | None = field(
         default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
     )
     validation_file: str | None = field(default=None, metadata={"help": "Evaluation file, same layouts."})
-    dataset_name: str | None = field(
-        default=None,
-        metadata={"help": "Hub dataset (e.g. rajpurkar/squad_v2) used when no file is given; needs a network."},
-    )
-    version_2_with_negative: bool = field(
-        default=False, metadata={"help": "SQuAD v2.0: some questions have no answer (null answer at [CLS])."}
-    )
+    max_seq_length: int = field(default=384, metadata={"help": "Window length in tokens, question included."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training questions."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation questions."})
     preset: str | None = field(
         default=None,
         metadata={
@@ -68,7 +70,13 @@ class SquadArguments:
             "max length; squad2.0 also sets --version_2_with_negative). Flags given explicitly win."
         },
     )
-    max_seq_length: int = field(default=384, metadata={"help": "Window length in tokens, question included."})
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Hub dataset (e.g. rajpurkar/squad_v2) used when no file is given; needs a network."},
+    )
+    version_2_with_negative: bool = field(
+        default=False, metadata={"help": "SQuAD v2.0: some questions have no answer (null answer at [CLS])."}
+    )
     doc_stride: int = field(
         default=128,
         metadata={
@@ -86,23 +94,24 @@ class SquadArguments:
     null_score_diff_threshold: float = field(
         default=0.0, metadata={"help": "v2.0: answer '' when null score - best span score exceeds this."}
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training questions."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation questions."})
 
     def __post_init__(self):
-        for name in ("max_train_samples", "max_eval_samples"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be positive, got {value}.")
+        super().__post_init__()
+        unread = [f"--{name}" for name in UNREAD_OPTIONS if getattr(self, name) is not None]
+        if unread:
+            raise UserError(
+                f"SQuAD does not read {unread}: it answers the questions of --validation_file (--do_eval), and writes "
+                "predictions.json for them."
+            )
         for name in ("n_best_size", "max_answer_length", "max_query_length", "doc_stride"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}.")
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}.")
 
     def check_window_room(self) -> None:
         """A window holds [CLS] question [SEP] context [SEP]; the stride must leave context tokens to advance by."""
         context_room = self.max_seq_length - self.max_query_length - 3
         if self.doc_stride >= context_room:
-            raise ValueError(
+            raise UserError(
                 f"--doc_stride {self.doc_stride} must be smaller than the context room of a window, max_seq_length "
                 f"({self.max_seq_length}) - max_query_length ({self.max_query_length}) - 3 = {context_room}."
             )
@@ -115,109 +124,157 @@ def apply_squad_preset(
 
     Only fields the user did not give are filled, so `--preset squad1.1 --max_steps 10` trains for 10 steps.
     """
-    if squad_args.preset is None:
-        return {}
-    name = squad_args.preset.lower().replace("-", "").replace("_", "").replace("v", "")
-    if name not in SQUAD_HYPERPARAMETERS:
-        raise ValueError(f"--preset {squad_args.preset!r}: choose one of {sorted(SQUAD_HYPERPARAMETERS)}.")
-    dropout = apply_table_row(SQUAD_HYPERPARAMETERS[name], model_args, squad_args, training_args)
-    if name == "squad2.0":
+    dropout = apply_paper_preset(model_args, squad_args, training_args, SQUAD_HYPERPARAMETERS)
+    if squad_args.preset is not None and preset_key(squad_args.preset) == "squad2.0":
         fill_unset((squad_args,), {"version_2_with_negative": True})
     return dropout
 
 
 def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
-    """The training or evaluation questions, from the given file or from the Hub."""
+    """The training ("train") or evaluation (any other split name) questions, from the given file or from the Hub."""
     file_flag, hub_split = ("train_file", "train") if split == "train" else ("validation_file", "validation")
     path = getattr(squad_args, file_flag)
     if path:
         return load_squad_examples(path)
     if not squad_args.dataset_name:
-        raise ValueError(f"No {split} data: pass --{file_flag} or --dataset_name.")
+        raise UserError(f"No {split} data: pass --{file_flag} or --dataset_name.")
     examples = load_dataset(squad_args.dataset_name, split=hub_split)
     return check_squad_examples(examples, f"{squad_args.dataset_name}[{hub_split}]")
 
 
-def _features(examples: Dataset, tokenizer, squad_args: SquadArguments, split: str, training_args) -> Dataset:
-    """Windows of `examples`: labelled for training, with ids and offsets for evaluation."""
-    prepare = prepare_train_features if split == "train" else prepare_eval_features
-    with training_args.main_process_first(desc=f"{split} windows"):
-        return examples.map(
-            prepare,
-            batched=True,
-            remove_columns=examples.column_names,
-            fn_kwargs={
-                "tokenizer": tokenizer,
-                "max_seq_length": squad_args.max_seq_length,
-                "doc_stride": squad_args.doc_stride,
-            },
-            desc=f"Cutting {split} contexts into windows",
+class SquadTrainer(FineTuningTrainer):
+    """A Trainer whose evaluation answers every question and scores the answers with the official SQuAD metric.
+
+    It evaluates in dataset order (FineTuningTrainer): post-processing matches windows to questions by position, and
+    transformers 5 would otherwise reorder evaluation by length under `--train_sampling_strategy group_by_length`.
+
+    The model's start/end logits over all evaluation windows are merged per question by `postprocess_predictions`;
+    the prediction files are written to `output_dir` by the main process.
+    """
+
+    def __init__(self, *args, eval_examples: Dataset, squad_args: SquadArguments, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.eval_examples = eval_examples
+        self.squad_args = squad_args
+
+    def evaluate(
+        self, eval_dataset: Dataset | None = None, ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval"
+    ) -> dict[str, float]:
+        features = self.eval_dataset if eval_dataset is None else eval_dataset
+        start_time = time.time()
+        # Windows carry no labels: the loop returns the logits only, and the metrics come from the answers below.
+        output = self.evaluation_loop(
+            self.get_eval_dataloader(features),
+            description="Evaluation",
+            prediction_loss_only=False,
+            ignore_keys=ignore_keys,
+            metric_key_prefix=metric_key_prefix,
         )
+        start_logits, end_logits = output.predictions[:2]
+        args = self.squad_args
+        predictions = postprocess_predictions(
+            self.eval_examples,
+            features,
+            start_logits,
+            end_logits,
+            n_best_size=args.n_best_size,
+            max_answer_length=args.max_answer_length,
+            version_2_with_negative=args.version_2_with_negative,
+            null_score_diff_threshold=args.null_score_diff_threshold,
+        )
+        if self.is_world_process_zero():
+            paths = write_prediction_files(self.args.output_dir, predictions)
+            logger.info("Wrote %s", ", ".join(paths))
+
+        scores = squad_metrics(
+            predictions, self.eval_examples, args.version_2_with_negative, args.null_score_diff_threshold
+        )
+        scores["questions_without_valid_span"] = len(predictions.no_valid_span)
+        metrics = {f"{metric_key_prefix}_{key}": value for key, value in scores.items()}
+        metrics.update(output.metrics)
+        total_batch_size = self.args.eval_batch_size * self.args.world_size
+        metrics.update(
+            speed_metrics(metric_key_prefix, start_time, len(features), math.ceil(len(features) / total_batch_size))
+        )
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
 
 
-def _prepare_split(split: str, squad_args: SquadArguments, tokenizer) -> Dataset:
-    """Load, limit and check one split's questions; long questions are cut (and counted)."""
-    limit = squad_args.max_train_samples if split == "train" else squad_args.max_eval_samples
-    examples = take_first(load_squad_split(squad_args, split), limit)
-    unanswerable = count_unanswerable(examples)
-    if unanswerable and not squad_args.version_2_with_negative:
-        raise ValueError(
-            f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
-            "--version_2_with_negative (or --preset squad2.0)."
+class SquadJob(FineTuningJob):
+    """SQuAD on the fine-tuning skeleton: questions cut into windows, answers extracted by `SquadTrainer`."""
+
+    argument_types = (SquadArguments,)
+    model_class = AlbertForQuestionAnswering
+    trainer_class = SquadTrainer
+    task_name = "squad"
+
+    def apply_preset(self) -> dict[str, float]:
+        return apply_squad_preset(self.model_args, self.data_args, self.training_args)
+
+    def check_arguments(self) -> None:
+        if not (self.training_args.do_train or self.training_args.do_eval):
+            raise UserError("Nothing to do: pass --do_train and/or --do_eval.")
+        if self.training_args.do_predict:
+            raise UserError(
+                "SQuAD has no test split: --do_eval answers the questions of --validation_file and writes "
+                "predictions.json; drop --do_predict."
+            )
+        self.data_args.check_window_room()
+
+    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
+        return {split: load_squad_split(self.data_args, split) for split in splits}
+
+    def prepare(self, split: str, examples: Dataset) -> Dataset:
+        """Refuse unanswerable questions outside v2.0; cut long questions (and count them)."""
+        unanswerable = count_unanswerable(examples)
+        if unanswerable and not self.data_args.version_2_with_negative:
+            raise UserError(
+                f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
+                "--version_2_with_negative (or --preset squad2.0)."
+            )
+        examples, cut = truncate_questions(examples, self.tokenizer, self.data_args.max_query_length)
+        if cut:
+            logger.warning(
+                "%s: %d of %d questions were longer than %d tokens and were cut.",
+                split,
+                cut,
+                len(examples),
+                self.data_args.max_query_length,
+            )
+        logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
+        return examples
+
+    def encode(self, split: str, examples: Dataset) -> Dataset:
+        """Windows of `examples`: labelled for training, with ids and offsets for evaluation."""
+        prepare = prepare_train_features if split == "train" else prepare_eval_features
+        with self.training_args.main_process_first(desc=f"{split} windows"):
+            return examples.map(
+                prepare,
+                batched=True,
+                remove_columns=examples.column_names,
+                fn_kwargs={
+                    "tokenizer": self.tokenizer,
+                    "max_seq_length": self.data_args.max_seq_length,
+                    "doc_stride": self.data_args.doc_stride,
+                },
+                desc=f"Cutting {split} contexts into windows",
+            )
+
+    def data_collator(self, pad_to_multiple_of: int | None):
+        return default_data_collator  # windows are padded to max_seq_length already
+
+    def card_info(self) -> CardInfo:
+        v2 = self.data_args.version_2_with_negative
+        return CardInfo(
+            base_model=self.model_args.model_name_or_path,
+            dataset_id="rajpurkar/squad_v2" if v2 else "rajpurkar/squad",
+            dataset_name="SQuAD v2.0" if v2 else "SQuAD v1.1",
         )
-    examples, cut = truncate_questions(examples, tokenizer, squad_args.max_query_length)
-    if cut:
-        logger.warning(
-            "%s: %d of %d questions were longer than %d tokens and were cut.",
-            split,
-            cut,
-            len(examples),
-            squad_args.max_query_length,
-        )
-    logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
-    return examples
+
+    def trainer_arguments(self) -> dict:
+        return {"eval_examples": self.raw.get("validation"), "squad_args": self.data_args}
 
 
 def main(argv: list[str] | None = None) -> int:
-    model_args, squad_args, training_args = parse_args((ModelArguments, SquadArguments, TrainingArguments), argv)
-    if not (training_args.do_train or training_args.do_eval):
-        raise ValueError("Nothing to do: pass --do_train and/or --do_eval.")
-    preset_config = apply_squad_preset(model_args, squad_args, training_args)
-    start_job(training_args)
-    squad_args.check_window_room()
-    set_seed(training_args.seed)
-
-    tokenizer = load_tokenizer(model_args)
-    config = build_config(model_args, **preset_config)
-    if squad_args.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"--max_seq_length {squad_args.max_seq_length} exceeds the model's max_position_embeddings "
-            f"({config.max_position_embeddings})."
-        )
-    model = build_model(AlbertForQuestionAnswering, model_args, config)
-
-    train_features = eval_examples = eval_features = None
-    if training_args.do_train:
-        train_examples = _prepare_split("train", squad_args, tokenizer)
-        train_features = _features(train_examples, tokenizer, squad_args, "train", training_args)
-    if training_args.do_eval:
-        eval_examples = _prepare_split("eval", squad_args, tokenizer)
-        eval_features = _features(eval_examples, tokenizer, squad_args, "eval", training_args)
-
-    trainer = SquadTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=train_features,
-        eval_dataset=eval_features,
-        processing_class=tokenizer,
-        data_collator=default_data_collator,  # windows are padded to max_seq_length already
-        eval_examples=eval_examples,
-        squad_args=squad_args,
-        card_info=CardInfo(
-            base_model=model_args.model_name_or_path,
-            dataset_id="rajpurkar/squad_v2" if squad_args.version_2_with_negative else "rajpurkar/squad",
-            dataset_name="SQuAD v2.0" if squad_args.version_2_with_negative else "SQuAD v1.1",
-        ),
-    )
-    train_and_evaluate(trainer, training_args, {"eval": eval_features} if eval_features is not None else {})
-    return 0
+    return SquadJob.main(argv)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import UserError
+
 # Config field -> tokenizer attribute holding the same special id. ALBERT's config calls [CLS] and [SEP] bos / eos.
 SPECIAL_ID_FIELDS = (
     ("pad_token_id", "pad_token_id", "padding"),
@@ -59,11 +61,21 @@ def check_single_token(tokenizer, token_field: str) -> None:
         )
 
 
-def check_sequence_length(max_seq_length: int, config, config_source: str = "the model config") -> None:
-    if max_seq_length > config.max_position_embeddings:
-        raise PretrainingSetupError(
-            f"--max_seq_length {max_seq_length} exceeds max_position_embeddings {config.max_position_embeddings} "
-            f"of {config_source}: positions past it have no embedding."
+class SequenceLengthError(PretrainingSetupError, UserError):
+    """--max_seq_length asks for more positions than the model has: refused before any training, by every job."""
+
+
+def check_sequence_length(
+    max_seq_length: int, config, config_source: str = "the model config", option: str = "--max_seq_length"
+) -> None:
+    """The one rule on sequence lengths, asked by pretraining and every fine-tuning job before training: no input may
+    be longer than the model's position embeddings (a longer batch fails in the embedding lookup, at its first
+    occurrence, hours into a run or only in evaluation)."""
+    limit = config.max_position_embeddings
+    if max_seq_length > limit:
+        raise SequenceLengthError(
+            f"{option} {max_seq_length} exceeds max_position_embeddings {limit} of {config_source}: positions past "
+            f"it have no embedding. Pass {option} {limit} or less, or a model with more positions."
         )
 
 

@@ -6,8 +6,8 @@ evaluation order is made once.
     cost minutes, not the run.
   * [`AlbertModelCardMixin`] and [`AlbertTrainer`]: the README.md that Trainer writes and pushes is albert_hf's model
     card (hub.py renders it), and checkpoints carry tokenization.py as remote code.
-  * [`FineTuningTrainer`]: evaluation and prediction in dataset order, for the fine-tuning jobs; [`SquadTrainer`]
-    adds SQuAD's answer extraction and official metrics to its evaluation.
+  * [`FineTuningTrainer`]: evaluation and prediction in dataset order, for the fine-tuning jobs (SQuAD's
+    `SquadTrainer`, in albert_hf/tasks/squad.py, adds its answer extraction and official metrics to evaluation).
   * [`AlbertPretrainingTrainer`] with [`PretrainingArguments`], for ALBERT pretraining:
       - The SOP loss is normalized like the MLM loss: Trainer counts the MLM targets of the whole accumulated batch
         (all gradient-accumulation micro-batches, all processes) and passes `num_items_in_batch`; this class counts
@@ -25,29 +25,20 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from datasets import Dataset
 from torch.utils.data import SequentialSampler
 from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_utils import speed_metrics
 
-from ..data.squad import postprocess_predictions, write_prediction_files
 from ..hub import CardInfo, latest_eval_metrics, register_tokenizer_for_remote_code, write_model_card
-from ..metrics.squad import squad_metrics
 from .divergence import DivergenceGuard, DivergenceGuardConfig
 from .lamb import Lamb, lamb_parameter_groups
 from .reliability import ReliableTrainerMixin
 from .schedules import get_albert_polynomial_decay_schedule
-
-if TYPE_CHECKING:
-    from ..tasks.squad import SquadArguments
 
 logger = logging.getLogger(__name__)
 
@@ -172,65 +163,6 @@ class FineTuningTrainer(AlbertTrainer):
             return None
         # One process: in order. Several: accelerate shards sequentially and the gather restores the order.
         return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
-
-
-class SquadTrainer(FineTuningTrainer):
-    """A Trainer whose evaluation answers every question and scores the answers with the official SQuAD metric.
-
-    It evaluates in dataset order (FineTuningTrainer): post-processing matches windows to questions by position, and
-    transformers 5 would otherwise reorder evaluation by length under `--train_sampling_strategy group_by_length`.
-
-    The model's start/end logits over all evaluation windows are merged per question by `postprocess_predictions`;
-    the prediction files are written to `output_dir` by the main process.
-    """
-
-    def __init__(self, *args, eval_examples: Dataset, squad_args: SquadArguments, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.eval_examples = eval_examples
-        self.squad_args = squad_args
-
-    def evaluate(
-        self, eval_dataset: Dataset | None = None, ignore_keys: list[str] | None = None, metric_key_prefix: str = "eval"
-    ) -> dict[str, float]:
-        features = self.eval_dataset if eval_dataset is None else eval_dataset
-        start_time = time.time()
-        # Windows carry no labels: the loop returns the logits only, and the metrics come from the answers below.
-        output = self.evaluation_loop(
-            self.get_eval_dataloader(features),
-            description="Evaluation",
-            prediction_loss_only=False,
-            ignore_keys=ignore_keys,
-            metric_key_prefix=metric_key_prefix,
-        )
-        start_logits, end_logits = output.predictions[:2]
-        args = self.squad_args
-        predictions = postprocess_predictions(
-            self.eval_examples,
-            features,
-            start_logits,
-            end_logits,
-            n_best_size=args.n_best_size,
-            max_answer_length=args.max_answer_length,
-            version_2_with_negative=args.version_2_with_negative,
-            null_score_diff_threshold=args.null_score_diff_threshold,
-        )
-        if self.is_world_process_zero():
-            paths = write_prediction_files(self.args.output_dir, predictions)
-            logger.info("Wrote %s", ", ".join(paths))
-
-        scores = squad_metrics(
-            predictions, self.eval_examples, args.version_2_with_negative, args.null_score_diff_threshold
-        )
-        scores["questions_without_valid_span"] = len(predictions.no_valid_span)
-        metrics = {f"{metric_key_prefix}_{key}": value for key, value in scores.items()}
-        metrics.update(output.metrics)
-        total_batch_size = self.args.eval_batch_size * self.args.world_size
-        metrics.update(
-            speed_metrics(metric_key_prefix, start_time, len(features), math.ceil(len(features) / total_batch_size))
-        )
-        self.log(metrics)
-        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
-        return metrics
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,9 @@
+"""Fine-tune ALBERT to classify the texts of any labelled table; see `albert_hf.tasks.classify` (same as
+`albert-hf classify`)."""
+
+import sys
+
+from albert_hf.tasks.classify import main
+
+if __name__ == "__main__":
+    sys.exit(main())
