@@ -9,7 +9,9 @@ marked `slow` / `distributed`: `-m "not slow and not distributed"` leaves the in
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +35,7 @@ from albert_hf.training.reliability import (
     NonFiniteLossError,
     ReliableTrainerMixin,
     check_checkpoint_matches_model,
+    checkpoint_problem,
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
@@ -717,3 +720,168 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
     for record in records:
         assert record["error"] is not None and "at global step 4" in record["error"]
     assert latest_checkpoint(tmp_path / "poisoned") == str(tmp_path / "poisoned" / "checkpoint-2")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Complete checkpoints: every file a resume reads, each readable
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_checkpoints(tmp_path) -> Path:
+    """A finished run of 4 steps: checkpoint-2 and checkpoint-4, each written by Trainer in full."""
+    run = tmp_path / "run"
+    ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(run, max_steps=4), train_dataset=RandomSequences()
+    ).train()
+    return run
+
+
+@pytest.mark.parametrize("file_name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_latest_skips_a_checkpoint_missing_part_of_its_training_state(two_checkpoints, file_name, caplog):
+    assert checkpoint_problem(two_checkpoints / "checkpoint-4") is None
+    (two_checkpoints / "checkpoint-4" / file_name).unlink()
+    with caplog.at_level(logging.WARNING, logger="albert_hf.training.reliability"):
+        assert latest_checkpoint(two_checkpoints) == str(two_checkpoints / "checkpoint-2")
+    assert f"Skipping incomplete checkpoint {two_checkpoints / 'checkpoint-4'}" in caplog.text
+    assert f"checkpoint-4/{file_name} is missing" in caplog.text
+
+
+def test_a_model_only_checkpoint_is_complete(two_checkpoints):
+    """`save_only_model` writes no training state at all: that is a complete checkpoint of its kind."""
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (two_checkpoints / "checkpoint-4" / name).unlink()
+    assert checkpoint_problem(two_checkpoints / "checkpoint-4") is None
+
+
+@pytest.mark.parametrize("file_name", ["optimizer.pt", "rng_state.pth", "scheduler.pt"])
+def test_resume_from_a_truncated_training_state_file_names_it_before_training(two_checkpoints, tmp_path, file_name):
+    damaged = two_checkpoints / "checkpoint-4" / file_name
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
+    )
+    with pytest.raises(CheckpointError, match=rf"checkpoint-4/{file_name} is truncated"):
+        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-4"))
+    assert trainer.state.global_step == 0 and not list((tmp_path / "resumed").glob("checkpoint-*"))  # nothing trained
+
+
+def test_rng_states_of_several_processes_are_all_required(two_checkpoints):
+    folder = two_checkpoints / "checkpoint-4"
+    rng = (folder / "rng_state.pth").read_bytes()
+    (folder / "rng_state.pth").unlink()
+    for rank in (0, 1, 3):  # rank 2's file is missing
+        (folder / f"rng_state_{rank}.pth").write_bytes(rng)
+    assert (
+        checkpoint_problem(folder) == f"{folder / 'rng_state_2.pth'} is missing (the random number generators' state)"
+    )
+    (folder / "rng_state_2.pth").write_bytes(rng)
+    assert checkpoint_problem(folder) is None
+    # Resumed by 5 processes, rank 4 would find no RNG state of its own.
+    assert checkpoint_problem(folder, world_size=5) == (
+        f"{folder / 'rng_state_4.pth'} is missing (the random number generators' state)"
+    )
+
+
+def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog):
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
+    )
+    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-2"))
+    assert f"Resuming from {two_checkpoints / 'checkpoint-2'} (step 2)." in caplog.text
+    assert trainer.state.global_step == 6
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Run fingerprint: a resume that would change the run is refused
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def resume_with(checkpoint: Path, output_dir: Path, **overrides) -> ReliableTrainer:
+    extra = overrides.pop("run_fingerprint_extra", None)
+    trainer = ReliableTrainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(output_dir, max_steps=6, **overrides),
+        train_dataset=RandomSequences(),
+    )
+    if extra is not None:
+        trainer.run_fingerprint_extra = extra
+    trainer.train(resume_from_checkpoint=str(checkpoint))
+    return trainer
+
+
+def test_checkpoints_carry_the_fingerprint_of_their_run(two_checkpoints):
+    saved = json.loads((two_checkpoints / "checkpoint-4" / "run_fingerprint.json").read_text())
+    # Hand-written from tiny_arguments and tiny_classifier: batch 4 x accumulation 1 x 1 process.
+    assert saved["global_batch_size"] == 4
+    assert saved["optimizer.learning_rate"] == 1e-2 and saved["optimizer.optim"].startswith("adamw_torch")
+    assert saved["optimizer.lr_scheduler_type"] == "linear" and saved["optimizer.weight_decay"] == 0.0
+    assert saved["model.hidden_size"] == 16 and saved["model.embedding_size"] == 8 and saved["model.vocab_size"] == 50
+    assert not {"model.transformers_version", "model._name_or_path", "model.architectures"} & set(saved)
+
+
+@pytest.mark.parametrize(
+    "overrides, difference",
+    [
+        ({"learning_rate": 2e-2}, "optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"),
+        ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}, None),  # same global batch: allowed
+        ({"per_device_train_batch_size": 8}, "global_batch_size: 4 in the checkpoint, 8 now"),
+        ({"adam_beta2": 0.98}, "optimizer.adam_beta2: 0.999 in the checkpoint, 0.98 now"),
+        ({"run_fingerprint_extra": {"train_files": ["b.txt"]}}, "job.train_files: absent in the checkpoint"),
+    ],
+)
+def test_a_resume_that_changes_the_run_is_refused_naming_each_option(two_checkpoints, tmp_path, overrides, difference):
+    if difference is None:
+        assert resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", **overrides).state.global_step == 6
+        return
+    with pytest.raises(CheckpointError, match=re.escape(difference)):
+        resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", **overrides)
+
+
+def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
+    )
+    trainer.run_fingerprint_extra = {"train_files": ["a.txt"], "tokenizer": "spiece.model"}
+    trainer.train()
+    with pytest.raises(CheckpointError) as caught:
+        resume_with(
+            tmp_path / "run" / "checkpoint-2",
+            tmp_path / "resumed",
+            run_fingerprint_extra={"train_files": ["b.txt"], "tokenizer": "other.model"},
+        )
+    message = str(caught.value)
+    assert "would change 2 of the options" in message
+    assert "job.train_files: ['a.txt'] in the checkpoint, ['b.txt'] now" in message
+    assert "job.tokenizer: 'spiece.model' in the checkpoint, 'other.model' now" in message
+
+
+def test_a_checkpoint_without_fingerprint_resumes_with_a_warning(two_checkpoints, tmp_path, caplog):
+    (two_checkpoints / "checkpoint-2" / "run_fingerprint.json").unlink()  # as an older version or Trainer wrote it
+    with caplog.at_level(logging.WARNING, logger="albert_hf.training.reliability"):
+        trainer = resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", learning_rate=2e-2)
+    assert trainer.state.global_step == 6
+    assert "checkpoint-2 has no run_fingerprint.json" in caplog.text
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A finished run relaunched with the same --max_steps trains nothing
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints, caplog):
+    final = load_file(two_checkpoints / "checkpoint-4" / "model.safetensors")
+    relaunched = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=RandomSequences()
+    )
+    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+        result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))
+    assert "already trained for 4 steps (--max_steps 4): nothing to train" in caplog.text
+    assert result.global_step == relaunched.state.global_step == 4
+    assert sorted(p.name for p in two_checkpoints.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    # The trained weights are in the model, so the job's final save writes them and not a fresh model.
+    for name, tensor in relaunched.model.state_dict().items():
+        if name in final:
+            assert torch.equal(tensor, final[name]), name
+    assert not torch.equal(tiny_classifier().classifier.weight, final["classifier.weight"])
