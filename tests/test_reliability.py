@@ -30,6 +30,7 @@ import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForSequenceClassification, AlbertModel
 from albert_hf.training.reliability import (
+    MODEL_STAGING_DIR_NAME,
     STAGING_DIR_NAME,
     CheckpointError,
     NonFiniteLossError,
@@ -885,3 +886,83 @@ def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints
         if name in final:
             assert torch.equal(tensor, final[name]), name
     assert not torch.equal(tiny_classifier().classifier.weight, final["classifier.weight"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The final save: killed while writing the model, the output folder never holds a config.json beside half a model
+# --------------------------------------------------------------------------------------------------------------------
+
+KILLED_FINAL_SAVE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])  # the tests folder, for the helpers of test_reliability
+    import transformers.modeling_utils as modeling_utils
+    from transformers import Trainer
+    from test_reliability import RandomSequences, tiny_arguments, tiny_classifier
+    from albert_hf.training.trainer import ReliableTrainer
+
+    trainer_class = {"reliable": ReliableTrainer, "plain": Trainer}[sys.argv[3]]
+    output = Path(sys.argv[2])
+    trainer = trainer_class(model=tiny_classifier(), args=tiny_arguments(output, max_steps=2, save_strategy="no"),
+                            train_dataset=RandomSequences())
+    trainer.train()
+    if sys.argv[4] == "second":  # a complete model is there already; the next save of the same folder dies
+        trainer.save_model()
+        trainer.train()
+    save_file = modeling_utils.safe_save_file
+
+    def dies_half_way(tensors, filename, *args, **kwargs):
+        save_file(tensors, filename, *args, **kwargs)
+        with open(filename, "r+b") as handle:  # as far as a write got when the process was killed
+            handle.truncate(os.path.getsize(filename) // 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    modeling_utils.safe_save_file = dies_half_way
+    trainer.save_model()
+    """
+)
+
+
+def run_killed_final_save(tmp_path: Path, trainer_kind: str, save: str) -> Path:
+    script = tmp_path / "killed_final_save.py"
+    script.write_text(KILLED_FINAL_SAVE)
+    output = tmp_path / f"{trainer_kind}-{save}"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(REPO_ROOT / "tests"), str(output), trainer_kind, save],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wait_killed(process, f"{trainer_kind} trainer killed in its {save} final save")
+    return output
+
+
+def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_path):
+    output = run_killed_final_save(tmp_path, "reliable", "first")
+    assert not (output / "config.json").exists() and not (output / "model.safetensors").exists()
+    # The whole save is in the staging folder, which from_pretrained never reads (no config.json in the folder).
+    assert (output / MODEL_STAGING_DIR_NAME / "config.json").is_file()
+    with pytest.raises(OSError):
+        AlbertForSequenceClassification.from_pretrained(output)
+
+
+def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path):
+    output = run_killed_final_save(tmp_path, "reliable", "second")
+    model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
+    assert model.config.hidden_size == 16
+    # And a later save into the folder clears the leftover staging folder and completes.
+    trainer = ReliableTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no"))
+    trainer.save_model()
+    assert not (output / MODEL_STAGING_DIR_NAME).exists()
+    AlbertForSequenceClassification.from_pretrained(output)
+
+
+def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_model(tmp_path):
+    """What the staging prevents: Trainer writes config.json first, then the weights in place."""
+    output = run_killed_final_save(tmp_path, "plain", "first")
+    assert (output / "config.json").is_file()
+    with pytest.raises(Exception, match="(?i)incomplete|truncat|deserializ|header"):
+        AlbertForSequenceClassification.from_pretrained(output)
