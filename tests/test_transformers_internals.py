@@ -82,3 +82,16 @@ def test_no_module_but_the_adapter_uses_a_private_trainer_name():
     pending = {"_set_signature_columns_if_needed", "_signature_columns", "_created_lr_scheduler"}
     offenders = [line for line in offenders if line.split()[-1] not in pending or "training/trainer.py" not in line]
     assert offenders == [], "private transformers names outside transformers_internals.py:\n" + "\n".join(offenders)
+
+
+def test_a_run_on_a_transformers_without_a_name_warns_naming_it(monkeypatch, caplog):
+    missing = InternalName("Trainer._no_such_method", "override", "testing the warning", "none")
+    monkeypatch.setattr(transformers_internals, "INTERNAL_NAMES", (*INTERNAL_NAMES, missing))
+    transformers_internals.warn_about_missing_internal_names.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="albert_hf.training.transformers_internals"):
+            problems = transformers_internals.warn_about_missing_internal_names()
+    finally:
+        transformers_internals.warn_about_missing_internal_names.cache_clear()
+    assert problems == (internal_name_problem(missing),)
+    assert "no longer has Trainer._no_such_method, used for testing the warning" in caplog.text

@@ -21,15 +21,26 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * Every training micro-batch's loss is checked: a non-finite one raises [`NonFiniteLossError`] naming the global
     step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
     checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
-  * Resuming first checks the checkpoint against the model: model type, weights file readable, tensor shapes,
-    each failure an error naming the file.
+  * Resuming first checks the checkpoint (in `train()`, before anything is loaded): it must be complete (every
+    file the resume reads is there and readable, see [`checkpoint_problem`]), fit the model (model type, tensor
+    shapes) and have been written by the same run: each checkpoint carries `run_fingerprint.json` (model config,
+    optimizer and schedule, global batch, and what the job declares in `run_fingerprint_extra`), and a resume that
+    would change any of it is refused naming each option with both values. Each failure is an error naming the
+    file. A run that already reached `--max_steps` in its checkpoint is not trained further.
+  * The final model (`save_model`) is written into a staging folder and moved in file by file, weights first and
+    `config.json` last, so a folder with a config.json always holds the whole model it describes.
+
+Everything is built on Trainer's public hooks where one serves (`train`, `training_step`, `save_model`, a
+`TrainerCallback` for the divergence rollback); what has none goes through training/transformers_internals.py, the
+one module that touches private transformers names (each listed there with its reason, each checked by a test).
 
 A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
 in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
 trained batches again.
 
 [`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
-Trainer, which a crash may have left half-written), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
+Trainer, which a crash may have left half-written: each one skipped is named in a warning with the missing or damaged
+file), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
 latest` into it, so the same command starts a job and restarts it after a crash.
 """
 
@@ -63,6 +74,7 @@ from .transformers_internals import (
     load_checkpoint_weights,
     save_full_model,
     upload_jobs,
+    warn_about_missing_internal_names,
 )
 
 logger = logging.getLogger(__name__)
@@ -556,6 +568,7 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         already reached `--max_steps` in that checkpoint is not trained further: its weights are loaded (so that a
         following `save_model` writes the trained model) and the call returns.
         """
+        warn_about_missing_internal_names()
         self._positioned_stream_epoch = None
         if self.divergence_guard is not None:  # a fresh history and snapshot for every run
             self.divergence_guard = DivergenceGuard(self.divergence_guard.config)

@@ -18,7 +18,9 @@ feature does is written there and only the plumbing is here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,8 @@ import torch
 import transformers
 import transformers.trainer
 from transformers import Trainer
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,16 @@ def internal_name_problem(entry: InternalName) -> str | None:
                 f"(its parameters: {', '.join(parameters)}), used for {entry.used_for}."
             )
     return None
+
+
+@functools.cache
+def warn_about_missing_internal_names() -> tuple[str, ...]:
+    """Log a warning for each name of [`INTERNAL_NAMES`] the installed transformers lacks (once per process), so that
+    a run on an unsupported transformers says which feature cannot work instead of silently doing without it."""
+    problems = tuple(problem for entry in INTERNAL_NAMES if (problem := internal_name_problem(entry)) is not None)
+    for problem in problems:
+        logger.warning("%s albert_hf supports the transformers versions pyproject.toml names.", problem)
+    return problems
 
 
 # --------------------------------------------------------------------------------------------------------------------
