@@ -23,6 +23,7 @@ import torch
 from conftest import TINY_TWO_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from torch.utils.data import Dataset as TorchDataset
+from torch.utils.data import IterableDataset
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -871,10 +872,28 @@ def test_a_checkpoint_without_fingerprint_resumes_with_a_warning(two_checkpoints
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints, caplog):
+class EndlessSequences(IterableDataset):
+    """`RandomSequences` over and over, as a stream without a length (Trainer then counts `max_steps` per pass)."""
+
+    def __iter__(self):
+        sequences = RandomSequences()
+        while True:
+            yield from (sequences[index] for index in range(len(sequences)))
+
+
+def test_a_plain_trainer_relaunched_on_a_stream_trains_past_max_steps(two_checkpoints):
+    """What the check prevents: Trainer resumes a finished run of a stream in its next pass, and takes a step."""
+    plain = Trainer(
+        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=EndlessSequences()
+    )
+    assert plain.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-4")).global_step == 5
+
+
+@pytest.mark.parametrize("dataset", [RandomSequences, EndlessSequences])
+def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints, caplog, dataset):
     final = load_file(two_checkpoints / "checkpoint-4" / "model.safetensors")
     relaunched = ReliableTrainer(
-        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=RandomSequences()
+        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
     )
     with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
         result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))

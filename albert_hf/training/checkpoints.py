@@ -26,6 +26,8 @@ WEIGHTS_FILE_NAMES = (
     "adapter_model.bin",
 )
 ADAPTER_FILE_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
+# How the names of weights files end (whole files, shards, and shard indexes).
+WEIGHTS_FILE_SUFFIXES = (".safetensors", ".bin", ".index.json")
 # Files `torch.save` writes (a zip archive since torch 1.6), e.g. optimizer.pt, rng_state.pth, pytorch_model.bin.
 TORCH_FILE_SUFFIXES = (".pt", ".pth", ".bin")
 

@@ -65,6 +65,7 @@ from .checkpoints import (
     ADAPTER_FILE_NAMES,
     TORCH_FILE_SUFFIXES,
     WEIGHTS_FILE_NAMES,
+    WEIGHTS_FILE_SUFFIXES,
     torch_file_problem,
     weights_file_problem,
 )
@@ -518,7 +519,7 @@ def move_files_in(staging_dir: str, final_dir: str) -> None:
     weights first, `config.json` last, so that a folder with a config.json always holds the whole model it describes
     (`from_pretrained` reads config.json first). Entries already in `final_dir` are replaced one by one."""
     names = os.listdir(staging_dir)
-    weights = [name for name in names if name.endswith((".safetensors", ".bin", ".index.json"))]
+    weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
     last = [name for name in names if name == CONFIG_NAME]
     others = [name for name in names if name not in weights and name not in last]
     for name in [*sorted(weights), *sorted(others), *last]:
