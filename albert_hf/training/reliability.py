@@ -61,6 +61,7 @@ from torch.distributed.tensor import DTensor
 from transformers import Trainer, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, TrainOutput, has_length
 
+from ..errors import UserError
 from .checkpoints import (
     ADAPTER_FILE_NAMES,
     TORCH_FILE_SUFFIXES,
@@ -104,8 +105,9 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or inf loss; raised before the optimizer step that would spread it to the weights."""
 
 
-class CheckpointError(ValueError):
-    """A checkpoint folder is incomplete, damaged, or does not fit the model; the message names the file."""
+class CheckpointError(UserError):
+    """A checkpoint folder is incomplete, damaged, does not fit the model or was written by a run with other
+    options; the message names the file (and the options)."""
 
 
 # --------------------------------------------------------------------------------------------------------------------
