@@ -1,7 +1,8 @@
 """`--push_to_hub` during training: only complete checkpoints are uploaded, and a failing upload never stops training.
 
-No network: transformers' `hf_api()` is replaced by a fake `HfApi` that records every `upload_folder` call (which
-folder, under which name in the repository, what the folder held when the upload ran) and can be told to fail.
+No network: transformers' `hf_api()` (in versions before 5.12, the `create_repo` and `upload_folder` it imports) is
+replaced by a fake `HfApi` that records every `upload_folder` call (which folder, under which name in the repository,
+what the folder held when the upload ran) and can be told to fail.
 """
 
 from __future__ import annotations
@@ -62,7 +63,11 @@ class FakeHfApi:
 def fake_api(monkeypatch):
     def install(**kwargs) -> FakeHfApi:
         api = FakeHfApi(**kwargs)
-        monkeypatch.setattr(trainer_module, "hf_api", lambda: api)
+        if hasattr(trainer_module, "hf_api"):  # transformers >= 5.12: one client for every call
+            monkeypatch.setattr(trainer_module, "hf_api", lambda: api)
+        else:  # before: huggingface_hub's functions, imported into the module
+            monkeypatch.setattr(trainer_module, "create_repo", api.create_repo)
+            monkeypatch.setattr(trainer_module, "upload_folder", api.upload_folder)
         return api
 
     return install

@@ -9,7 +9,9 @@ marked `slow` / `distributed`: `-m "not slow and not distributed"` leaves the in
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import torch
 from conftest import TINY_TWO_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from torch.utils.data import Dataset as TorchDataset
+from torch.utils.data import IterableDataset
 from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -28,11 +31,13 @@ import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForSequenceClassification, AlbertModel
 from albert_hf.training.reliability import (
+    MODEL_STAGING_DIR_NAME,
     STAGING_DIR_NAME,
     CheckpointError,
     NonFiniteLossError,
     ReliableTrainerMixin,
     check_checkpoint_matches_model,
+    checkpoint_problem,
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
@@ -717,3 +722,266 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
     for record in records:
         assert record["error"] is not None and "at global step 4" in record["error"]
     assert latest_checkpoint(tmp_path / "poisoned") == str(tmp_path / "poisoned" / "checkpoint-2")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Complete checkpoints: every file a resume reads, each readable
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_checkpoints(tmp_path) -> Path:
+    """A finished run of 4 steps: checkpoint-2 and checkpoint-4, each written by Trainer in full."""
+    run = tmp_path / "run"
+    ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(run, max_steps=4), train_dataset=RandomSequences()
+    ).train()
+    return run
+
+
+@pytest.mark.parametrize("file_name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_latest_skips_a_checkpoint_missing_part_of_its_training_state(two_checkpoints, file_name, caplog):
+    assert checkpoint_problem(two_checkpoints / "checkpoint-4") is None
+    (two_checkpoints / "checkpoint-4" / file_name).unlink()
+    with caplog.at_level(logging.WARNING, logger="albert_hf.training.reliability"):
+        assert latest_checkpoint(two_checkpoints) == str(two_checkpoints / "checkpoint-2")
+    assert f"Skipping incomplete checkpoint {two_checkpoints / 'checkpoint-4'}" in caplog.text
+    assert f"checkpoint-4/{file_name} is missing" in caplog.text
+
+
+def test_a_model_only_checkpoint_is_complete(two_checkpoints):
+    """`save_only_model` writes no training state at all: that is a complete checkpoint of its kind."""
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (two_checkpoints / "checkpoint-4" / name).unlink()
+    assert checkpoint_problem(two_checkpoints / "checkpoint-4") is None
+
+
+@pytest.mark.parametrize("file_name", ["optimizer.pt", "rng_state.pth", "scheduler.pt"])
+def test_resume_from_a_truncated_training_state_file_names_it_before_training(two_checkpoints, tmp_path, file_name):
+    damaged = two_checkpoints / "checkpoint-4" / file_name
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
+    )
+    with pytest.raises(CheckpointError, match=rf"checkpoint-4/{file_name} is truncated"):
+        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-4"))
+    assert trainer.state.global_step == 0 and not list((tmp_path / "resumed").glob("checkpoint-*"))  # nothing trained
+
+
+def test_rng_states_of_several_processes_are_all_required(two_checkpoints):
+    folder = two_checkpoints / "checkpoint-4"
+    rng = (folder / "rng_state.pth").read_bytes()
+    (folder / "rng_state.pth").unlink()
+    for rank in (0, 1, 3):  # rank 2's file is missing
+        (folder / f"rng_state_{rank}.pth").write_bytes(rng)
+    assert (
+        checkpoint_problem(folder) == f"{folder / 'rng_state_2.pth'} is missing (the random number generators' state)"
+    )
+    (folder / "rng_state_2.pth").write_bytes(rng)
+    assert checkpoint_problem(folder) is None
+    # Resumed by 5 processes, rank 4 would find no RNG state of its own.
+    assert checkpoint_problem(folder, world_size=5) == (
+        f"{folder / 'rng_state_4.pth'} is missing (the random number generators' state)"
+    )
+
+
+def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog):
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
+    )
+    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-2"))
+    assert f"Resuming from {two_checkpoints / 'checkpoint-2'} (step 2)." in caplog.text
+    assert trainer.state.global_step == 6
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Run fingerprint: a resume that would change the run is refused
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def resume_with(checkpoint: Path, output_dir: Path, **overrides) -> ReliableTrainer:
+    extra = overrides.pop("run_fingerprint_extra", None)
+    trainer = ReliableTrainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(output_dir, max_steps=6, **overrides),
+        train_dataset=RandomSequences(),
+    )
+    if extra is not None:
+        trainer.run_fingerprint_extra = extra
+    trainer.train(resume_from_checkpoint=str(checkpoint))
+    return trainer
+
+
+def test_checkpoints_carry_the_fingerprint_of_their_run(two_checkpoints):
+    saved = json.loads((two_checkpoints / "checkpoint-4" / "run_fingerprint.json").read_text())
+    # Hand-written from tiny_arguments and tiny_classifier: batch 4 x accumulation 1 x 1 process.
+    assert saved["global_batch_size"] == 4
+    assert saved["optimizer.learning_rate"] == 1e-2 and saved["optimizer.optim"].startswith("adamw_torch")
+    assert saved["optimizer.lr_scheduler_type"] == "linear" and saved["optimizer.weight_decay"] == 0.0
+    assert saved["model.hidden_size"] == 16 and saved["model.embedding_size"] == 8 and saved["model.vocab_size"] == 50
+    assert not {"model.transformers_version", "model._name_or_path", "model.architectures"} & set(saved)
+
+
+@pytest.mark.parametrize(
+    "overrides, difference",
+    [
+        ({"learning_rate": 2e-2}, "optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"),
+        ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}, None),  # same global batch: allowed
+        ({"per_device_train_batch_size": 8}, "global_batch_size: 4 in the checkpoint, 8 now"),
+        ({"adam_beta2": 0.98}, "optimizer.adam_beta2: 0.999 in the checkpoint, 0.98 now"),
+        ({"run_fingerprint_extra": {"train_files": ["b.txt"]}}, "job.train_files: absent in the checkpoint"),
+    ],
+)
+def test_a_resume_that_changes_the_run_is_refused_naming_each_option(two_checkpoints, tmp_path, overrides, difference):
+    if difference is None:
+        assert resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", **overrides).state.global_step == 6
+        return
+    with pytest.raises(CheckpointError, match=re.escape(difference)):
+        resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", **overrides)
+
+
+def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
+    trainer = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
+    )
+    trainer.run_fingerprint_extra = {"train_files": ["a.txt"], "tokenizer": "spiece.model"}
+    trainer.train()
+    with pytest.raises(CheckpointError) as caught:
+        resume_with(
+            tmp_path / "run" / "checkpoint-2",
+            tmp_path / "resumed",
+            run_fingerprint_extra={"train_files": ["b.txt"], "tokenizer": "other.model"},
+        )
+    message = str(caught.value)
+    assert "would change 2 of the options" in message
+    assert "job.train_files: ['a.txt'] in the checkpoint, ['b.txt'] now" in message
+    assert "job.tokenizer: 'spiece.model' in the checkpoint, 'other.model' now" in message
+
+
+def test_a_checkpoint_without_fingerprint_resumes_with_a_warning(two_checkpoints, tmp_path, caplog):
+    (two_checkpoints / "checkpoint-2" / "run_fingerprint.json").unlink()  # as an older version or Trainer wrote it
+    with caplog.at_level(logging.WARNING, logger="albert_hf.training.reliability"):
+        trainer = resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", learning_rate=2e-2)
+    assert trainer.state.global_step == 6
+    assert "checkpoint-2 has no run_fingerprint.json" in caplog.text
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A finished run relaunched with the same --max_steps trains nothing
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class EndlessSequences(IterableDataset):
+    """`RandomSequences` over and over, as a stream without a length (Trainer then counts `max_steps` per pass)."""
+
+    def __iter__(self):
+        sequences = RandomSequences()
+        while True:
+            yield from (sequences[index] for index in range(len(sequences)))
+
+
+def test_a_plain_trainer_relaunched_on_a_stream_trains_past_max_steps(two_checkpoints):
+    """What the check prevents: Trainer resumes a finished run of a stream in its next pass, and takes a step."""
+    plain = Trainer(
+        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=EndlessSequences()
+    )
+    assert plain.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-4")).global_step == 5
+
+
+@pytest.mark.parametrize("dataset", [RandomSequences, EndlessSequences])
+def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints, caplog, dataset):
+    final = load_file(two_checkpoints / "checkpoint-4" / "model.safetensors")
+    relaunched = ReliableTrainer(
+        model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
+    )
+    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+        result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))
+    assert "already trained for 4 steps (--max_steps 4): nothing to train" in caplog.text
+    assert result.global_step == relaunched.state.global_step == 4
+    assert sorted(p.name for p in two_checkpoints.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    # The trained weights are in the model, so the job's final save writes them and not a fresh model.
+    for name, tensor in relaunched.model.state_dict().items():
+        if name in final:
+            assert torch.equal(tensor, final[name]), name
+    assert not torch.equal(tiny_classifier().classifier.weight, final["classifier.weight"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The final save: killed while writing the model, the output folder never holds a config.json beside half a model
+# --------------------------------------------------------------------------------------------------------------------
+
+KILLED_FINAL_SAVE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])  # the tests folder, for the helpers of test_reliability
+    import transformers.modeling_utils as modeling_utils
+    from transformers import Trainer
+    from test_reliability import RandomSequences, tiny_arguments, tiny_classifier
+    from albert_hf.training.trainer import ReliableTrainer
+
+    trainer_class = {"reliable": ReliableTrainer, "plain": Trainer}[sys.argv[3]]
+    output = Path(sys.argv[2])
+    trainer = trainer_class(model=tiny_classifier(), args=tiny_arguments(output, max_steps=2, save_strategy="no"),
+                            train_dataset=RandomSequences())
+    trainer.train()
+    if sys.argv[4] == "second":  # a complete model is there already; the next save of the same folder dies
+        trainer.save_model()
+        trainer.train()
+    save_file = modeling_utils.safe_save_file
+
+    def dies_half_way(tensors, filename, *args, **kwargs):
+        save_file(tensors, filename, *args, **kwargs)
+        with open(filename, "r+b") as handle:  # as far as a write got when the process was killed
+            handle.truncate(os.path.getsize(filename) // 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    modeling_utils.safe_save_file = dies_half_way
+    trainer.save_model()
+    """
+)
+
+
+def run_killed_final_save(tmp_path: Path, trainer_kind: str, save: str) -> Path:
+    script = tmp_path / "killed_final_save.py"
+    script.write_text(KILLED_FINAL_SAVE)
+    output = tmp_path / f"{trainer_kind}-{save}"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(REPO_ROOT / "tests"), str(output), trainer_kind, save],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wait_killed(process, f"{trainer_kind} trainer killed in its {save} final save")
+    return output
+
+
+def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_path):
+    output = run_killed_final_save(tmp_path, "reliable", "first")
+    assert not (output / "config.json").exists() and not (output / "model.safetensors").exists()
+    # The whole save is in the staging folder, which from_pretrained never reads (no config.json in the folder).
+    assert (output / MODEL_STAGING_DIR_NAME / "config.json").is_file()
+    with pytest.raises(OSError):
+        AlbertForSequenceClassification.from_pretrained(output)
+
+
+def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path):
+    output = run_killed_final_save(tmp_path, "reliable", "second")
+    model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
+    assert model.config.hidden_size == 16
+    # And a later save into the folder clears the leftover staging folder and completes.
+    trainer = ReliableTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no"))
+    trainer.save_model()
+    assert not (output / MODEL_STAGING_DIR_NAME).exists()
+    AlbertForSequenceClassification.from_pretrained(output)
+
+
+def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_model(tmp_path):
+    """What the staging prevents: Trainer writes config.json first, then the weights in place."""
+    output = run_killed_final_save(tmp_path, "plain", "first")
+    assert (output / "config.json").is_file()
+    with pytest.raises(Exception, match="(?i)incomplete|truncat|deserializ|header"):
+        AlbertForSequenceClassification.from_pretrained(output)

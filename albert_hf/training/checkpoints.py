@@ -11,9 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
+
+# Weights files Trainer writes or reads in a checkpoint folder, best first.
+WEIGHTS_FILE_NAMES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "adapter_model.bin",
+)
+ADAPTER_FILE_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
+# How the names of weights files end (whole files, shards, and shard indexes).
+WEIGHTS_FILE_SUFFIXES = (".safetensors", ".bin", ".index.json")
+# Files `torch.save` writes (a zip archive since torch 1.6), e.g. optimizer.pt, rng_state.pth, pytorch_model.bin.
+TORCH_FILE_SUFFIXES = (".pt", ".pth", ".bin")
 
 
 def weights_file_problem(path: str) -> str | None:
@@ -34,6 +50,20 @@ def weights_file_problem(path: str) -> str | None:
                 pass
         except Exception as error:  # noqa: BLE001 - any failure means the file cannot be loaded
             return f"{path} is corrupt or truncated ({error})"
+    return None
+
+
+def torch_file_problem(path: str) -> str | None:
+    """Why a file written by `torch.save` cannot be loaded (naming it), or None.
+
+    `torch.save` writes a zip archive whose directory sits at the end of the file, so a truncated file has none;
+    `zipfile.is_zipfile` reads just that directory (torch would fail later with "PytorchStreamReader failed reading
+    zip archive" and no file name).
+    """
+    if os.path.getsize(path) == 0:
+        return f"{path} is empty"
+    if not zipfile.is_zipfile(path):
+        return f"{path} is truncated or not a file written by torch.save (no zip directory at its end)"
     return None
 
 

@@ -35,6 +35,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import TrainerCallback
+
+from .transformers_internals import forget_unlogged_loss
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +82,8 @@ class Snapshot:
 
 @dataclass
 class DivergenceGuard:
-    """Per-run state of the guard; the Trainer calls [`check_step`] after each step's micro-batches and
-    [`maybe_rollback`] once the loop has taken the optimizer step."""
+    """Per-run state of the guard; the Trainer calls [`check_step`] after each step's micro-batches, and
+    [`RollbackDivergedSteps`] calls [`maybe_rollback`] once the loop has taken the optimizer step."""
 
     config: DivergenceGuardConfig = field(default_factory=DivergenceGuardConfig)
     history: deque = field(default_factory=deque)
@@ -90,6 +93,7 @@ class DivergenceGuard:
     _pending_rng: dict[str, Any] | None = None
     _step_loss: torch.Tensor | None = None
     _bad: str | None = None
+    _bad_step: int = 0
 
     def __post_init__(self):
         self.history = deque(self.history, maxlen=self.config.window)
@@ -120,7 +124,7 @@ class DivergenceGuard:
                 f"last {len(self.history)} steps"
             )
         if self._bad is not None:
-            self._bad_step, self._bad_value, self._bad_median = trainer.state.global_step + 1, value, median
+            self._bad_step = trainer.state.global_step + 1
             self._pending_rng = None
             return
         self.history.append(value)
@@ -129,10 +133,6 @@ class DivergenceGuard:
         if self._pending_rng is not None:
             self._snapshot = take_snapshot(trainer, self._pending_rng, self.rollbacks)
             self._pending_rng = None
-
-    @property
-    def step_is_bad(self) -> bool:
-        return self._bad is not None
 
     # ---- after the optimizer step -----------------------------------------------------------------------------------
 
@@ -233,8 +233,7 @@ def restore_snapshot(trainer, snapshot: Snapshot) -> None:
     model.zero_grad(set_to_none=True)
     trainer.state.global_step = snapshot.step
     # The loss and metric sums of the steps undone must not reach the next log.
-    trainer._tr_loss = torch.zeros_like(trainer._tr_loss)
-    trainer._globalstep_last_logged = snapshot.step
+    forget_unlogged_loss(trainer, snapshot.step)
     trainer.discard_training_log_sums()
 
 
@@ -247,5 +246,20 @@ def scale_learning_rate(trainer, scale: float) -> None:
     scheduler = trainer.lr_scheduler
     if scheduler is not None and hasattr(scheduler, "base_lrs"):
         scheduler.base_lrs = [lr * scale for lr in scheduler.base_lrs]
-        if hasattr(scheduler, "_last_lr"):
+        if hasattr(scheduler, "_last_lr"):  # torch's, read by `get_last_lr()`: the logged rate is the new one
             scheduler._last_lr = [group["lr"] for group in trainer.optimizer.param_groups]
+
+
+class RollbackDivergedSteps(TrainerCallback):
+    """Rolls back a step the trainer's guard judged bad, at the end of that step: after Trainer's own flow callback
+    has decided what to do at this step, before anything logs, evaluates or saves the weights it produced."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        guard = self.trainer.divergence_guard
+        if guard is not None and guard.maybe_rollback(self.trainer):
+            control.should_log = control.should_save = control.should_evaluate = False
+            self.trainer.log(dict(guard.events[-1]))
+        return control

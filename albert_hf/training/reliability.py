@@ -21,15 +21,26 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * Every training micro-batch's loss is checked: a non-finite one raises [`NonFiniteLossError`] naming the global
     step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
     checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
-  * Resuming first checks the checkpoint against the model: model type, weights file readable, tensor shapes,
-    each failure an error naming the file.
+  * Resuming first checks the checkpoint (in `train()`, before anything is loaded): it must be complete (every
+    file the resume reads is there and readable, see [`checkpoint_problem`]), fit the model (model type, tensor
+    shapes) and have been written by the same run: each checkpoint carries `run_fingerprint.json` (model config,
+    optimizer and schedule, global batch, and what the job declares in `run_fingerprint_extra`), and a resume that
+    would change any of it is refused naming each option with both values. Each failure is an error naming the
+    file. A run that already reached `--max_steps` in its checkpoint is not trained further.
+  * The final model (`save_model`) is written into a staging folder and moved in file by file, weights first and
+    `config.json` last, so a folder with a config.json always holds the whole model it describes.
+
+Everything is built on Trainer's public hooks where one serves (`train`, `training_step`, `save_model`, a
+`TrainerCallback` for the divergence rollback); what has none goes through training/transformers_internals.py, the
+one module that touches private transformers names (each listed there with its reason, each checked by a test).
 
 A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
 in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
 trained batches again.
 
 [`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
-Trainer, which a crash may have left half-written), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
+Trainer, which a crash may have left half-written: each one skipped is named in a warning with the missing or damaged
+file), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
 latest` into it, so the same command starts a job and restarts it after a crash.
 """
 
@@ -46,13 +57,27 @@ import shutil
 from typing import Any
 
 import torch
-import transformers.trainer
 from torch.distributed.tensor import DTensor
-from transformers import Trainer
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
+from transformers import Trainer, TrainerState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, TrainOutput, has_length
 
-from .checkpoints import weights_file_problem
-from .divergence import DivergenceGuard
+from ..errors import UserError
+from .checkpoints import (
+    ADAPTER_FILE_NAMES,
+    TORCH_FILE_SUFFIXES,
+    WEIGHTS_FILE_NAMES,
+    WEIGHTS_FILE_SUFFIXES,
+    torch_file_problem,
+    weights_file_problem,
+)
+from .divergence import DivergenceGuard, RollbackDivergedSteps
+from .transformers_internals import (
+    TrainerInternalHooks,
+    load_checkpoint_weights,
+    save_full_model,
+    upload_jobs,
+    warn_about_missing_internal_names,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -63,17 +88,13 @@ TRAINER_STATE_NAME = "trainer_state.json"
 # The position of a resumable training stream, saved in each checkpoint beside the trainer state.
 STREAM_POSITION_NAME = "stream_position.json"
 CONFIG_NAME = "config.json"
-# Weights files Trainer writes or reads in a checkpoint folder, best first.
-WEIGHTS_FILE_NAMES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "adapter_model.safetensors",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-    "adapter_model.bin",
-)
-ADAPTER_FILE_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
-FSDP_WEIGHTS_PREFIX = "pytorch_model_fsdp"  # folders of sharded FSDP model states
+# The options a resume must not change, saved in each checkpoint (see `run_fingerprint`).
+FINGERPRINT_NAME = "run_fingerprint.json"
+FSDP_WEIGHTS_PREFIX = "pytorch_model_fsdp"  # folders (sharded) or files (full) of FSDP model states
+FSDP_OPTIMIZER_PREFIX = "optimizer_"  # folders of sharded FSDP optimizer states (a full one is optimizer.bin)
+DEEPSPEED_STEP_PREFIX = "global_step"  # DeepSpeed's own checkpoint folder: model and optimizer shards
+# Where the final model is written before its files are moved into the output folder (`save_model`).
+MODEL_STAGING_DIR_NAME = ".model-staging"
 # Values of --resume_from_checkpoint that mean "the newest complete checkpoint of --output_dir, if any".
 RESUME_LATEST_VALUES = ("latest", "last", "true", "auto")
 
@@ -84,8 +105,9 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or inf loss; raised before the optimizer step that would spread it to the weights."""
 
 
-class CheckpointError(ValueError):
-    """A checkpoint folder is incomplete, damaged, or does not fit the model; the message names the file."""
+class CheckpointError(UserError):
+    """A checkpoint folder is incomplete, damaged, does not fit the model or was written by a run with other
+    options; the message names the file (and the options)."""
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -141,11 +163,15 @@ def checkpoint_step(path: str | os.PathLike) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def checkpoint_problem(folder: str | os.PathLike) -> str | None:
-    """Why `folder` is not a complete Trainer checkpoint (a message naming the file), or None if it is.
+def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None) -> str | None:
+    """Why `folder` is not a complete Trainer checkpoint (a message naming the missing or damaged file), or None.
 
-    Complete means: `trainer_state.json` parses (Trainer writes it last, so a crash mid-save leaves none), and a
-    weights file is present and readable (safetensors headers are parsed; that is what truncation breaks).
+    Complete means that every file a resume reads is there and readable:
+      * `trainer_state.json` parses (Trainer writes it last, so a crash mid-save leaves none);
+      * a weights file (safetensors headers are parsed: that is what truncation breaks), or an engine's shards;
+      * the training state, unless the checkpoint holds none of it (`save_only_model`): see
+        [`training_state_problem`];
+      * every file written by `torch.save` (optimizer, scheduler, RNG states, engine shards) opens as a zip archive.
     """
     folder = os.fspath(folder)
     state_file = os.path.join(folder, TRAINER_STATE_NAME)
@@ -159,21 +185,79 @@ def checkpoint_problem(folder: str | os.PathLike) -> str | None:
     weights = find_weights(folder)
     if weights is None:
         return f"{folder} holds no weights file (expected one of {', '.join(WEIGHTS_FILE_NAMES)})"
-    return None if os.path.isdir(weights) else weights_file_problem(weights)
+    if not os.path.isdir(weights):
+        problem = weights_file_problem(weights)
+        if problem is not None:
+            return problem
+    return training_state_problem(folder, world_size) or damaged_torch_file(folder)
+
+
+_RNG_FILE = re.compile(r"^rng_state(?:_(\d+))?\.pth$")
+
+
+def training_state_problem(folder: str, world_size: int | None = None) -> str | None:
+    """Which file of the training state is missing from a checkpoint that holds some of it, or None.
+
+    What Trainer writes (and reads back on a resume) beside the weights: the optimizer's state (`optimizer.pt`;
+    DeepSpeed's `global_stepN/` folder; FSDP's `optimizer_*` folders or `optimizer.bin`), the schedule's
+    `scheduler.pt` (DeepSpeed keeps its own schedulers in its folder, so there it may be absent), and the RNG states:
+    `rng_state.pth` from one process, `rng_state_{rank}.pth` from each of several (`world_size` of them when given;
+    otherwise ranks 0..k without a gap). A checkpoint with none of these is a model-only one (`save_only_model`).
+    """
+    names = set(os.listdir(folder))
+    deepspeed = any(
+        name.startswith(DEEPSPEED_STEP_PREFIX) and os.path.isdir(os.path.join(folder, name)) for name in names
+    )
+    has_optimizer = (
+        deepspeed
+        or bool(names & {"optimizer.pt", "optimizer.bin"})
+        or any(name.startswith(FSDP_OPTIMIZER_PREFIX) for name in names)
+    )
+    ranks = sorted(int(match.group(1)) for match in map(_RNG_FILE.match, names) if match and match.group(1))
+    single_rng = "rng_state.pth" in names
+    if not (has_optimizer or "scheduler.pt" in names or ranks or single_rng):
+        return None
+    if not has_optimizer:
+        return f"{os.path.join(folder, 'optimizer.pt')} is missing (the optimizer state)"
+    if "scheduler.pt" not in names and not deepspeed:
+        return f"{os.path.join(folder, 'scheduler.pt')} is missing (the learning-rate schedule's state)"
+    if world_size is not None and world_size > 1:
+        expected = [f"rng_state_{rank}.pth" for rank in range(world_size)]
+    elif world_size == 1 or single_rng or not ranks:
+        expected = ["rng_state.pth"]
+    else:
+        expected = [f"rng_state_{rank}.pth" for rank in range(ranks[-1] + 1)]
+    missing = [name for name in expected if name not in names]
+    if missing:
+        return f"{os.path.join(folder, missing[0])} is missing (the random number generators' state)"
+    return None
+
+
+def damaged_torch_file(folder: str) -> str | None:
+    """The first file written by `torch.save` under `folder` that cannot be opened (why, naming it), or None."""
+    for root, _, files in sorted(os.walk(folder)):
+        for name in sorted(files):
+            if name.endswith(TORCH_FILE_SUFFIXES):
+                problem = torch_file_problem(os.path.join(root, name))
+                if problem is not None:
+                    return problem
+    return None
 
 
 def find_weights(folder: str) -> str | None:
-    """The weights of a checkpoint folder: a file of `WEIGHTS_FILE_NAMES`, else a subfolder holding FSDP shards or
-    a named PEFT adapter, else None."""
+    """The weights of a checkpoint folder: a file of `WEIGHTS_FILE_NAMES`, else FSDP's model states (a shard folder
+    or a full file), a DeepSpeed folder of model shards, or a subfolder holding a named PEFT adapter, else None."""
     for name in WEIGHTS_FILE_NAMES:
         if os.path.isfile(os.path.join(folder, name)):
             return os.path.join(folder, name)
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
+        if name.startswith(FSDP_WEIGHTS_PREFIX):
+            return path
         if not os.path.isdir(path):
             continue
         has_adapter = any(os.path.isfile(os.path.join(path, adapter)) for adapter in ADAPTER_FILE_NAMES)
-        if name.startswith(FSDP_WEIGHTS_PREFIX) or has_adapter:
+        if name.startswith(DEEPSPEED_STEP_PREFIX) or has_adapter:
             return path
     return None
 
@@ -334,18 +418,127 @@ def non_finite_parameters(model: torch.nn.Module) -> list[str]:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _batches_not_skipped():
-    """Trainer's `skip_first_batches` as the identity for the duration: for a stream that starts after them."""
-    original = transformers.trainer.skip_first_batches
-    transformers.trainer.skip_first_batches = lambda dataloader, num_batches=0: dataloader
-    try:
-        yield
-    finally:
-        transformers.trainer.skip_first_batches = original
+def rotate_checkpoints(run_dir: str, save_total_limit: int | None, best_model_checkpoint: str | None) -> None:
+    """Delete the checkpoints of `run_dir` older than its `save_total_limit` newest complete ones, never the best.
+
+    Ordered by step, not by modification time (which a copy or a restore from backup changes). Folders a crash left
+    incomplete count for nothing: the newest complete ones are kept, so an incomplete newer folder never costs the
+    last good checkpoint, and incomplete folders older than those kept go with the rest.
+    """
+    if not save_total_limit or save_total_limit <= 0:
+        return
+    folders = sorted(
+        (step, os.path.join(run_dir, name))
+        for name in os.listdir(run_dir)
+        if (step := checkpoint_step(name)) is not None and os.path.isdir(os.path.join(run_dir, name))
+    )
+    complete = [(step, folder) for step, folder in folders if checkpoint_problem(folder) is None]
+    if len(complete) <= save_total_limit:
+        return
+    oldest_kept = complete[-save_total_limit][0]
+    best = os.path.abspath(best_model_checkpoint) if best_model_checkpoint else None
+    for step, folder in folders:
+        if step < oldest_kept and os.path.abspath(folder) != best:
+            logger.info("Deleting older checkpoint %s (save_total_limit=%d).", folder, save_total_limit)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-class ReliableTrainerMixin:
+# --------------------------------------------------------------------------------------------------------------------
+# Run fingerprint: what a resume must not change
+# --------------------------------------------------------------------------------------------------------------------
+
+# Config fields that describe where and how a model was saved, not the model, so they may differ across a resume;
+# `problem_type` too, which a classification model's first forward infers from its labels.
+CONFIG_FIELDS_NOT_FINGERPRINTED = (
+    "transformers_version",
+    "_name_or_path",
+    "architectures",
+    "auto_map",
+    "dtype",
+    "torch_dtype",
+    "problem_type",
+)
+# Training options that change the optimization a checkpoint continues (read with getattr: PretrainingArguments
+# adds `optimizer` and `lr_schedule`, plain TrainingArguments has neither).
+OPTIMIZER_OPTIONS = (
+    "optim",
+    "optimizer",
+    "learning_rate",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "weight_decay",
+    "lr_scheduler_type",
+    "lr_schedule",
+    "lr_decay_power",
+    "warmup_steps",
+    "warmup_ratio",
+)
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON would give it back (enums and other objects as strings, tuples as lists)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def run_fingerprint(trainer: Trainer) -> dict[str, Any]:
+    """The options a resume must keep, flat ("model.hidden_size", "optimizer.learning_rate", "global_batch_size",
+    "job.<key>"): the model's config, the optimizer and its schedule, the global batch (per device x accumulation x
+    processes) and what the job declared in `trainer.run_fingerprint_extra` (data files, tokenizer, objective)."""
+    args = trainer.args
+    config = getattr(trainer.accelerator.unwrap_model(trainer.model), "config", None)
+    config_dict = config.to_dict() if config is not None else {}
+    fingerprint: dict[str, Any] = {
+        f"model.{key}": value for key, value in config_dict.items() if key not in CONFIG_FIELDS_NOT_FINGERPRINTED
+    }
+    fingerprint.update({f"optimizer.{name}": getattr(args, name) for name in OPTIMIZER_OPTIONS if hasattr(args, name)})
+    fingerprint["global_batch_size"] = (
+        args.per_device_train_batch_size * args.gradient_accumulation_steps * max(args.world_size, 1)
+    )
+    fingerprint.update({f"job.{key}": value for key, value in (trainer.run_fingerprint_extra or {}).items()})
+    return _plain(fingerprint)
+
+
+def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """One line per key whose value differs ("key: <saved> in the checkpoint, <current> now")."""
+    missing = object()
+    return [
+        f"{key}: {saved.get(key, missing)!r} in the checkpoint, {current.get(key, missing)!r} now".replace(
+            repr(missing), "absent"
+        )
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key, missing) != current.get(key, missing)
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Atomic writes of a folder's files
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def move_files_in(staging_dir: str, final_dir: str) -> None:
+    """Move every entry of a completely written (and fsynced) `staging_dir` into `final_dir` with `os.replace`:
+    weights first, `config.json` last, so that a folder with a config.json always holds the whole model it describes
+    (`from_pretrained` reads config.json first). Entries already in `final_dir` are replaced one by one."""
+    names = os.listdir(staging_dir)
+    weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
+    last = [name for name in names if name == CONFIG_NAME]
+    others = [name for name in names if name not in weights and name not in last]
+    for name in [*sorted(weights), *sorted(others), *last]:
+        target = os.path.join(final_dir, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        os.replace(os.path.join(staging_dir, name), target)
+    fsync_path(final_dir)
+    os.rmdir(staging_dir)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The Trainer mixin
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class ReliableTrainerMixin(TrainerInternalHooks):
     """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
 
     Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
@@ -354,43 +547,105 @@ class ReliableTrainerMixin:
     the upload from the folder being written), and a failed upload is logged and never stops training: the next save
     uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported (only
     `GradScaler`'s).
+
+    A job declares what else a resume must not change (data files, tokenizer, objective) in
+    `trainer.run_fingerprint_extra`; it is saved in each checkpoint's `run_fingerprint.json` with the model config,
+    optimizer and global batch, and a resume that would change any of them is refused ([`CheckpointError`]).
     """
 
-    _staging_root: str | None = None
-    _push_requested: bool = False
     # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
     divergence_guard: DivergenceGuard | None = None
+    # Job options a resume must keep (JSON-serializable values), e.g. {"train_files": [...], "tokenizer": "..."}.
+    run_fingerprint_extra: dict[str, Any] = {}
 
     # The pass whose already-trained batches the training stream skips itself (see `_position_stream`), or None.
     _positioned_stream_epoch: int | None = None
+    # While a checkpoint is being written: the staging folder its upload waits for; else None.
+    _staging_root: str | None = None
+    _push_requested: bool = False
 
-    def train(self, *args: Any, **kwargs: Any):
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
+
+        `resume_from_checkpoint=True` means the newest *complete* checkpoint (see [`latest_checkpoint`]). A run that
+        already reached `--max_steps` in that checkpoint is not trained further: its weights are loaded (so that a
+        following `save_model` writes the trained model) and the call returns.
+        """
+        warn_about_missing_internal_names()
         self._positioned_stream_epoch = None
         if self.divergence_guard is not None:  # a fresh history and snapshot for every run
             self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
-        return super().train(*args, **kwargs)
+            if not any(isinstance(callback, RollbackDivergedSteps) for callback in self.callback_handler.callbacks):
+                self.add_callback(RollbackDivergedSteps(self))
+        if resume_from_checkpoint is True:
+            resume_from_checkpoint = latest_checkpoint(self.args.output_dir)
+            if resume_from_checkpoint is None:
+                raise CheckpointError(f"No complete checkpoint in {self.args.output_dir} to resume from.")
+        if resume_from_checkpoint:
+            resume_from_checkpoint = os.fspath(resume_from_checkpoint)
+            step = self._check_resume(resume_from_checkpoint)
+            if 0 < self.args.max_steps <= step:
+                return self._nothing_left_to_train(resume_from_checkpoint, step)
+            logger.info("Resuming from %s (step %d).", resume_from_checkpoint, step)
+        return super().train(resume_from_checkpoint or None, *args, **kwargs)
 
-    def _maybe_log_save_evaluate(self, *args: Any, **kwargs: Any) -> None:
-        """Roll back a step the guard judged bad before anything logs, evaluates or saves its weights."""
-        if self.divergence_guard is not None and self.divergence_guard.maybe_rollback(self):
-            self.control.should_log = self.control.should_save = self.control.should_evaluate = False
-            self.log(dict(self.divergence_guard.events[-1]))
+    def _check_resume(self, checkpoint: str) -> int:
+        """Raise [`CheckpointError`] naming the file if `checkpoint` cannot be resumed here; its global step."""
+        problem = checkpoint_problem(checkpoint, world_size=self.args.world_size)
+        if problem is not None:
+            raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
+        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
+            check_checkpoint_matches_model(checkpoint, self.accelerator.unwrap_model(self.model))
+        self._check_fingerprint(checkpoint)
+        return TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
+
+    def _check_fingerprint(self, checkpoint: str) -> None:
+        path = os.path.join(checkpoint, FINGERPRINT_NAME)
+        if not os.path.isfile(path):
+            logger.warning(
+                "%s has no %s (written by an older albert_hf or a plain Trainer): the options of the run it "
+                "continues (model, optimizer, batch size, data) cannot be checked.",
+                checkpoint,
+                FINGERPRINT_NAME,
+            )
             return
-        super()._maybe_log_save_evaluate(*args, **kwargs)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                saved = json.load(handle)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CheckpointError(f"{path} is unreadable: {error}") from None
+        differences = fingerprint_differences(saved, run_fingerprint(self))
+        if differences:
+            raise CheckpointError(
+                f"Cannot resume from {checkpoint}: the run would change {len(differences)} of the options it was "
+                f"trained with ({path}): " + "; ".join(differences) + ". Resume with the same options, or start a new "
+                "run in another --output_dir."
+            )
+
+    def _nothing_left_to_train(self, checkpoint: str, step: int) -> TrainOutput:
+        """A finished run relaunched: its state and weights from `checkpoint`, no training step."""
+        logger.info(
+            "%s: already trained for %d steps (--max_steps %d): nothing to train.",
+            checkpoint,
+            step,
+            self.args.max_steps,
+        )
+        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
+            load_checkpoint_weights(self, checkpoint)
+        else:
+            logger.warning("Under DeepSpeed/FSDP the model keeps its initial weights: load them from %s.", checkpoint)
+        self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+        return TrainOutput(self.state.global_step, 0.0, {"train_runtime": 0.0, "train_steps": 0})
 
     def discard_training_log_sums(self) -> None:
         """Forget what was summed for the next training log (after a rollback); subclasses add their own sums."""
 
     # ---- atomic checkpoints -----------------------------------------------------------------------------------------
 
-    def _get_output_dir(self, trial) -> str:
-        # While a checkpoint is being written, Trainer's `_save_checkpoint` writes into the staging area instead.
-        return self._staging_root if self._staging_root is not None else super()._get_output_dir(trial)
-
-    def _save_checkpoint(self, model: torch.nn.Module, trial) -> None:
-        """Trainer's checkpoint, written under a staging name and renamed to `checkpoint-N` once complete."""
+    def save_checkpoint_atomically(self, model: torch.nn.Module, trial, write) -> None:
+        """Trainer's checkpoint (`write`), written under a staging name and renamed to `checkpoint-N` once complete."""
         self._check_parameters_before_save()
-        run_dir = self._get_output_dir(trial)
+        run_dir = self.run_dir(trial)
         name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
         staging_root = os.path.join(run_dir, STAGING_DIR_NAME)
         staging_dir = os.path.join(staging_root, name)
@@ -402,12 +657,14 @@ class ReliableTrainerMixin:
         self._staging_root = staging_root
         self._push_requested = False
         try:
-            super()._save_checkpoint(model, trial)
+            write(staging_root)
         finally:
             self._staging_root = None
         self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
         if self.args.should_save:
             self._save_stream_position(staging_dir)
+            with open(os.path.join(staging_dir, FINGERPRINT_NAME), "w", encoding="utf-8") as handle:
+                json.dump(run_fingerprint(self), handle, indent=1)
 
         self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
         final_dir = os.path.join(run_dir, name)
@@ -421,15 +678,34 @@ class ReliableTrainerMixin:
             logger.info("A Hub upload of an older checkpoint is running: old checkpoints are rotated at a later save.")
         elif self.args.should_save:
             # Only now may older checkpoints go: the new one is complete.
-            rotate_checkpoints(
-                output_dir=run_dir,
-                save_total_limit=self.args.save_total_limit,
-                best_model_checkpoint=self.state.best_model_checkpoint,
-                use_mtime=True,
-            )
+            rotate_checkpoints(run_dir, self.args.save_total_limit, self.state.best_model_checkpoint)
         self.accelerator.wait_for_everyone()  # nobody reads the checkpoint before it has its final name
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Trainer's save, atomic: written into a staging folder, fsynced, then moved in, `config.json` last.
+
+        A run killed while saving its final model leaves the folder as it was, or with new weights files but the old
+        (or no) config.json: never a config.json beside a half-written model. The files of a checkpoint are already
+        written in its own staging folder, so they are not staged again. Under FSDP: see `_save_fsdp_model`.
+        """
+        if self._staging_root is not None:
+            return self._save_model_files(output_dir, _internal_call)
+        output_dir = output_dir or self.args.output_dir
+        staging_dir = os.path.join(output_dir, MODEL_STAGING_DIR_NAME)
+        if self.args.should_save:
+            shutil.rmtree(staging_dir, ignore_errors=True)
+        self.accelerator.wait_for_everyone()
+        self._save_model_files(staging_dir, _internal_call=True)
+        self.accelerator.wait_for_everyone()  # every process has written its part
+        if self.args.should_save and os.path.isdir(staging_dir):
+            fsync_tree(staging_dir)
+            move_files_in(staging_dir, output_dir)
+        self.accelerator.wait_for_everyone()
+        if self.args.push_to_hub and not _internal_call:  # as Trainer's save_model: a user's save is pushed
+            self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
+        return None
+
+    def _save_model_files(self, output_dir: str | None, _internal_call: bool) -> None:
         """Trainer's save; under FSDP, the gathered full weights saved under the model's own class.
 
         Under FSDP with a sharded state dict Trainer's `save_model` writes nothing (a checkpoint's shards are written
@@ -439,20 +715,20 @@ class ReliableTrainerMixin:
         FSDP source files as the folder's remote code instead of albert_hf's modeling.py.
         """
         if not self.is_fsdp_enabled:
-            return super().save_model(output_dir, _internal_call)
+            return super().save_model(output_dir, _internal_call=True)
         full = "FULL_STATE_DICT" in str(self.accelerator.state.fsdp_plugin.state_dict_type)
-        if _internal_call and not full:
+        if self._staging_root is not None and not full:
             return None
         state_dict = self.accelerator.get_state_dict(self.model)  # a collective: every process takes part
         with own_class(self.accelerator.unwrap_model(self.model)):
-            self._save(output_dir or self.args.output_dir, state_dict=state_dict)
+            save_full_model(self, output_dir or self.args.output_dir, state_dict)
         return None
 
     def _point_best_checkpoint_at_final_name(self, run_dir: str, staging_dir: str) -> None:
         """Trainer's best-checkpoint bookkeeping, with the final folder names instead of the staging one.
 
         Trainer sets `best_model_checkpoint` to the best step's folder when that folder exists, which inside
-        `_save_checkpoint` it only did for the folder just written, i.e. the staging one. Same rule here, judged in
+        its save it only did for the folder just written, i.e. the staging one. Same rule here, judged in
         `run_dir`; the saved `trainer_state.json` is rewritten when the value changes.
         """
         best_step = self.state.best_global_step
@@ -467,9 +743,9 @@ class ReliableTrainerMixin:
 
     # ---- uploads of complete checkpoints ------------------------------------------------------------------------------
 
-    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
-        # Trainer calls this from `_save_checkpoint`, i.e. while the checkpoint is still in the staging area: the
-        # upload is deferred until the folder is complete under its final name.
+    def checkpoint_upload_requested(self, checkpoint_folder: str) -> None:
+        # Trainer asks from inside its save, i.e. while the checkpoint is still in the staging area: the upload is
+        # deferred until the folder is complete under its final name.
         if self._staging_root is not None:
             self._push_requested = True
             return
@@ -478,20 +754,16 @@ class ReliableTrainerMixin:
     def _push_complete_checkpoint(self, checkpoint_folder: str) -> None:
         """Trainer's background upload of `checkpoint_folder`; a failure to start or to finish one is logged (with
         the checkpoint's name) and counted in `failed_pushes`, never raised: losing an upload must not lose the run."""
-        jobs_before = list(self._push_jobs())
+        jobs_before = upload_jobs(self)
         try:
-            super()._push_from_checkpoint(checkpoint_folder)
+            self.start_checkpoint_upload(checkpoint_folder)
         except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
             self._report_failed_push(checkpoint_folder, error)
             return
-        for job in self._push_jobs():
+        for job in upload_jobs(self):
             if not any(job is old for old in jobs_before):
                 self._uploads = [*getattr(self, "_uploads", []), (checkpoint_folder, job)]
                 job.add_done_callback(lambda done, folder=checkpoint_folder: self._check_push(folder, done))
-
-    def _push_jobs(self) -> list:
-        in_progress = getattr(self, "push_in_progress", None)
-        return in_progress.jobs if in_progress is not None else []
 
     def _uploading_other_than(self, folder: str) -> bool:
         """Whether an upload from a checkpoint folder other than `folder` is still running."""
@@ -565,11 +837,9 @@ class ReliableTrainerMixin:
 
     # ---- position in a stream ---------------------------------------------------------------------------------------
 
-    def _init_training_state(
-        self, max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
-    ):
-        """Trainer's resumed state; for a training set without a length (a stream), the data position read from the
-        saved epoch instead of from the step count.
+    def restored_training_position(self, resume_from_checkpoint, max_steps, epochs_trained, steps_trained):
+        """Trainer's resumed position; for a training set without a length (a stream), the data position read from
+        the saved epoch instead of from the step count.
 
         A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
         x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
@@ -578,9 +848,6 @@ class ReliableTrainerMixin:
         pass (also the shuffle's epoch) and the batches to skip within it. A stream that can be positioned skips them
         itself, from the position saved in the checkpoint (`_position_stream`).
         """
-        epochs_trained, steps_trained = super()._init_training_state(
-            max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
-        )
         self._positioned_stream_epoch = None
         if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
             return epochs_trained, steps_trained
@@ -617,7 +884,7 @@ class ReliableTrainerMixin:
         if stream is None or self.state.epoch is None:
             return
         passes, batches = self._stream_batches_read(self.state.epoch)
-        state = stream.position_state(passes, batches * self._train_batch_size)
+        state = stream.position_state(passes, batches * self._batch_size())
         if state is None:
             logger.warning(
                 "The training stream cannot tell its position after %d batches of pass %d: resuming from this "
@@ -631,9 +898,10 @@ class ReliableTrainerMixin:
 
     def _position_stream(self, checkpoint: str, passes: int, batches: int) -> bool:
         """Start the training stream after `batches` batches of pass `passes`, from the checkpoint's saved position,
-        so that Trainer need not read those batches again (`_run_epoch`); False (Trainer skips) when it cannot."""
+        so that Trainer need not read those batches again (`stream_starts_after_skipped_batches`); False (Trainer
+        skips) when it cannot."""
         stream = self._positionable_stream()
-        if stream is None or not hasattr(transformers.trainer, "skip_first_batches"):
+        if stream is None:
             return False
         path = os.path.join(checkpoint, STREAM_POSITION_NAME)
         if not os.path.isfile(path):
@@ -645,7 +913,7 @@ class ReliableTrainerMixin:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             state, problem = None, f"it is unreadable ({error})"
         if state is not None:
-            problem = stream.resume_from_state(state, passes, batches * self._train_batch_size)
+            problem = stream.resume_from_state(state, passes, batches * self._batch_size())
         if problem is not None:
             logger.warning(
                 "Not resuming the stream from %s: %s. The %d batches are read again.", path, problem, batches
@@ -656,26 +924,15 @@ class ReliableTrainerMixin:
         )
         return True
 
-    def _run_epoch(self, *args: Any, **kwargs: Any):
-        """Trainer's pass; in the pass a positioned stream resumes in, without Trainer's skip of the trained batches.
+    def _batch_size(self) -> int:
+        """Instances per training batch in this process (Trainer's, as recorded in its state once training runs)."""
+        return self.state.train_batch_size or self.args.train_batch_size
 
-        Trainer skips by reading them again (`skip_first_batches`), then carries on with its counters past them and
-        restores the RNG states after the first new batch: all of that stays, only the reading is left out, since the
-        stream already starts after those batches.
-        """
-        if self._positioned_stream_epoch is None or kwargs.get("epoch") != self._positioned_stream_epoch:
-            return super()._run_epoch(*args, **kwargs)
+    def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
+        """Whether `epoch` is the pass a positioned stream resumes in, where Trainer's skip of the trained batches is
+        left out: the stream already starts after them. Trainer skips by reading them again, then carries on with its
+        counters past them and restores the RNG states after the first new batch: all of that stays."""
+        if self._positioned_stream_epoch is None or epoch != self._positioned_stream_epoch:
+            return False
         self._positioned_stream_epoch = None
-        with _batches_not_skipped():
-            return super()._run_epoch(*args, **kwargs)
-
-    # ---- checked resumption -----------------------------------------------------------------------------------------
-
-    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
-        """Check the checkpoint against the model (errors name the file), then Trainer's loading."""
-        problem = checkpoint_problem(resume_from_checkpoint)
-        if problem is not None:
-            raise CheckpointError(f"Cannot resume from {resume_from_checkpoint}: {problem}.")
-        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
-            check_checkpoint_matches_model(resume_from_checkpoint, self.accelerator.unwrap_model(model or self.model))
-        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        return True

@@ -158,7 +158,7 @@ class FineTuningTrainer(AlbertTrainer):
     NER predictions and SQuAD post-processing must line predictions up with their examples.
     """
 
-    def _get_eval_sampler(self, eval_dataset):
+    def evaluation_sampler(self, eval_dataset):
         if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
             return None
         # One process: in order. Several: accelerate shards sequentially and the gather restores the order.
