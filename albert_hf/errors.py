@@ -17,3 +17,11 @@ class UserError(ValueError):
 
     A `ValueError`, so code that caught the `ValueError`s raised before this class existed still catches them.
     """
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file or folder the user named does not exist. Also a `FileNotFoundError`, which callers caught before."""
+
+
+class UnreadableFileError(UserError, OSError):
+    """A file the user named exists but cannot be read as what it should be (truncated weights, bad bytes)."""

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if glue_args.ax_file and task.name != "mnli":
         raise ValueError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
     preset_config = apply_paper_preset(model_args, data_args, training_args)
-    start_job(training_args)
+    start_job(training_args, model_args=model_args)
     set_seed(training_args.seed)
 
     splits = (["train"] if training_args.do_train else []) + (list(task.eval_splits) if training_args.do_eval else [])

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         (ModelArguments, FineTuningArguments, MultipleChoiceArguments, TrainingArguments), argv
     )
     preset_config = apply_paper_preset(model_args, data_args, training_args)
-    start_job(training_args)
+    start_job(training_args, model_args=model_args)
     set_seed(training_args.seed)
 
     splits = requested_splits(training_args)

@@ -475,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     check_lamb_engine(training_args)  # before any data or model work
     # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
     # that saves hundreds of times.
-    start_job(training_args, transformers_level=logging.WARNING)
+    start_job(training_args, transformers_level=logging.WARNING, model_args=model_args)
     if data_args.streaming and training_args.max_steps <= 0:
         raise ValueError("--streaming needs --max_steps (a stream has no length to count epochs in).")
     if data_args.streaming and training_args.dataloader_num_workers > 1:

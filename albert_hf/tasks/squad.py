@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (training_args.do_train or training_args.do_eval):
         raise ValueError("Nothing to do: pass --do_train and/or --do_eval.")
     preset_config = apply_squad_preset(model_args, squad_args, training_args)
-    start_job(training_args)
+    start_job(training_args, model_args=model_args)
     squad_args.check_window_room()
     set_seed(training_args.seed)
 
