@@ -25,3 +25,8 @@ class MissingFileError(UserError, FileNotFoundError):
 
 class UnreadableFileError(UserError, OSError):
     """A file the user named exists but cannot be read as what it should be (truncated weights, bad bytes)."""
+
+
+class DataError(UserError):
+    """A data file holds something the job cannot use (a malformed row, a label out of range); the message names the
+    file and the line (or the record)."""

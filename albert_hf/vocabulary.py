@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from tokenizers import normalizers
 from transformers.utils import logging
 
+from .errors import DataError, MissingFileError, UserError
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def choose_accent_stripping(
         )
         return True
     if strip_accents:
-        raise ValueError(
+        raise UserError(
             f"{message}. The vocabulary would merge different words. Pass --keep_accents "
             "(strip_accents=False), or leave the option unset to have it chosen from the text."
         )
@@ -181,7 +182,7 @@ def train_tokenizer(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
-        raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
+        raise UserError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
     strip_accents = choose_accent_stripping(_iter_texts(input, text_column), strip_accents)
     # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
     normalizer = normalizers.Sequence(
@@ -245,11 +246,11 @@ def _iter_texts(source: str | Path | list[str | Path] | datasets.Dataset, text_c
     if isinstance(source, list):
         for path in map(Path, source):
             if not path.is_file():
-                raise FileNotFoundError(f"training text file not found: {path}")
+                raise MissingFileError(f"training text file not found: {path}")
             with path.open(encoding="utf-8") as file:
                 for line_number, line in enumerate(file, 1):
                     if "\x00" in line:
-                        raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
+                        raise DataError(f"{path}:{line_number}: NUL byte, not a text file")
                     yield line
         return
     column_names = getattr(source, "column_names", None)

@@ -271,7 +271,9 @@ def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokeni
 
 def test_push_refuses_a_tokenizer_that_does_not_fit_the_model(fake_hub, tokenizer):
     model = albert_hf.AlbertForMaskedLM(tiny_config(vocab_size=1000))
-    with pytest.raises(ValueError, match="30000 tokens but the model embeds only vocab_size=1000"):
+    with pytest.raises(
+        ValueError, match="has 30000 pieces but the model has vocab_size 1000: ids 1000 to 29999 have no embedding row"
+    ):
         push_to_hub(model, "someone/mismatch", tokenizer=tokenizer)
     assert [kind for kind, _ in fake_hub.calls] == ["create_repo"]  # nothing was committed
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 from datasets import Dataset
 
+from ..errors import DataError, MissingFileError
 from .glue import find_truncated
 from .textfiles import read_utf8
 
@@ -35,7 +36,7 @@ def swag_example(record: dict, where: str) -> dict:
     """SWAG: context sent1; each choice is sent2 (the start of the next sentence) followed by one ending."""
     endings = sorted((int(m.group(1)), value) for key, value in record.items() if (m := _ENDING_KEY.match(key)))
     if [index for index, _ in endings] != list(range(len(endings))) or len(endings) < 2:
-        raise ValueError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
+        raise DataError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
     _require(record, ("sent1", "sent2", "label"), where)
     return {
         "context": record["sent1"],
@@ -54,7 +55,7 @@ def race_choice(question: str, option: str) -> str:
 
 def race_example(article: str, question: str, options: list[str], answer: str | int, where: str) -> dict:
     if not isinstance(options, list) or len(options) < 2:
-        raise ValueError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
+        raise DataError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
     return {
         "context": article,
         "choices": [race_choice(question, option) for option in options],
@@ -70,16 +71,16 @@ def _choice_index(answer: str | int, num_choices: int, where: str) -> int:
         try:
             index = int(answer)
         except (TypeError, ValueError):
-            raise ValueError(f"{where}: answer {answer!r} is neither a choice index nor a letter.") from None
+            raise DataError(f"{where}: answer {answer!r} is neither a choice index nor a letter.") from None
     if not 0 <= index < num_choices:
-        raise ValueError(f"{where}: answer {answer!r} is not one of the {num_choices} choices.")
+        raise DataError(f"{where}: answer {answer!r} is not one of the {num_choices} choices.")
     return index
 
 
 def _require(record: dict, keys: tuple[str, ...], where: str) -> None:
     missing = [key for key in keys if key not in record]
     if missing:
-        raise ValueError(f"{where}: missing fields {missing} (has {sorted(record)}).")
+        raise DataError(f"{where}: missing fields {missing} (has {sorted(record)}).")
 
 
 def examples_from_record(record: dict, where: str) -> Iterator[dict]:
@@ -89,14 +90,14 @@ def examples_from_record(record: dict, where: str) -> Iterator[dict]:
     elif "questions" in record:
         _require(record, ("article", "questions", "options", "answers"), where)
         if not len(record["questions"]) == len(record["options"]) == len(record["answers"]):
-            raise ValueError(f"{where}: 'questions', 'options' and 'answers' differ in length.")
+            raise DataError(f"{where}: 'questions', 'options' and 'answers' differ in length.")
         for number, fields in enumerate(zip(record["questions"], record["options"], record["answers"])):
             yield race_example(record["article"], *fields, where=f"{where} question {number}")
     elif "article" in record:
         _require(record, ("question", "options", "answer"), where)
         yield race_example(record["article"], record["question"], record["options"], record["answer"], where)
     else:
-        raise ValueError(f"{where}: neither SWAG (sent1, sent2, ending*) nor RACE (article, question(s), options).")
+        raise DataError(f"{where}: neither SWAG (sent1, sent2, ending*) nor RACE (article, question(s), options).")
 
 
 def _records(path: str) -> Iterator[tuple[dict, str]]:
@@ -117,7 +118,7 @@ def _records(path: str) -> Iterator[tuple[dict, str]]:
             try:
                 yield json.loads(line), f"{path}:{line_number}"
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
+                raise DataError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
 
 
 def read_multiple_choice(path: str) -> list[dict]:
@@ -127,16 +128,16 @@ def read_multiple_choice(path: str) -> list[dict]:
         example for file in paths for record, where in _records(file) for example in examples_from_record(record, where)
     ]
     if not examples:
-        raise ValueError(f"{path}: no multiple-choice examples found.")
+        raise DataError(f"{path}: no multiple-choice examples found.")
     counts = {len(example["choices"]) for example in examples}
     if len(counts) > 1:
-        raise ValueError(f"{path}: examples have different numbers of choices {sorted(counts)}; batches need one.")
+        raise DataError(f"{path}: examples have different numbers of choices {sorted(counts)}; batches need one.")
     return examples
 
 
 def load_multiple_choice(path: str) -> Dataset:
     if not os.path.exists(path):
-        raise FileNotFoundError(f"Multiple-choice data {path} does not exist.")
+        raise MissingFileError(f"Multiple-choice data {path} does not exist.")
     return Dataset.from_list(read_multiple_choice(path))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from transformers import HfArgumentParser
 
 from ..configuration import AlbertConfig
+from ..errors import UserError
 
 
 @dataclass
@@ -58,7 +59,7 @@ def parse_config_overrides(text: str | None) -> dict[str, Any]:
         if not item:
             continue
         if "=" not in item:
-            raise ValueError(f"--config_overrides: expected key=value, got {item!r}")
+            raise UserError(f"--config_overrides: expected key=value, got {item!r}")
         key, value = (part.strip() for part in item.split("=", 1))
         try:
             overrides[key] = json.loads(value)
@@ -91,7 +92,7 @@ def load_tokenizer(model_args: ModelArguments):
 
     source = model_args.tokenizer_name_or_path or model_args.model_name_or_path
     if source is None:
-        raise ValueError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
+        raise UserError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
     if os.path.isfile(source):
         return AlbertHFTokenizer(vocab_file=source)
     return AlbertHFTokenizer.from_pretrained(source)

@@ -16,6 +16,7 @@ from typing import Any
 from transformers import Trainer, TrainingArguments
 
 from ..distributed import launched_world_size
+from ..errors import UserError
 from ..training.reliability import resolve_resume_checkpoint
 from .common import ModelArguments, fill_unset, is_given, parse_config_overrides
 
@@ -55,9 +56,9 @@ class FineTuningArguments:
         for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be positive, got {value}.")
+                raise UserError(f"--{name} must be positive, got {value}.")
         if self.max_seq_length < 8:
-            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
+            raise UserError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def apply_paper_preset(
         return {}
     name = data_args.preset.lower().replace("-", "")
     if name not in PAPER_HYPERPARAMETERS:
-        raise ValueError(
+        raise UserError(
             f"--preset {data_args.preset!r} is not a row of Table 14; choose one of {sorted(PAPER_HYPERPARAMETERS)}."
         )
     return apply_table_row(PAPER_HYPERPARAMETERS[name], model_args, data_args, training_args)
@@ -145,7 +146,7 @@ def _per_device_batch_size(global_batch_size: int, training_args: TrainingArgume
     world_size = launched_world_size()
     shards = world_size * training_args.gradient_accumulation_steps
     if global_batch_size % shards != 0:
-        raise ValueError(
+        raise UserError(
             f"The paper's batch size {global_batch_size} does not split over {world_size} processes x "
             f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
         )

@@ -28,6 +28,7 @@ from ..data.glue import (
     tokenize_glue,
     write_glue_predictions,
 )
+from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
@@ -79,7 +80,7 @@ def load_glue_splits(
         secondary = set(task.eval_splits[1:] + task.test_splits[1:])
         missing = [split for split in splits if not given.get(split) and split not in secondary]
         if missing:
-            raise ValueError(
+            raise UserError(
                 f"{task.name}: no file for the {missing} split(s); pass --train_file/--validation_file/"
                 f"--test_file, or --data_dir with the GLUE folder."
             )
@@ -121,11 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     task = get_glue_task(glue_args.task_name)
     if task.name == "ax":
-        raise ValueError(
+        raise UserError(
             "AX is predicted with an MNLI model: run --task_name mnli --do_predict --ax_file <diagnostic.tsv>."
         )
     if glue_args.ax_file and task.name != "mnli":
-        raise ValueError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
+        raise UserError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
     preset_config = apply_paper_preset(model_args, data_args, training_args)
     start_job(training_args, model_args=model_args)
     set_seed(training_args.seed)

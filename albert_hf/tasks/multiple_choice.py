@@ -20,6 +20,7 @@ from sklearn.metrics import accuracy_score
 from transformers import DataCollatorForMultipleChoice, EvalPrediction, TrainingArguments, set_seed
 
 from ..data.multiple_choice import from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
 from ..training.trainer import FineTuningTrainer
@@ -67,7 +68,7 @@ def load_splits(
             hub_split = load_dataset(mc_args.dataset_name, mc_args.dataset_config_name, split=split)
             datasets[split] = from_hub_layout(hub_split, mc_args.dataset_name)
         else:
-            raise ValueError(f"No {split} data: pass --{split}_file or --dataset_name.")
+            raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
     return datasets
 
 

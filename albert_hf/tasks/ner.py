@@ -22,12 +22,14 @@ from transformers import DataCollatorForTokenClassification, Trainer, TrainingAr
 from ..configuration import AlbertConfig
 from ..data.ner import (
     build_label_list,
+    check_tags_seen_in_training,
     from_hub_layout,
     load_ner_file,
     tokenize_and_align,
     word_predictions,
     write_conll_predictions,
 )
+from ..errors import MissingFileError, UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
@@ -81,7 +83,7 @@ def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[
             candidates = [os.path.join(data_args.data_dir, name) for name in DATA_DIR_FILES[split]]
             found = [path for path in candidates if os.path.isfile(path)]
             if not found:
-                raise FileNotFoundError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
+                raise MissingFileError(f"No {split} file: none of {candidates} exists (or pass --{split}_file).")
             files[split] = found[0]
     return files
 
@@ -99,7 +101,7 @@ def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, spli
             hub_split = load_dataset(ner_args.dataset_name, split=split)
             datasets[split] = from_hub_layout(hub_split, ner_args.dataset_name)
         else:
-            raise ValueError(f"No {split} data: pass --data_dir, --{split}_file or --dataset_name.")
+            raise UserError(f"No {split} data: pass --data_dir, --{split}_file or --dataset_name.")
     return datasets
 
 
@@ -142,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "test": data_args.max_predict_samples,
     }
     raw = {split: take_first(dataset, limits[split]) for split, dataset in raw.items()}
+    check_tags_seen_in_training(raw, find_split_files(data_args, list(raw)), ner_args.tag_column)
     label_list = checkpoint_label_order(model_args, build_label_list(*raw.values()))
     logger.info("Labels: %s", label_list)
 

@@ -26,6 +26,7 @@ from ..data.squad import (
     prepare_train_features,
     truncate_questions,
 )
+from ..errors import DataError, UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForQuestionAnswering
 from ..training.trainer import SquadTrainer
@@ -93,16 +94,16 @@ class SquadArguments:
         for name in ("max_train_samples", "max_eval_samples"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ValueError(f"--{name} must be positive, got {value}.")
+                raise UserError(f"--{name} must be positive, got {value}.")
         for name in ("n_best_size", "max_answer_length", "max_query_length", "doc_stride"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}.")
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}.")
 
     def check_window_room(self) -> None:
         """A window holds [CLS] question [SEP] context [SEP]; the stride must leave context tokens to advance by."""
         context_room = self.max_seq_length - self.max_query_length - 3
         if self.doc_stride >= context_room:
-            raise ValueError(
+            raise UserError(
                 f"--doc_stride {self.doc_stride} must be smaller than the context room of a window, max_seq_length "
                 f"({self.max_seq_length}) - max_query_length ({self.max_query_length}) - 3 = {context_room}."
             )
@@ -119,7 +120,7 @@ def apply_squad_preset(
         return {}
     name = squad_args.preset.lower().replace("-", "").replace("_", "").replace("v", "")
     if name not in SQUAD_HYPERPARAMETERS:
-        raise ValueError(f"--preset {squad_args.preset!r}: choose one of {sorted(SQUAD_HYPERPARAMETERS)}.")
+        raise UserError(f"--preset {squad_args.preset!r}: choose one of {sorted(SQUAD_HYPERPARAMETERS)}.")
     dropout = apply_table_row(SQUAD_HYPERPARAMETERS[name], model_args, squad_args, training_args)
     if name == "squad2.0":
         fill_unset((squad_args,), {"version_2_with_negative": True})
@@ -133,7 +134,7 @@ def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
     if path:
         return load_squad_examples(path)
     if not squad_args.dataset_name:
-        raise ValueError(f"No {split} data: pass --{file_flag} or --dataset_name.")
+        raise UserError(f"No {split} data: pass --{file_flag} or --dataset_name.")
     examples = load_dataset(squad_args.dataset_name, split=hub_split)
     return check_squad_examples(examples, f"{squad_args.dataset_name}[{hub_split}]")
 
@@ -161,7 +162,7 @@ def _prepare_split(split: str, squad_args: SquadArguments, tokenizer) -> Dataset
     examples = take_first(load_squad_split(squad_args, split), limit)
     unanswerable = count_unanswerable(examples)
     if unanswerable and not squad_args.version_2_with_negative:
-        raise ValueError(
+        raise DataError(
             f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
             "--version_2_with_negative (or --preset squad2.0)."
         )
@@ -181,7 +182,7 @@ def _prepare_split(split: str, squad_args: SquadArguments, tokenizer) -> Dataset
 def main(argv: list[str] | None = None) -> int:
     model_args, squad_args, training_args = parse_args((ModelArguments, SquadArguments, TrainingArguments), argv)
     if not (training_args.do_train or training_args.do_eval):
-        raise ValueError("Nothing to do: pass --do_train and/or --do_eval.")
+        raise UserError("Nothing to do: pass --do_train and/or --do_eval.")
     preset_config = apply_squad_preset(model_args, squad_args, training_args)
     start_job(training_args, model_args=model_args)
     squad_args.check_window_room()
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = load_tokenizer(model_args)
     config = build_config(model_args, **preset_config)
     if squad_args.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
+        raise UserError(
             f"--max_seq_length {squad_args.max_seq_length} exceeds the model's max_position_embeddings "
             f"({config.max_position_embeddings})."
         )

@@ -51,6 +51,7 @@ from torch.distributed.tensor import DTensor
 from transformers import Trainer
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, has_length, rotate_checkpoints
 
+from ..errors import UserError
 from .checkpoints import weights_file_problem
 from .divergence import DivergenceGuard
 
@@ -84,7 +85,7 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or inf loss; raised before the optimizer step that would spread it to the weights."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint folder is incomplete, damaged, or does not fit the model; the message names the file."""
 
 
