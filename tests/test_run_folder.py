@@ -348,3 +348,30 @@ def test_user_errors_show_their_traceback_only_when_asked(tmp_path, capsys, monk
 def test_cli_names_a_missing_local_model_folder(tmp_path):
     result = run_cli(glue_argv(tmp_path / "out", "--model_name_or_path", "./no/such/pre"))
     assert_one_line_error(result, "glue", "--model_name_or_path ./no/such/pre: no such folder")
+
+
+@pytest.mark.distributed  # two processes under torchrun (gloo): about 30-60 s
+def test_every_process_of_a_launch_stops_with_the_main_processs_verdict(tmp_path):
+    """Only the main process looks at the folder; the other receives its verdict instead of training alone or waiting
+    for a process that has stopped."""
+    folder = make(tmp_path / "out", "config.json", "checkpoint-3/trainer_state.json")
+    before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    env = {**CLI_ENV, "OMP_NUM_THREADS": "1"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m"]
+    result = subprocess.run(
+        [*launcher, "albert_hf.cli", *glue_argv(folder, "--use_cpu")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert result.returncode != 0
+    refusals = [
+        line
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.startswith(f"albert-hf glue: error: --output_dir {folder} holds another run's files")
+    ]
+    assert len(refusals) == 2, result.stderr[-4000:]  # one per process
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before
