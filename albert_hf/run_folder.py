@@ -15,7 +15,7 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
   could be lost there.
 
-One writer per folder: the main process creates `.albert_hf.lock` (JSON: pid, host, command, start time) with an
+One writer per folder: the main process creates `_albert_hf.lock` (JSON: pid, host, command, start time) with an
 atomic create-if-absent, and removes it when the process exits (explicitly from `albert_hf.cli.main`, and from
 `atexit` for every other way out). A second job on the folder stops at once, naming the holder. A lock left by a
 process that is gone (a dead pid on this host: killed with SIGKILL, or the machine rebooted) is taken over with a
@@ -42,7 +42,11 @@ from .errors import UserError
 
 logger = logging.getLogger(__name__)
 
-LOCK_NAME = ".albert_hf.lock"
+# "_" first: Trainer's upload of the output folder to the Hub (push_to_hub) leaves out names starting with "_", so the
+# lock of a running job never lands in a model repository.
+LOCK_NAME = "_albert_hf.lock"
+# Options whose values the lock file does not repeat (it records the command line of the job holding the folder).
+_SECRET_OPTION = re.compile(r"^--\w*(token|password|secret)\w*$", re.IGNORECASE)
 _CHECKPOINT_FOLDER = re.compile(r"^checkpoint-\d+$")
 _WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".index.json")
 # Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`): removed with the
@@ -198,9 +202,24 @@ def _this_holder() -> dict:
     return {
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "command": " ".join(sys.argv),
+        "command": _command_line(sys.argv),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _command_line(argv: list[str]) -> str:
+    """`argv` as one string, the value of any --*token*/--*password*/--*secret* option replaced by "***"."""
+    shown, hide_next = [], False
+    for arg in argv:
+        name, equals, _ = arg.partition("=")
+        if hide_next:
+            shown.append("***")
+        elif equals and _SECRET_OPTION.match(name):
+            shown.append(f"{name}=***")
+        else:
+            shown.append(arg)
+        hide_next = bool(_SECRET_OPTION.match(arg))
+    return " ".join(shown)
 
 
 def _is_this_process(holder: dict) -> bool:

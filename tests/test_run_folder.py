@@ -95,7 +95,7 @@ def test_overwrite_removes_the_run_files_and_nothing_else(tmp_path, caplog):
     assert set(to_remove) == expected
     with caplog.at_level("WARNING", logger="albert_hf.run_folder"):
         assert set(remove_run_files(str(folder))) == expected
-    assert sorted(os.listdir(folder)) == sorted([".albert_hf.lock", "README.md", "data", "notes.txt", "runs"])
+    assert sorted(os.listdir(folder)) == sorted(["_albert_hf.lock", "README.md", "data", "notes.txt", "runs"])
     assert (folder / "runs/Dec02/events.out.tfevents.1").exists() and (folder / "data/train.tsv").exists()
     assert f"--overwrite_output_dir: removing {folder / 'checkpoint-10'}" in caplog.text
 
@@ -231,6 +231,25 @@ def test_a_lock_from_another_host_or_unreadable_is_refused(tmp_path):
     lock_path.write_text("")
     with pytest.raises(FolderInUseError, match=rf"lock file {lock_path} that cannot be read"):
         acquire_lock(str(tmp_path))
+
+
+def test_the_lock_does_not_repeat_secrets_of_the_command_line(tmp_path, monkeypatch):
+    argv = [
+        "albert-hf",
+        "glue",
+        "--hub_token",
+        "hf_abc",
+        "--output_dir",
+        str(tmp_path),
+        "--hub_password=pw",
+        "--x",
+        "1",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    acquire_lock(str(tmp_path))
+    command = read_lock(str(tmp_path / LOCK_NAME))["command"]
+    assert command == f"albert-hf glue --hub_token *** --output_dir {tmp_path} --hub_password=*** --x 1"
+    release_held_locks()
 
 
 def test_one_process_may_lock_its_folder_again(tmp_path):
