@@ -28,6 +28,7 @@ verdict, so every process stops with the same error instead of waiting for a pro
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import json
 import logging
@@ -279,23 +280,23 @@ def acquire_lock(folder: str) -> FolderLock:
         holder = read_lock(path)
         if holder is None:
             continue
-        if holder == {}:
+        if not isinstance(holder.get("pid"), int) or holder["pid"] <= 0:
             raise FolderInUseError(
                 f"--output_dir {folder} has a lock file {path} that cannot be read. If no job is writing into "
                 "this folder, remove that file and start again."
             )
         if _is_this_process(holder):
             break
-        if holder.get("host") != socket.gethostname() or _pid_is_alive(int(holder.get("pid", -1))):
+        if holder.get("host") != socket.gethostname() or _pid_is_alive(holder["pid"]):
             raise FolderInUseError(
                 f"--output_dir {folder} is in use by another job ({_describe(holder)}). Wait for it to finish or "
-                f"pass another --output_dir; if that job is gone (another machine), remove {path}."
+                f"pass another --output_dir; if that job is gone (it ran on another machine), remove {path}."
             )
         logger.warning("Taking over the lock of %s from a job that is gone (%s).", folder, _describe(holder))
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+        # Only if it still names the dead job: another job taking over at the same time may have replaced it.
+        if read_lock(path) == holder:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
     else:
         raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
     lock = _HELD.setdefault(path, FolderLock(path))

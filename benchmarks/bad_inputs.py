@@ -310,7 +310,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         result = run_cli(case.argv(work), **case.env)
     finally:
         if holder is not None:
-            holder.communicate(input="", timeout=60)
+            holder.communicate(input="", timeout=300)
     seconds = time.time() - started
     command = case.argv(work)[0]
     lost = protected is not None and fingerprint(protected) != before
