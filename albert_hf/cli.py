@@ -44,8 +44,17 @@ def _usage() -> str:
 
 def debug_wanted(argv: list[str]) -> tuple[bool, list[str]]:
     """(whether tracebacks of user errors are wanted, argv without the global --debug flag), so that no command
-    sees the flag; ALBERT_HF_DEBUG=1 asks for them too."""
-    rest = [arg for arg in argv if arg != DEBUG_FLAG]
+    sees the flag; ALBERT_HF_DEBUG=1 asks for them too.
+
+    TrainingArguments has a `--debug <options>` of its own (`--debug underflow_overflow`): after the command, a
+    `--debug` followed by a value is that option and stays.
+    """
+    rest = []
+    for position, arg in enumerate(argv):
+        following = argv[position + 1] if position + 1 < len(argv) else "--"
+        if arg == DEBUG_FLAG and (position == 0 or following.startswith("-")):
+            continue
+        rest.append(arg)
     return len(rest) < len(argv) or os.environ.get("ALBERT_HF_DEBUG", "") not in ("", "0"), rest
 
 

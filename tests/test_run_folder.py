@@ -365,6 +365,30 @@ def test_user_errors_show_their_traceback_only_when_asked(tmp_path, capsys, monk
     assert not (model / LOCK_NAME).exists()
 
 
+@pytest.mark.parametrize(
+    "argv, debug, rest",
+    [
+        (["--debug", "glue", "--x", "1"], True, ["glue", "--x", "1"]),
+        (["glue", "--x", "1", "--debug"], True, ["glue", "--x", "1"]),
+        (["glue", "--debug", "--x", "1"], True, ["glue", "--x", "1"]),
+        # TrainingArguments' own --debug <options> stays the command's
+        (
+            ["glue", "--debug", "underflow_overflow", "--x", "1"],
+            False,
+            ["glue", "--debug", "underflow_overflow", "--x", "1"],
+        ),
+        (["glue", "--debug=underflow_overflow"], False, ["glue", "--debug=underflow_overflow"]),
+    ],
+)
+def test_the_global_debug_flag_is_taken_out_of_the_command_line(argv, debug, rest, monkeypatch):
+    from albert_hf.cli import debug_wanted
+
+    monkeypatch.delenv("ALBERT_HF_DEBUG", raising=False)
+    assert debug_wanted(argv) == (debug, rest)
+    monkeypatch.setenv("ALBERT_HF_DEBUG", "1")
+    assert debug_wanted(argv) == (True, rest)
+
+
 def test_cli_names_a_missing_local_model_folder(tmp_path):
     result = run_cli(glue_argv(tmp_path / "out", "--model_name_or_path", "./no/such/pre"))
     assert_one_line_error(result, "glue", "--model_name_or_path ./no/such/pre: no such folder")
