@@ -383,10 +383,15 @@ def job_options(output_dir: Path) -> list[str]:
     ]
 
 
-def test_cli_refuses_a_conll_row_without_its_ner_column(tmp_path):
-    train = write(tmp_path, "train.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP\n")
+@pytest.mark.parametrize(
+    "row, message",
+    [("rejects VBZ B-VP", "2: 3 columns, but the rows of this file have 4"), ("Ger\tman JJ B-NP O", "2: 5 columns")],
+    ids=["missing-ner-column", "tab-in-token"],
+)
+def test_cli_refuses_a_conll_row_with_another_column_count(tmp_path, row, message):
+    train = write(tmp_path, "train.txt", f"EU NNP B-NP B-ORG\n{row}\n")
     result = run_cli(["ner", "--train_file", str(train), *job_options(tmp_path / "out")])
-    assert_one_line_error(result, "ner", f"{train}:2: 3 columns, but the rows of this file have 4")
+    assert_one_line_error(result, "ner", f"{train}:{message}")
 
 
 def test_cli_refuses_a_dev_tag_never_trained_on(tmp_path):
@@ -396,10 +401,13 @@ def test_cli_refuses_a_dev_tag_never_trained_on(tmp_path):
     assert_one_line_error(run_cli(argv), "ner", f"{dev}:2: tag 'B-LOC' of the validation data never occurs")
 
 
-def test_cli_refuses_a_nan_stsb_score(tmp_path):
-    train = write(tmp_path, "train.tsv", STSB_HEADER + "a\tb\t2.5\nc\td\tnan\n")
+@pytest.mark.parametrize(
+    "score, message", [("nan", "label 'nan' is not a finite number"), ("-42", "label '-42' is outside the stsb")]
+)
+def test_cli_refuses_an_stsb_score_off_the_scale(tmp_path, score, message):
+    train = write(tmp_path, "train.tsv", STSB_HEADER + f"a\tb\t2.5\nc\td\t{score}\n")
     result = run_cli(["glue", "--task_name", "stsb", "--train_file", str(train), *job_options(tmp_path / "out")])
-    assert_one_line_error(result, "glue", f"{train}:3: label 'nan' is not a finite number")
+    assert_one_line_error(result, "glue", f"{train}:3: {message}")
 
 
 def test_cli_refuses_an_empty_squad_answer(tmp_path):
