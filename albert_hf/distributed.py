@@ -23,6 +23,8 @@ import logging
 import os
 from dataclasses import dataclass
 
+from .errors import UserError
+
 logger = logging.getLogger(__name__)
 
 GIB = 1024**3
@@ -33,13 +35,18 @@ GIB = 1024**3
 # --------------------------------------------------------------------------------------------------------------------
 
 
+class LaunchError(UserError, RuntimeError):
+    """The launcher and the job's arguments do not fit together (process counts, devices). A `RuntimeError` too, as
+    it was before `UserError` existed."""
+
+
 def launched_world_size() -> int:
     """How many processes the launcher (torchrun, accelerate launch, deepspeed) started: $WORLD_SIZE, else 1."""
     value = os.environ.get("WORLD_SIZE", "1")
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"WORLD_SIZE={value!r} is not an integer.") from None
+        raise UserError(f"WORLD_SIZE={value!r} is not an integer.") from None
 
 
 def uses_deepspeed(training_args) -> bool:
@@ -51,7 +58,7 @@ def check_world_size(training_args) -> None:
     """Raise when the launcher's world size and Trainer's disagree (each process would train on its own)."""
     launched = launched_world_size()
     if launched != training_args.world_size:
-        raise RuntimeError(
+        raise LaunchError(
             f"The launcher started {launched} processes (WORLD_SIZE={launched}) but Trainer runs with a world size of "
             f"{training_args.world_size}: every process would train alone on the whole data set. On a machine without "
             "GPUs pass --use_cpu (or set ACCELERATE_USE_CPU=true) so that the processes join one gloo group; with GPUs "
@@ -155,7 +162,7 @@ def check_lamb_engine(training_args) -> None:
         return
     problem = lamb_engine_problem(training_args)
     if problem is not None:
-        raise ValueError(
+        raise UserError(
             f"--optimizer lamb: {problem}. LAMB runs exactly (per-tensor trust ratios) under {LAMB_ENGINES}; "
             "or choose --optimizer adamw."
         )

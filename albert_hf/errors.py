@@ -17,3 +17,16 @@ class UserError(ValueError):
 
     A `ValueError`, so code that caught the `ValueError`s raised before this class existed still catches them.
     """
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file or folder the user named does not exist. Also a `FileNotFoundError`, which callers caught before."""
+
+
+class UnreadableFileError(UserError, OSError):
+    """A file the user named exists but cannot be read as what it should be (truncated weights, bad bytes)."""
+
+
+class DataError(UserError):
+    """A data file holds something the job cannot use (a malformed row, a label out of range); the message names the
+    file and the line (or the record)."""

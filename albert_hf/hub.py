@@ -329,13 +329,11 @@ def _relative_files(folder: Path) -> set[str]:
 
 
 def check_tokenizer_fits(model: AlbertPreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
-    """Refuse a tokenizer whose ids the model cannot embed (a different vocabulary), naming both sizes."""
-    if len(tokenizer) > model.config.vocab_size:
-        raise ValueError(
-            f"The tokenizer has {len(tokenizer)} tokens but the model embeds only vocab_size="
-            f"{model.config.vocab_size}: they do not belong together (resize the embeddings or pick the right "
-            "tokenizer)."
-        )
+    """Refuse a tokenizer whose ids the model cannot embed (a different vocabulary), naming both sizes; the rule is
+    `albert_hf.training.sanity.check_tokenizer_fits_vocabulary` (a padded embedding matrix is allowed)."""
+    from .training.sanity import check_tokenizer_fits_vocabulary
+
+    check_tokenizer_fits_vocabulary(tokenizer, model.config.vocab_size, "the model")
 
 
 def save_for_hub(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from .errors import MissingFileError, UserError
 from .modeling import AlbertPreTrainedModel
 
 QUANTIZE_CHOICES = ("int8",)
@@ -235,7 +236,7 @@ def export(
     from .configuration import AlbertConfig
 
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
-        raise ValueError(f"quantize must be one of {QUANTIZE_CHOICES} or None, got {quantize!r}.")
+        raise UserError(f"quantize must be one of {QUANTIZE_CHOICES} or None, got {quantize!r}.")
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
@@ -246,12 +247,12 @@ def export(
         ) from None
     source, output_dir = Path(model_name_or_path), Path(output_dir)
     if not (source / "config.json").is_file():
-        raise FileNotFoundError(f"{source}: no config.json here; pass a folder saved with save_pretrained.")
+        raise MissingFileError(f"{source}: no config.json here; pass a folder saved with save_pretrained.")
     config = AlbertConfig.from_pretrained(source)
     architecture = (config.architectures or ["AlbertModel"])[0]
     model_class = getattr(modeling, architecture, None)
     if model_class is None:
-        raise ValueError(f"{source}: architecture {architecture!r} is not an albert_hf model class.")
+        raise UserError(f"{source}: architecture {architecture!r} is not an albert_hf model class.")
     model = model_class.from_pretrained(source).eval()
     output_dir.mkdir(parents=True, exist_ok=True)
     for item in source.iterdir():  # config, tokenizer and card: what an inference folder needs besides weights

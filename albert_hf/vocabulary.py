@@ -21,6 +21,7 @@ from tokenizers import normalizers
 from transformers.utils import logging
 
 from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
+from .errors import DataError, UserError
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 logger = logging.get_logger(__name__)
@@ -126,7 +127,7 @@ def choose_accent_stripping(
         )
         return True
     if strip_accents:
-        raise ValueError(
+        raise UserError(
             f"{message}. The vocabulary would merge different words. Pass --keep_accents "
             "(strip_accents=False), or leave the option unset to have it chosen from the text."
         )
@@ -186,7 +187,7 @@ def train_tokenizer(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
-        raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
+        raise UserError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
     lines = _training_lines(input, text_column)
     strip_accents = choose_accent_stripping(lines, strip_accents)
     # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
@@ -275,7 +276,7 @@ class _TextFileLines:
             with path.open(encoding="utf-8") as file:
                 for line_number, line in enumerate(file, 1):
                     if "\x00" in line:
-                        raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
+                        raise DataError(f"{path}:{line_number}: NUL byte, not a text file")
                     yield line
 
 

@@ -133,3 +133,13 @@ def tiny_config(**overrides):
     from albert_hf import AlbertConfig
 
     return AlbertConfig(**{**TINY_CONFIG, **overrides})
+
+
+@pytest.fixture(autouse=True)
+def release_output_folder_locks():
+    """A job run in process (`main(argv)`) holds the lock of its --output_dir until its command ends, which `albert-hf`
+    marks and a test does not: release the locks after each test, so a later process may write into the folder."""
+    yield
+    from albert_hf.run_folder import release_held_locks
+
+    release_held_locks()

@@ -11,12 +11,15 @@ import logging
 from pathlib import Path
 
 import pytest
+from command_line import assert_one_line_error, run_cli
+from conftest import SPIECE_MODEL, TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.data.glue import get_glue_task, read_glue_tsv
+from albert_hf.data.glue import get_glue_task, load_glue_files, read_glue_tsv
 from albert_hf.data.multiple_choice import read_multiple_choice
-from albert_hf.data.ner import load_ner_file
+from albert_hf.data.ner import check_tags_seen_in_training, load_ner_file
 from albert_hf.data.pretraining import load_text_documents
 from albert_hf.data.squad import load_squad_examples
+from albert_hf.errors import DataError
 
 LATIN1_BYTES = "café".encode("latin-1")  # b"caf\xe9": not UTF-8
 
@@ -119,6 +122,42 @@ def test_glue_skip_malformed_rows_is_counted(tmp_path, caplog):
     assert f"{path}: skipped 2 malformed rows (lines 3, 4)" in caplog.text
 
 
+STSB_HEADER = "sentence1\tsentence2\tscore\n"
+
+
+@pytest.mark.parametrize(
+    "score, message",
+    [
+        ("nan", "label 'nan' is not a finite number"),
+        ("inf", "label 'inf' is not a finite number"),
+        ("-42", "label '-42' is outside the stsb score range 0 to 5"),
+        ("5.01", "label '5.01' is outside the stsb score range 0 to 5"),
+    ],
+)
+def test_stsb_scores_must_be_finite_and_on_the_0_to_5_scale(tmp_path, score, message):
+    path = write(tmp_path, "train.tsv", STSB_HEADER + "a\tb\t0\nc\td\t5\ne\tf\t" + score + "\n")
+    with pytest.raises(DataError, match=rf"^{path}:4: {message}$"):
+        read_glue_tsv(str(path), get_glue_task("stsb"), labelled=True)
+
+
+def test_stsb_scale_ends_are_scores(tmp_path):
+    path = write(tmp_path, "train.tsv", STSB_HEADER + "a\tb\t0\nc\td\t5.000\ne\tf\t2.4\n")
+    rows = read_glue_tsv(str(path), get_glue_task("stsb"), labelled=True)
+    assert [row["label"] for row in rows] == [0.0, 5.0, 2.4]
+
+
+def test_stsb_csv_and_json_scores_are_checked_naming_file_and_row(tmp_path):
+    path = write(tmp_path, "train.csv", "sentence1,sentence2,label\na,b,2.5\nc,d,nan\n")
+    with pytest.raises(DataError, match=rf"^{path} \(train, row 2\): the label is missing"):
+        load_glue_files(get_glue_task("stsb"), {"train": str(path)})
+    rows = [{"sentence1": "a", "sentence2": "b", "label": 2.5}, {"sentence1": "c", "sentence2": "d", "label": -42}]
+    path = write(tmp_path, "train.jsonl", "\n".join(json.dumps(row) for row in rows) + "\n")
+    with pytest.raises(
+        DataError, match=rf"^{path} \(train, row 2\): label -42.0 is outside the stsb score range 0 to 5$"
+    ):
+        load_glue_files(get_glue_task("stsb"), {"train": str(path)})
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # CoNLL-2003
 # --------------------------------------------------------------------------------------------------------------------
@@ -140,6 +179,47 @@ def test_conll_errors_name_file_and_line(tmp_path, content, message):
     path = write(tmp_path, "train.txt", content)
     with pytest.raises(ValueError, match=message.format(path=path)):
         load_ner_file(str(path))
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (
+            "rejects VBZ B-VP",
+            r"{path}:2: 3 columns, but the rows of this file have 4 \(line 1\): .*A column is missing",
+        ),
+        (
+            "New\tYork NNP I-NP B-LOC",
+            r"{path}:2: 5 columns, but the rows of this file have 4 \(line 1\): .*holds a tab",
+        ),
+        ("New York NNP I-NP B-LOC", r"{path}:2: 5 columns, but the rows of this file have 4 .*holds a space or a tab"),
+    ],
+    ids=["missing-ner-column", "tab-in-token", "space-in-token"],
+)
+def test_conll_rows_must_have_the_files_column_count(tmp_path, row, message):
+    # Without the check, the first row's chunk tag B-VP became the NER label and "York" vanished.
+    path = write(tmp_path, "train.txt", f"EU NNP B-NP B-ORG\n{row}\n\nPeter NNP B-NP B-PER\n")
+    with pytest.raises(DataError, match=message.format(path=path)):
+        load_ner_file(str(path))
+
+
+def test_tab_separated_conll_files_read_as_before(tmp_path):
+    path = write(tmp_path, "train.txt", "EU\tNNP\tB-NP\tB-ORG\nrejects\tVBZ\tB-VP\tO\n")
+    assert load_ner_file(str(path))[0] == {"tokens": ["EU", "rejects"], "ner_tags": ["B-ORG", "O"]}
+
+
+def test_a_tag_only_the_dev_file_has_is_refused_naming_tag_file_and_line(tmp_path):
+    train = write(tmp_path, "train.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n")
+    dev = write(tmp_path, "valid.txt", "Peter NNP B-NP B-PER\n\nthe DT B-NP O\nOlympics NNPS I-NP I-EVENT\n")
+    splits = {"train": load_ner_file(str(train)), "validation": load_ner_file(str(dev))}
+    files = {"train": str(train), "validation": str(dev)}
+    # I-EVENT opens an entity, so IOB2 reads it as B-EVENT; the line is the one of the file.
+    with pytest.raises(DataError, match=rf"^{dev}:4: tag 'B-EVENT' of the validation data never occurs in the "):
+        check_tags_seen_in_training(splits, files)
+    with pytest.raises(DataError, match=r"^the validation data, sentence 2: tag 'B-EVENT'"):
+        check_tags_seen_in_training(splits)
+    check_tags_seen_in_training({"validation": splits["validation"]})  # nothing to compare with: evaluation only
+    check_tags_seen_in_training({"train": splits["train"], "test": splits["train"]})
 
 
 def test_conll_json_unknown_tag_id_names_the_line(tmp_path):
@@ -181,6 +261,13 @@ def squad_file(context: str = "Paris is the capital of France.", answer: str = "
 def test_squad_errors_name_file_and_place(tmp_path, content, message):
     path = write(tmp_path, "dev.json", content)
     with pytest.raises(ValueError, match=message.format(path=path)):
+        load_squad_examples(path)
+
+
+@pytest.mark.parametrize("text", ["", "   "], ids=["empty", "blank"])
+def test_squad_answer_with_empty_text_is_refused_naming_the_question(tmp_path, text):
+    path = write(tmp_path, "train.json", squad_file(answer=text, start=3))
+    with pytest.raises(DataError, match=rf"{path}: data\[0\].paragraphs\[0\].qas\[0\]: question 'q1': an answer has "):
         load_squad_examples(path)
 
 
@@ -234,3 +321,96 @@ def test_read_utf8_names_the_line_of_the_bad_byte(tmp_path):
     assert decode_line(b"caf\xc3\xa9\n", path, 7) == "café\n"
     with pytest.raises(ValueError, match=rf"{path}:7: not valid UTF-8"):
         decode_line(LATIN1_BYTES, path, 7)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A tokenizer and a model's vocabulary: one rule for pretraining's checks and for saving to the Hub
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pieces, vocab_size, fits",
+    [
+        (30000, 30000, True),
+        (30000, 30080, True),  # padded to a multiple of 128 (235 x 128)
+        (30000, 30081, False),  # more rows than padding explains: another vocabulary
+        (400, 30000, False),
+        (30001, 30000, False),  # id 30000 has no row
+        (1, 128, True),
+    ],
+)
+def test_tokenizer_and_vocabulary_rule(pieces, vocab_size, fits):
+    from albert_hf.training.sanity import vocabulary_problem
+
+    assert (vocabulary_problem(pieces, vocab_size) is None) == fits
+
+
+def test_hub_and_pretraining_checks_ask_the_same_rule(tokenizer):
+    from conftest import tiny_config
+
+    from albert_hf.hub import check_tokenizer_fits
+    from albert_hf.modeling import AlbertForMaskedLM
+    from albert_hf.training.sanity import PretrainingSetupError, check_tokenizer_matches_config
+
+    assert len(tokenizer) == 30000
+    padded, larger = tiny_config(vocab_size=30080), tiny_config(vocab_size=29999)
+    check_tokenizer_fits(AlbertForMaskedLM(padded), tokenizer)
+    check_tokenizer_matches_config(tokenizer, padded)
+    with pytest.raises(PretrainingSetupError, match="has 30000 pieces but the model has vocab_size 29999: ids 29999"):
+        check_tokenizer_fits(AlbertForMaskedLM(larger), tokenizer)
+    with pytest.raises(PretrainingSetupError, match="has 30000 pieces but the model config has vocab_size 29999: ids"):
+        check_tokenizer_matches_config(tokenizer, larger)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Through the command line: exit status 2, one message, no traceback
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def job_options(output_dir: Path) -> list[str]:
+    return [
+        "--tokenizer_name_or_path",
+        str(SPIECE_MODEL),
+        "--config_overrides",
+        TINY_ONE_LAYER_OVERRIDES,
+        "--do_train",
+        "--max_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--output_dir",
+        str(output_dir),
+    ]
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [("rejects VBZ B-VP", "2: 3 columns, but the rows of this file have 4"), ("Ger\tman JJ B-NP O", "2: 5 columns")],
+    ids=["missing-ner-column", "tab-in-token"],
+)
+def test_cli_refuses_a_conll_row_with_another_column_count(tmp_path, row, message):
+    train = write(tmp_path, "train.txt", f"EU NNP B-NP B-ORG\n{row}\n")
+    result = run_cli(["ner", "--train_file", str(train), *job_options(tmp_path / "out")])
+    assert_one_line_error(result, "ner", f"{train}:{message}")
+
+
+def test_cli_refuses_a_dev_tag_never_trained_on(tmp_path):
+    train = write(tmp_path, "train.txt", "EU NNP B-NP B-ORG\n\nPeter NNP B-NP B-PER\n")
+    dev = write(tmp_path, "valid.txt", "Peter NNP B-NP B-PER\nParis NNP I-NP B-LOC\n")
+    argv = ["ner", "--train_file", str(train), "--validation_file", str(dev), "--do_eval", *job_options(tmp_path)]
+    assert_one_line_error(run_cli(argv), "ner", f"{dev}:2: tag 'B-LOC' of the validation data never occurs")
+
+
+@pytest.mark.parametrize(
+    "score, message", [("nan", "label 'nan' is not a finite number"), ("-42", "label '-42' is outside the stsb")]
+)
+def test_cli_refuses_an_stsb_score_off_the_scale(tmp_path, score, message):
+    train = write(tmp_path, "train.tsv", STSB_HEADER + f"a\tb\t2.5\nc\td\t{score}\n")
+    result = run_cli(["glue", "--task_name", "stsb", "--train_file", str(train), *job_options(tmp_path / "out")])
+    assert_one_line_error(result, "glue", f"{train}:3: {message}")
+
+
+def test_cli_refuses_an_empty_squad_answer(tmp_path):
+    train = write(tmp_path, "train.json", squad_file(answer="", start=0))
+    result = run_cli(["squad", "--train_file", str(train), *job_options(tmp_path / "out")])
+    assert_one_line_error(result, "squad", f"{train}: data[0].paragraphs[0].qas[0]: question 'q1': an answer has empty")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
+from hub_helpers import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
-from test_hub import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
 
 import albert_hf
 from albert_hf.convert import check_exportable, export_to_transformers, import_official_checkpoint

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
-from test_metrics import reference_f1, reference_matthews, reference_pearson
+from metric_references import reference_f1, reference_matthews, reference_pearson
 from transformers import EvalPrediction, TrainingArguments
 
 from albert_hf.data.glue import (

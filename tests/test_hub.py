@@ -7,7 +7,6 @@ receives the files, and a subprocess that cannot import albert_hf loads them wit
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -16,11 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import conftest
 import pytest
 import torch
-from conftest import TINY_CONFIG
 from datasets import Dataset
+from hub_helpers import REMOTE_CODE_FILES, TEXTS, encode, files_in, tiny_config
 from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
 from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
@@ -41,10 +39,6 @@ from albert_hf.modeling import ALBERT_AUTO_CLASSES
 from albert_hf.training.trainer import AlbertTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# The real ALBERT vocabulary, so the real tokenizer's ids fit.
-TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2)
-TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
-tiny_config = functools.partial(conftest.tiny_config, **TINY)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -108,23 +102,6 @@ def fake_hub(tmp_path, monkeypatch) -> FakeHub:
     return hub
 
 
-# What a repository needs to load with trust_remote_code and no albert_hf installed, plus its card.
-REMOTE_CODE_FILES = {
-    "config.json",
-    "model.safetensors",
-    "modeling.py",
-    "configuration.py",
-    "spiece.model",
-    "tokenizer_config.json",
-    "tokenization.py",
-    "README.md",
-}
-
-
-def files_in(folder: Path) -> set[str]:
-    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # Loading where albert_hf cannot be imported
 # --------------------------------------------------------------------------------------------------------------------
@@ -173,10 +150,6 @@ def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return torch.load(out)
-
-
-def encode(tokenizer, texts=TEXTS) -> dict:
-    return dict(tokenizer([a for a, _ in texts], [b for _, b in texts], padding=True, return_tensors="pt"))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -271,7 +244,9 @@ def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokeni
 
 def test_push_refuses_a_tokenizer_that_does_not_fit_the_model(fake_hub, tokenizer):
     model = albert_hf.AlbertForMaskedLM(tiny_config(vocab_size=1000))
-    with pytest.raises(ValueError, match="30000 tokens but the model embeds only vocab_size=1000"):
+    with pytest.raises(
+        ValueError, match="has 30000 pieces but the model has vocab_size 1000: ids 1000 to 29999 have no embedding row"
+    ):
         push_to_hub(model, "someone/mismatch", tokenizer=tokenizer)
     assert [kind for kind, _ in fake_hub.calls] == ["create_repo"]  # nothing was committed
 

@@ -19,15 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from albert_hf.data.sources import (
-    DataFileNotFoundError,
-    DataSourceError,
     TextRows,
     data_format,
     expand_data_files,
     load_rows,
     require_columns,
 )
-from albert_hf.errors import UserError
+from albert_hf.errors import DataError, MissingFileError, UserError
 
 # Texts with the characters each format must carry through: commas and quotes (csv), a tab-free tsv, Japanese.
 ROWS = [
@@ -142,9 +140,9 @@ def test_a_saved_dataset_dict_gives_the_split_asked_for(tmp_path):
     assert as_list(load_rows(data_files=[str(saved)])) == ROWS[:2]  # a saved folder given as the data files
     streamed = load_rows(dataset_name=str(saved), split="train", streaming=True)
     assert isinstance(streamed, datasets.IterableDataset) and as_list(streamed) == ROWS[:2]
-    with pytest.raises(DataSourceError, match=r"saved has no split 'test'; its splits are \['train', 'validation'\]"):
+    with pytest.raises(DataError, match=r"saved has no split 'test'; its splits are \['train', 'validation'\]"):
         load_rows(dataset_name=str(saved), split="test")
-    with pytest.raises(DataSourceError, match=r"saved is a dataset saved with save_to_disk.*pass it alone"):
+    with pytest.raises(DataError, match=r"saved is a dataset saved with save_to_disk.*pass it alone"):
         expand_data_files([saved, tmp_path / "other.jsonl"])
 
 
@@ -161,7 +159,7 @@ def test_a_local_dataset_folder_is_read_by_its_split_files(tmp_path):
     write_jsonl(folder / "validation.jsonl", ROWS[2:])
     assert as_list(load_rows(dataset_name=str(folder), split="validation")) == ROWS[2:]
     assert as_list(load_rows(dataset_name=str(folder))) == ROWS[:2]
-    with pytest.raises(DataSourceError, match=r"my_dataset has no split 'test'; its splits are \['train', 'valid"):
+    with pytest.raises(DataError, match=r"my_dataset has no split 'test'; its splits are \['train', 'valid"):
         load_rows(dataset_name=str(folder), split="test")
 
 
@@ -199,46 +197,46 @@ def test_a_hub_name_that_cannot_be_reached_is_a_user_error(monkeypatch):
 
 
 def test_a_dataset_folder_that_does_not_exist_is_named_without_asking_the_hub(tmp_path):
-    with pytest.raises(DataFileNotFoundError, match=r"nowhere: no such dataset folder"):
+    with pytest.raises(MissingFileError, match=r"nowhere: no such dataset folder"):
         load_rows(dataset_name=str(tmp_path / "nowhere"))
 
 
 def test_files_and_names_are_asked_for_alone(tmp_path):
     path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-    with pytest.raises(DataSourceError, match="either data files or a dataset name"):
+    with pytest.raises(DataError, match="either data files or a dataset name"):
         load_rows(data_files=[str(path)], dataset_name="glue")
-    with pytest.raises(DataSourceError, match="either data files or a dataset name"):
+    with pytest.raises(DataError, match="either data files or a dataset name"):
         load_rows()
 
 
 def test_a_configuration_selects_part_of_a_dataset_not_of_files(tmp_path):
     path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-    with pytest.raises(DataSourceError, match=r"a configuration \(--dataset_config_name\) or data_dir selects part"):
+    with pytest.raises(DataError, match=r"a configuration \(--dataset_config_name\) or data_dir selects part"):
         load_rows(data_files=[str(path)], dataset_config_name="ja")
     saved = tmp_path / "saved"
     datasets.Dataset.from_list(ROWS).save_to_disk(str(saved))
-    with pytest.raises(DataSourceError, match=r"saved is a dataset saved with save_to_disk: it has no configurations"):
+    with pytest.raises(DataError, match=r"saved is a dataset saved with save_to_disk: it has no configurations"):
         load_rows(dataset_name=str(saved), dataset_config_name="ja")
 
 
 def test_missing_paths_and_empty_matches_are_named(tmp_path):
-    with pytest.raises(DataFileNotFoundError, match=r"absent\.jsonl: no such file or folder"):
+    with pytest.raises(MissingFileError, match=r"absent\.jsonl: no such file or folder"):
         expand_data_files([tmp_path / "absent.jsonl"])
-    assert issubclass(DataFileNotFoundError, FileNotFoundError) and issubclass(DataFileNotFoundError, UserError)
-    with pytest.raises(DataSourceError, match=r"\*\.parquet: the pattern matches no file"):
+    assert issubclass(MissingFileError, FileNotFoundError) and issubclass(MissingFileError, UserError)
+    with pytest.raises(DataError, match=r"\*\.parquet: the pattern matches no file"):
         expand_data_files([str(tmp_path / "*.parquet")])
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.md").write_text("x", encoding="utf-8")
-    with pytest.raises(DataSourceError, match=r"empty: the folder holds no data file \(known extensions: .csv"):
+    with pytest.raises(DataError, match=r"empty: the folder holds no data file \(known extensions: .csv"):
         expand_data_files([tmp_path / "empty"])
 
 
 def test_unknown_and_mixed_formats_are_named(tmp_path):
-    with pytest.raises(DataSourceError, match=r"unknown data file format: .*rows\.xlsx"):
+    with pytest.raises(DataError, match=r"unknown data file format: .*rows\.xlsx"):
         data_format([tmp_path / "rows.xlsx"])
-    with pytest.raises(DataSourceError, match=r"different formats.*\.csv: .*a\.csv; \.parquet: .*b\.parquet"):
+    with pytest.raises(DataError, match=r"different formats.*\.csv: .*a\.csv; \.parquet: .*b\.parquet"):
         data_format([tmp_path / "a.csv", tmp_path / "b.parquet"])
-    with pytest.raises(DataSourceError, match=r"different formats.*\.csv: .*a\.csv; \.tsv: .*b\.tsv"):
+    with pytest.raises(DataError, match=r"different formats.*\.csv: .*a\.csv; \.tsv: .*b\.tsv"):
         data_format([tmp_path / "a.csv", tmp_path / "b.tsv"])  # the same loader, not the same delimiter
     assert data_format([tmp_path / "a.json", tmp_path / "b.jsonl"]) == "json"
 
@@ -246,17 +244,17 @@ def test_unknown_and_mixed_formats_are_named(tmp_path):
 def test_a_source_without_rows_is_named(tmp_path):
     path = tmp_path / "header_only.csv"
     path.write_text("text,label\n", encoding="utf-8")
-    with pytest.raises(DataSourceError, match=r"header_only\.csv: no rows"):
+    with pytest.raises(DataError, match=r"header_only\.csv: no rows"):
         load_rows(data_files=[str(path)])
     (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
-    with pytest.raises(DataSourceError, match=r"empty\.jsonl: the data files are empty"):
+    with pytest.raises(DataError, match=r"empty\.jsonl: the data files are empty"):
         load_rows(data_files=[str(tmp_path / "empty.jsonl")])
 
 
 def test_unreadable_data_names_the_file(tmp_path):
     path = tmp_path / "broken.jsonl"
     path.write_text('{"text": "fine"}\n{"text": \n', encoding="utf-8")
-    with pytest.raises(DataSourceError, match=r"broken\.jsonl: the data cannot be read"):
+    with pytest.raises(DataError, match=r"broken\.jsonl: the data cannot be read"):
         load_rows(data_files=[str(path)])
 
 
@@ -264,7 +262,7 @@ def test_require_columns_names_the_option_the_column_and_the_columns_there_are(t
     rows = load_rows(data_files=[str(write_jsonl(tmp_path / "rows.jsonl", ROWS))])
     require_columns(rows, {"--text_column": "text", "--label_column": "label"}, "rows.jsonl")
     message = r"rows\.jsonl has no column 'sentence' \(--text_column\); its columns are \['text', 'label'\]"
-    with pytest.raises(DataSourceError, match=message):
+    with pytest.raises(DataError, match=message):
         require_columns(rows, {"--text_column": "sentence"}, "rows.jsonl")
 
 
@@ -272,7 +270,7 @@ def test_require_columns_of_a_stream_without_known_features(tmp_path):
     rows = load_rows(data_files=[str(write_jsonl(tmp_path / "rows.jsonl", ROWS))], streaming=True)
     rows = rows.map(lambda row: {"extra": 1})  # a map leaves a stream's features unknown
     assert rows.column_names is None
-    with pytest.raises(DataSourceError, match=r"its columns are \['text', 'label', 'extra'\]"):
+    with pytest.raises(DataError, match=r"its columns are \['text', 'label', 'extra'\]"):
         require_columns(rows, {"--text_column": "body"}, "rows.jsonl")
 
 
@@ -302,13 +300,13 @@ def test_text_rows_skip_and_count_empty_texts(tmp_path, caplog):
 )
 def test_text_rows_that_are_not_strings_are_named(written, message):
     rows = datasets.Dataset.from_list(written)
-    with pytest.raises(DataSourceError, match=rf"corpus: {message}"):
+    with pytest.raises(DataError, match=rf"corpus: {message}"):
         list(TextRows(rows, "text", "corpus"))
 
 
 def test_text_rows_with_no_text_at_all_are_an_error():
     rows = datasets.Dataset.from_list([{"body": ""}, {"body": " "}])
-    with pytest.raises(DataSourceError, match=r"corpus: no text in column 'body' \(2 rows, all empty\)"):
+    with pytest.raises(DataError, match=r"corpus: no text in column 'body' \(2 rows, all empty\)"):
         list(TextRows(rows, "body", "corpus"))
-    with pytest.raises(DataSourceError, match=r"corpus has no column 'text' \(--text_column\)"):
+    with pytest.raises(DataError, match=r"corpus has no column 'text' \(--text_column\)"):
         TextRows(rows, "text", "corpus")

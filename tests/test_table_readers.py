@@ -12,8 +12,8 @@ import pytest
 
 from albert_hf.data.multiple_choice import examples_from_rows, read_multiple_choice
 from albert_hf.data.ner import CONLL2003_LABELS, ner_sentences_from_rows, read_conll
-from albert_hf.data.sources import DataSourceError, load_rows
-from albert_hf.errors import UserError
+from albert_hf.data.sources import load_rows
+from albert_hf.errors import DataError, UserError
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +57,7 @@ def test_ner_tag_ids_with_names_given(tmp_path):
     assert ner_sentences_from_rows(rows, "ids.jsonl", label_names=["O", "B-LOC"]) == [
         {"tokens": ["Tokyo", "rain"], "ner_tags": ["B-LOC", "O"]}
     ]
-    with pytest.raises(DataSourceError, match=r"ids\.jsonl row 0: the tags of 'ner_tags' are ids.*as names"):
+    with pytest.raises(DataError, match=r"ids\.jsonl row 0: the tags of 'ner_tags' are ids.*as names"):
         ner_sentences_from_rows(rows, "ids.jsonl")
 
 
@@ -78,7 +78,7 @@ def test_bad_ner_rows_are_named(record, message):
 
 def test_ner_columns_are_checked_by_option():
     rows = datasets.Dataset.from_list([{"tokens": ["fine"], "ner_tags": ["O"]}])
-    with pytest.raises(DataSourceError, match=r"no column 'words' \(--tokens_column\); its columns are"):
+    with pytest.raises(DataError, match=r"no column 'words' \(--tokens_column\); its columns are"):
         ner_sentences_from_rows(rows, "table", tokens_column="words")
 
 
@@ -131,11 +131,11 @@ def test_bad_multiple_choice_rows_are_named(record, message):
 
 def test_multiple_choice_columns_are_checked_by_option():
     rows = datasets.Dataset.from_list([{"q": "Q?", "c0": "a", "c1": "b", "answer": 0}])
-    with pytest.raises(DataSourceError, match=r"no column 'c2' \(--choice_columns\)"):
+    with pytest.raises(DataError, match=r"no column 'c2' \(--choice_columns\)"):
         examples_from_rows(rows, "table", "q", ["c0", "c1", "c2"], label_column="answer")
-    with pytest.raises(DataSourceError, match=r"no column 'label' \(--label_column\)"):
+    with pytest.raises(DataError, match=r"no column 'label' \(--label_column\)"):
         examples_from_rows(rows, "table", "q", ["c0", "c1"])
-    with pytest.raises(DataSourceError, match=r"table row 0: 1 choice; pass --choice_columns"):
+    with pytest.raises(DataError, match=r"table row 0: 1 choice; pass --choice_columns"):
         examples_from_rows(rows, "table", "q", ["c0"], label_column="answer")
 
 

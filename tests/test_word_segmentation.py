@@ -322,7 +322,7 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
     assert re.fullmatch(MASKING_LINE + "fugashi/unidic-lite", lines[0])
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="albert_hf.tasks.pretraining"):
-        assert main(argv + ["--word_segmenter", "pieces", "--max_eval_instances", "8"]) == 0
+        assert main(argv + ["--word_segmenter", "pieces", "--max_eval_instances", "8", "--overwrite_output_dir"]) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "masking:" in r.getMessage()]
     assert len(warnings) == 1 and "do not fit the budget" in warnings[0], warnings
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from datasets import Dataset, DatasetDict
 
+from ..errors import DataError, MissingFileError, UserError
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ class GlueTask:
     test_splits: tuple[str, ...] = ("test",)
     tsv_index_column: str = "index"  # header name of the row index in test tsv files
     headerless_train_dev: bool = False  # CoLA's train/dev files have no header: source, label, orig. label, sentence
+    score_range: tuple[float, float] | None = None  # regression only: the scale of the gold scores (STS-B: 0 to 5)
 
     @property
     def is_regression(self) -> bool:
@@ -63,7 +66,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
         GlueTask("cola", "CoLA", ("sentence",), None, ("sentence",), _BINARY, headerless_train_dev=True),
         GlueTask("sst2", "SST-2", ("sentence",), "label", ("sentence",), _BINARY),
         GlueTask("mrpc", "MRPC", ("#1 String", "#2 String"), "Quality", _PAIR, _BINARY),
-        GlueTask("stsb", "STS-B", _PAIR, "score", _PAIR, None),
+        GlueTask("stsb", "STS-B", _PAIR, "score", _PAIR, None, score_range=(0.0, 5.0)),
         GlueTask(
             "qqp",
             "QQP",
@@ -110,7 +113,7 @@ SUBMISSION_FILES = {"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.ts
 def get_glue_task(task_name: str) -> GlueTask:
     key = task_name.lower().replace("-", "")
     if key not in GLUE_TASKS:
-        raise ValueError(f"Unknown GLUE task {task_name!r}; choose one of {sorted(GLUE_TASKS)}.")
+        raise UserError(f"Unknown GLUE task {task_name!r}; choose one of {sorted(GLUE_TASKS)}.")
     return GLUE_TASKS[key]
 
 
@@ -140,7 +143,7 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
         lines = [(number, line.rstrip("\r\n")) for number, line in enumerate(handle, start=1)]
     lines = [(number, line) for number, line in lines if line.strip()]
     if not lines:
-        raise ValueError(f"{path}: empty file.")
+        raise DataError(f"{path}: empty file.")
 
     headerless = task.headerless_train_dev and labelled
     if headerless:
@@ -160,7 +163,7 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
         fields = line.split("\t")
         try:
             if len(fields) != num_columns:
-                raise ValueError(f"expected {num_columns} tab-separated columns, found {len(fields)}")
+                raise DataError(f"expected {num_columns} tab-separated columns, found {len(fields)}")
             example = {f"sentence{i + 1}": fields[p] for i, p in enumerate(text_positions)}
             if labelled:
                 example["label"] = parse_glue_label(task, fields[label_position])
@@ -169,7 +172,7 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
                 example["idx"] = int(fields[index_position])
         except ValueError as error:
             if not skip_malformed_rows:
-                raise ValueError(f"{path}:{line_number}: {error}") from None
+                raise DataError(f"{path}:{line_number}: {error}") from None
             malformed.append(line_number)
             continue
         examples.append(example)
@@ -186,7 +189,7 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
 
 def _column(header: list[str], name: str, path: str) -> int:
     if name not in header:
-        raise ValueError(f"{path}:1: the header has no column {name!r} (columns: {header}).")
+        raise DataError(f"{path}:1: the header has no column {name!r} (columns: {header}).")
     return header.index(name)
 
 
@@ -194,12 +197,26 @@ def parse_glue_label(task: GlueTask, value: str) -> int | float:
     """A tsv label as the model's target: the class id, or the STS-B score as a float."""
     if task.is_regression:
         try:
-            return float(value)
+            score = float(value)
         except ValueError:
-            raise ValueError(f"label {value!r} is not a number") from None
+            raise DataError(f"label {value!r} is not a number") from None
+        return checked_score(task, score, value)
     if value not in task.label_names:
-        raise ValueError(f"label {value!r} is not one of {list(task.label_names)}")
+        raise DataError(f"label {value!r} is not one of {list(task.label_names)}")
     return task.label_names.index(value)
+
+
+def checked_score(task: GlueTask, score: float, written: object = None) -> float:
+    """A regression label that is a finite number on the task's scale, else a `DataError` (without the place, which
+    the caller adds). `float()` reads "nan" and "inf" as numbers, and a score off the scale (-42 for STS-B's 0 to 5)
+    would train the model towards it."""
+    shown = repr(written if written is not None else score)
+    if not math.isfinite(score):
+        raise DataError(f"label {shown} is not a finite number")
+    if task.score_range is not None and not task.score_range[0] <= score <= task.score_range[1]:
+        low, high = task.score_range
+        raise DataError(f"label {shown} is outside the {task.name} score range {low:g} to {high:g}")
+    return score
 
 
 def load_glue_tsv(
@@ -210,7 +227,7 @@ def load_glue_tsv(
     for split in splits:
         path = glue_tsv_path(data_dir, split)
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{task.folder}: split {split!r} needs {path}, which does not exist.")
+            raise MissingFileError(f"{task.folder}: split {split!r} needs {path}, which does not exist.")
         rows = read_glue_tsv(path, task, labelled=is_labelled(split), skip_malformed_rows=skip_malformed_rows)
         datasets[split] = Dataset.from_list(rows)
     return DatasetDict(datasets)
@@ -228,7 +245,7 @@ def load_glue_files(task: GlueTask, files: dict[str, str], skip_malformed_rows: 
     datasets = {}
     for split, path in files.items():
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{task.name}: the {split} file {path} does not exist.")
+            raise MissingFileError(f"{task.name}: the {split} file {path} does not exist.")
         extension = os.path.splitext(path)[1].lstrip(".").lower()
         if extension == "tsv":
             rows = read_glue_tsv(path, task, labelled=is_labelled(split), skip_malformed_rows=skip_malformed_rows)
@@ -236,9 +253,7 @@ def load_glue_files(task: GlueTask, files: dict[str, str], skip_malformed_rows: 
             continue
         builder = {"csv": "csv", "json": "json", "jsonl": "json"}.get(extension)
         if builder is None:
-            raise ValueError(
-                f"{path}: expected a .tsv (GLUE layout), .csv, .json or .jsonl file for the {split} split."
-            )
+            raise DataError(f"{path}: expected a .tsv (GLUE layout), .csv, .json or .jsonl file for the {split} split.")
         dataset = load_dataset(builder, data_files={split: path}, split=split)
         datasets[split] = _normalize_columns(dataset, task, split, source=path)
     return DatasetDict(datasets)
@@ -256,7 +271,7 @@ def from_hub_layout(raw: DatasetDict, task: GlueTask, splits: Sequence[str], sou
     """The Hub layout (task-specific text columns, int labels, -1 in test splits) -> our columns."""
     missing = [split for split in splits if split not in raw]
     if missing:
-        raise ValueError(f"{source} ({task.name}) has no split {missing}; it has {list(raw)}.")
+        raise DataError(f"{source} ({task.name}) has no split {missing}; it has {list(raw)}.")
     return DatasetDict({split: _normalize_columns(raw[split], task, split, source) for split in splits})
 
 
@@ -265,7 +280,7 @@ def _normalize_columns(dataset: Dataset, task: GlueTask, split: str, source: str
     required = list(task.hub_text_columns) + (["label"] if labelled else [])
     missing = [name for name in required if name not in dataset.column_names]
     if missing:
-        raise ValueError(f"{source}: the {split} split lacks columns {missing} (has {dataset.column_names}).")
+        raise DataError(f"{source}: the {split} split lacks columns {missing} (has {dataset.column_names}).")
     if "idx" not in dataset.column_names:
         dataset = dataset.add_column("idx", list(range(len(dataset))))
     renames = {old: f"sentence{i + 1}" for i, old in enumerate(task.hub_text_columns) if old != f"sentence{i + 1}"}
@@ -273,27 +288,33 @@ def _normalize_columns(dataset: Dataset, task: GlueTask, split: str, source: str
     keep = [f"sentence{i + 1}" for i in range(len(task.hub_text_columns))] + ["idx"] + (["label"] if labelled else [])
     dataset = dataset.remove_columns([name for name in dataset.column_names if name not in keep])
     if labelled:
-        labels = [_label_id(task, label, source, split) for label in dataset["label"]]
+        labels = [_label_id(task, label, source, split, row) for row, label in enumerate(dataset["label"])]
         dataset = dataset.remove_columns("label").add_column("label", labels)
     return dataset
 
 
-def _label_id(task: GlueTask, label: int | float | str, source: str, split: str) -> int | float:
-    """A csv/json/Hub label as the model's target: a label name as in the tsv files, or a class id (int or digits)."""
-    where = f"{source} ({split})"
+def _label_id(task: GlueTask, label: int | float | str | None, source: str, split: str, row: int) -> int | float:
+    """A csv/json/Hub label as the model's target: a label name as in the tsv files, or a class id (int or digits).
+    `row` (from 0) is the record's place in the split, which errors name as row 1, 2, ..."""
+    where = f"{source} ({split}, row {row + 1})"
+    if label is None:
+        raise DataError(f"{where}: the label is missing (empty, or a non-number such as nan that csv reads as empty).")
     if isinstance(label, str):
         if task.is_regression or label in task.label_names:
             try:
                 return parse_glue_label(task, label)
             except ValueError as error:
-                raise ValueError(f"{where}: {error}") from None
+                raise DataError(f"{where}: {error}") from None
         if not label.strip().isdigit():
-            raise ValueError(f"{where}: label {label!r} is neither one of {list(task.label_names)} nor a class id.")
+            raise DataError(f"{where}: label {label!r} is neither one of {list(task.label_names)} nor a class id.")
         label = int(label)
     if task.is_regression:
-        return float(label)
+        try:
+            return checked_score(task, float(label), label)
+        except DataError as error:
+            raise DataError(f"{where}: {error}") from None
     if not 0 <= label < task.num_labels:
-        raise ValueError(f"{where}: label {label} is not a class id of {task.name} (0..{task.num_labels - 1}).")
+        raise DataError(f"{where}: label {label} is not a class id of {task.name} (0..{task.num_labels - 1}).")
     return int(label)
 
 

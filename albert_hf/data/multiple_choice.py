@@ -28,8 +28,9 @@ from collections.abc import Iterator, Sequence
 
 from datasets import Dataset
 
+from ..errors import DataError, MissingFileError
 from .glue import find_truncated
-from .sources import DataSourceError, require_columns
+from .sources import require_columns
 from .textfiles import read_utf8
 
 _ENDING_KEY = re.compile(r"^ending(\d+)$")
@@ -39,7 +40,7 @@ def swag_example(record: dict, where: str) -> dict:
     """SWAG: context sent1; each choice is sent2 (the start of the next sentence) followed by one ending."""
     endings = sorted((int(m.group(1)), value) for key, value in record.items() if (m := _ENDING_KEY.match(key)))
     if [index for index, _ in endings] != list(range(len(endings))) or len(endings) < 2:
-        raise ValueError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
+        raise DataError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
     _require(record, ("sent1", "sent2", "label"), where)
     return {
         "context": record["sent1"],
@@ -58,7 +59,7 @@ def race_choice(question: str, option: str) -> str:
 
 def race_example(article: str, question: str, options: list[str], answer: str | int, where: str) -> dict:
     if not isinstance(options, list) or len(options) < 2:
-        raise ValueError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
+        raise DataError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
     return {
         "context": article,
         "choices": [race_choice(question, option) for option in options],
@@ -74,16 +75,16 @@ def _choice_index(answer: str | int, num_choices: int, where: str) -> int:
         try:
             index = int(answer)
         except (TypeError, ValueError):
-            raise ValueError(f"{where}: answer {answer!r} is neither a choice index nor a letter.") from None
+            raise DataError(f"{where}: answer {answer!r} is neither a choice index nor a letter.") from None
     if not 0 <= index < num_choices:
-        raise ValueError(f"{where}: answer {answer!r} is not one of the {num_choices} choices.")
+        raise DataError(f"{where}: answer {answer!r} is not one of the {num_choices} choices.")
     return index
 
 
 def _require(record: dict, keys: tuple[str, ...], where: str) -> None:
     missing = [key for key in keys if key not in record]
     if missing:
-        raise ValueError(f"{where}: missing fields {missing} (has {sorted(record)}).")
+        raise DataError(f"{where}: missing fields {missing} (has {sorted(record)}).")
 
 
 def examples_from_record(record: dict, where: str) -> Iterator[dict]:
@@ -93,14 +94,14 @@ def examples_from_record(record: dict, where: str) -> Iterator[dict]:
     elif "questions" in record:
         _require(record, ("article", "questions", "options", "answers"), where)
         if not len(record["questions"]) == len(record["options"]) == len(record["answers"]):
-            raise ValueError(f"{where}: 'questions', 'options' and 'answers' differ in length.")
+            raise DataError(f"{where}: 'questions', 'options' and 'answers' differ in length.")
         for number, fields in enumerate(zip(record["questions"], record["options"], record["answers"])):
             yield race_example(record["article"], *fields, where=f"{where} question {number}")
     elif "article" in record:
         _require(record, ("question", "options", "answer"), where)
         yield race_example(record["article"], record["question"], record["options"], record["answer"], where)
     else:
-        raise ValueError(f"{where}: neither SWAG (sent1, sent2, ending*) nor RACE (article, question(s), options).")
+        raise DataError(f"{where}: neither SWAG (sent1, sent2, ending*) nor RACE (article, question(s), options).")
 
 
 def _records(path: str) -> Iterator[tuple[dict, str]]:
@@ -121,7 +122,7 @@ def _records(path: str) -> Iterator[tuple[dict, str]]:
             try:
                 yield json.loads(line), f"{path}:{line_number}"
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
+                raise DataError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
 
 
 def read_multiple_choice(path: str) -> list[dict]:
@@ -136,12 +137,10 @@ def read_multiple_choice(path: str) -> list[dict]:
 def check_examples(examples: list[dict], source: str) -> list[dict]:
     """`examples`, once checked to be some and to have one number of choices (a batch is [examples, choices, tokens])."""
     if not examples:
-        raise DataSourceError(f"{source}: no multiple-choice examples found.")
+        raise DataError(f"{source}: no multiple-choice examples found.")
     counts = {len(example["choices"]) for example in examples}
     if len(counts) > 1:
-        raise DataSourceError(
-            f"{source}: examples have different numbers of choices {sorted(counts)}; batches need one."
-        )
+        raise DataError(f"{source}: examples have different numbers of choices {sorted(counts)}; batches need one.")
     return examples
 
 
@@ -165,7 +164,7 @@ def examples_from_rows(
         columns["--question_column"] = question_column
     require_columns(rows, columns, source)
     if not choice_columns:
-        raise DataSourceError(f"{source}: no choice columns given; pass --choice_columns.")
+        raise DataError(f"{source}: no choice columns given; pass --choice_columns.")
     for column in choice_columns:
         require_columns(rows, {"--choice_columns": column}, source)
     examples = []
@@ -189,11 +188,11 @@ def _options(record: dict, choice_columns: Sequence[str], where: str) -> list[st
     if len(choice_columns) == 1 and isinstance(record[choice_columns[0]], list):
         options = record[choice_columns[0]]
         if not all(isinstance(option, str) for option in options):
-            raise DataSourceError(f"{where}: column {choice_columns[0]!r} must be a list of strings, got {options!r}.")
+            raise DataError(f"{where}: column {choice_columns[0]!r} must be a list of strings, got {options!r}.")
     else:
         options = [_text(record, column, where) for column in choice_columns]
     if len(options) < 2:
-        raise DataSourceError(
+        raise DataError(
             f"{where}: {len(options)} choice; pass --choice_columns with a column per choice or a list column."
         )
     return options
@@ -202,13 +201,13 @@ def _options(record: dict, choice_columns: Sequence[str], where: str) -> list[st
 def _text(record: dict, column: str, where: str) -> str:
     value = record[column]
     if not isinstance(value, str):
-        raise DataSourceError(f"{where}: column {column!r} must be a string, got {value!r}.")
+        raise DataError(f"{where}: column {column!r} must be a string, got {value!r}.")
     return value
 
 
 def load_multiple_choice(path: str) -> Dataset:
     if not os.path.exists(path):
-        raise FileNotFoundError(f"Multiple-choice data {path} does not exist.")
+        raise MissingFileError(f"Multiple-choice data {path} does not exist.")
     return Dataset.from_list(read_multiple_choice(path))
 
 

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
-from .sources import DataSourceError, require_columns
+from ..errors import DataError, MissingFileError
+from .sources import require_columns
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -54,13 +55,24 @@ def iob1_to_iob2(tags: Sequence[str]) -> list[str]:
 def read_conll(path: str, tag_column: int = -1) -> list[dict[str, list[str]]]:
     """Sentences of a CoNLL column file (`word POS chunk NER`; blank lines between sentences, `-DOCSTART-` lines
     between documents). The tag is read from `tag_column` (default: the last column)."""
-    sentences, tokens, tags = [], [], []
+    return [sentence for sentence, _ in read_conll_with_lines(path, tag_column)]
+
+
+def read_conll_with_lines(path: str, tag_column: int = -1) -> list[tuple[dict[str, list[str]], list[int]]]:
+    """`read_conll`'s sentences, each with the line number of each of its words.
+
+    Every row must have the column count of the file's first row: a row that lacks one (its NER tag, say) would
+    otherwise read another column (the chunk tag B-NP) as its tag, and a token holding a tab or a space would lose
+    its second half. Either raises an error naming the file, the line and both counts.
+    """
+    sentences, tokens, tags, lines = [], [], [], []
+    expected = None  # (column count, line number) of the file's first row
 
     def end_sentence():
         if tokens:
-            sentences.append({"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)})
-        tokens.clear()
-        tags.clear()
+            sentences.append(({"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)}, list(lines)))
+        for words in (tokens, tags, lines):
+            words.clear()
 
     with io.StringIO(read_utf8(path), newline=None) as handle:  # bad bytes: the error names file and line
         for line_number, line in enumerate(handle, start=1):
@@ -71,18 +83,38 @@ def read_conll(path: str, tag_column: int = -1) -> list[dict[str, list[str]]]:
             if columns[0] == _DOCSTART:
                 end_sentence()
                 continue
+            where = f"{path}:{line_number}"
             if len(columns) < 2:
-                raise ValueError(f"{path}:{line_number}: expected a word and a tag separated by spaces, got {line!r}.")
+                raise DataError(f"{where}: expected a word and a tag separated by spaces, got {line!r}.")
+            if expected is None:
+                expected = (len(columns), line_number, "\t" in line.rstrip("\n"))
+            elif len(columns) != expected[0]:
+                raise DataError(_column_count_problem(where, line, len(columns), expected))
             try:
                 tag = columns[tag_column]
             except IndexError:
-                raise ValueError(f"{path}:{line_number}: no column {tag_column} in {line.rstrip()!r}.") from None
+                raise DataError(f"{where}: no column {tag_column} in {line.rstrip()!r}.") from None
             if not _TAG_PATTERN.match(tag):
-                raise ValueError(f"{path}:{line_number}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
+                raise DataError(f"{where}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
             tokens.append(columns[0])
             tags.append(tag)
+            lines.append(line_number)
     end_sentence()
     return sentences
+
+
+def _column_count_problem(where: str, line: str, found: int, expected: tuple[int, int, bool]) -> str:
+    count, first_line, tab_separated = expected
+    problem = (
+        f"{where}: {found} columns, but the rows of this file have {count} (line {first_line}): {line.rstrip()!r}."
+    )
+    if "\t" in line.rstrip("\n") and not tab_separated:
+        problem += " A token holds a tab (the columns of this file are separated by spaces)."
+    elif found < count:
+        problem += " A column is missing (its NER tag?): every row needs all of the file's columns."
+    else:
+        problem += " A token holds a space or a tab: tokens cannot contain the column separator."
+    return problem
 
 
 def read_ner_json(path: str, label_names: Sequence[str] = CONLL2003_LABELS) -> list[dict[str, list[str]]]:
@@ -96,7 +128,7 @@ def read_ner_json(path: str, label_names: Sequence[str] = CONLL2003_LABELS) -> l
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
+                raise DataError(f"{path}:{line_number}: not a json object ({error.msg}).") from None
             sentences.append(_sentence_from_record(record, label_names, f"{path}:{line_number}"))
     return sentences
 
@@ -105,9 +137,9 @@ def _sentence_from_record(record: dict, label_names: Sequence[str], where: str) 
     tokens = record.get("tokens", record.get("words"))
     tags = record.get("ner_tags", record.get("ner"))
     if tokens is None or tags is None:
-        raise ValueError(f"{where}: expected 'tokens' (or 'words') and 'ner_tags' (or 'ner'), got {sorted(record)}.")
+        raise DataError(f"{where}: expected 'tokens' (or 'words') and 'ner_tags' (or 'ner'), got {sorted(record)}.")
     if len(tokens) != len(tags):
-        raise ValueError(f"{where}: {len(tokens)} tokens but {len(tags)} tags.")
+        raise DataError(f"{where}: {len(tokens)} tokens but {len(tags)} tags.")
     tags = [_tag_name(tag, label_names, where) for tag in tags]
     return {"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)}
 
@@ -115,23 +147,23 @@ def _sentence_from_record(record: dict, label_names: Sequence[str], where: str) 
 def _tag_name(tag: int | str, label_names: Sequence[str], where: str) -> str:
     if isinstance(tag, int):
         if not 0 <= tag < len(label_names):
-            raise ValueError(f"{where}: tag id {tag} is outside the label list {list(label_names)}.")
+            raise DataError(f"{where}: tag id {tag} is outside the label list {list(label_names)}.")
         return label_names[tag]
     if not _TAG_PATTERN.match(tag):
-        raise ValueError(f"{where}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
+        raise DataError(f"{where}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
     return tag
 
 
 def load_ner_file(path: str, tag_column: int = -1) -> Dataset:
     """A CoNLL column file, or a .json/.jsonl file in the Hub layout, as a Dataset of sentences."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"NER data file {path} does not exist.")
+        raise MissingFileError(f"NER data file {path} does not exist.")
     if path.endswith((".json", ".jsonl")):
         sentences = read_ner_json(path)
     else:
         sentences = read_conll(path, tag_column)
     if not sentences:
-        raise ValueError(f"{path}: no sentences found.")
+        raise DataError(f"{path}: no sentences found.")
     return Dataset.from_list(sentences)
 
 
@@ -170,16 +202,51 @@ def ner_sentences_from_rows(
         where = f"{source} row {row}"
         tokens, tags = record[tokens_column], record[tags_column]
         if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
-            raise DataSourceError(f"{where}: column {tokens_column!r} (--tokens_column) must be a list of words.")
+            raise DataError(f"{where}: column {tokens_column!r} (--tokens_column) must be a list of words.")
         if not isinstance(tags, list):
-            raise DataSourceError(f"{where}: column {tags_column!r} (--tags_column) must be a list of tags.")
+            raise DataError(f"{where}: column {tags_column!r} (--tags_column) must be a list of tags.")
         if label_names is None and any(isinstance(tag, int) for tag in tags):
-            raise DataSourceError(
+            raise DataError(
                 f"{where}: the tags of {tags_column!r} are ids, and the data names no tags for them (no ClassLabel "
                 "feature). Give the tags as names (B-PER, I-PER, O, ...) or the tag names in id order."
             )
         sentences.append(_sentence_from_record({"tokens": tokens, "ner_tags": tags}, label_names or (), where))
     return sentences
+
+
+def check_tags_seen_in_training(
+    splits: dict[str, Dataset], files: dict[str, str] | None = None, tag_column: int = -1
+) -> None:
+    """Every tag of the evaluation and test splits occurs in the training split (when there is one), else an error
+    naming the tag and where it first occurs (file and line for a CoNLL file).
+
+    Such a tag (a typo, a type only the dev file has) would become a label the model never trained on, and every
+    word carrying it an error the metric counts against the model. `files`: split -> the file it was read from.
+    """
+    if "train" not in splits:
+        return
+    seen = {tag for tags in splits["train"]["ner_tags"] for tag in tags}
+    files = files or {}
+    for split, dataset in splits.items():
+        for index, tags in enumerate(dataset["ner_tags"]):
+            unseen = next((tag for tag in tags if tag not in seen), None)
+            if unseen is not None:
+                where = _sentence_location(files.get(split), split, index, tags.index(unseen), tag_column)
+                raise DataError(
+                    f"{where}: tag {unseen!r} of the {split} data never occurs in the training data"
+                    f"{' (' + files['train'] + ')' if 'train' in files else ''}: the model would have a label it "
+                    "never trained on. Correct the tag, or train on data that has it."
+                )
+
+
+def _sentence_location(path: str | None, split: str, index: int, word: int, tag_column: int) -> str:
+    """'file:line' of word `word` of sentence `index` of a CoNLL file; else the file (or split) and the sentence."""
+    if path is None:
+        return f"the {split} data, sentence {index + 1}"
+    if path.endswith((".json", ".jsonl")):
+        return f"{path}: sentence {index + 1}"
+    _, lines = read_conll_with_lines(path, tag_column)[index]
+    return f"{path}:{lines[word]}"
 
 
 def build_label_list(*datasets: Dataset) -> list[str]:
@@ -281,7 +348,7 @@ def tokenize_and_align(
         for i, (tokens, tags) in enumerate(zip(batch["tokens"], batch["ner_tags"])):
             unknown = [tag for tag in tags if tag not in label_to_id]
             if unknown:
-                raise ValueError(f"tags {sorted(set(unknown))} are not in the label list {list(label_list)}.")
+                raise DataError(f"tags {sorted(set(unknown))} are not in the label list {list(label_list)}.")
             word_ids = encoded.word_ids(i)
             word_label_ids = [label_to_id[tag] for tag in tags]
             encoded["labels"].append(align_labels(word_ids, word_label_ids, label_all_tokens, continuation))

@@ -49,6 +49,8 @@ from datasets import Dataset, Features, IterableDataset, List, Value
 from datasets.exceptions import DatasetGenerationError
 from datasets.fingerprint import Hasher
 
+from ..errors import DataError, MissingFileError, UserError
+
 Objective = Literal["sop", "nsp"]
 OBJECTIVES = ("sop", "nsp")
 
@@ -162,13 +164,13 @@ def import_function(name: str, what: str, alternatives: str) -> Callable:
     splitters, word segmenters). `what` and `alternatives` name the option and its other values in errors."""
     module_name, _, function_name = name.partition(":")
     if not module_name or not function_name:
-        raise ValueError(f"{what} {name!r}: expected {alternatives} or 'package.module:function'.")
+        raise UserError(f"{what} {name!r}: expected {alternatives} or 'package.module:function'.")
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"{what} {name!r} cannot be imported: {error}") from error
+        raise UserError(f"{what} {name!r} cannot be imported: {error}") from error
     if not callable(function):
-        raise ValueError(f"{what} {name!r} is not a function.")
+        raise UserError(f"{what} {name!r} is not a function.")
     return function
 
 
@@ -221,7 +223,7 @@ def read_documents(
             found = True
             yield sentences, (position + 1, 0, 1)
         if not found:
-            raise ValueError(f"{path}: no text found (expected one sentence per line, blank lines between documents).")
+            raise DataError(f"{path}: no text found (expected one sentence per line, blank lines between documents).")
 
 
 def _generate_documents(
@@ -241,11 +243,11 @@ def file_signatures(files: str | os.PathLike | Sequence[str | os.PathLike]) -> l
     """(absolute path, size, mtime_ns) of each text file; an empty list or a missing file is an error."""
     paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not paths:
-        raise ValueError("load_text_documents: no input files given.")
+        raise UserError("load_text_documents: no input files given.")
     signatures = []
     for path in map(os.fspath, paths):
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"pretraining text file not found: {path}")
+            raise MissingFileError(f"pretraining text file not found: {path}")
         stat = os.stat(path)
         signatures.append((os.path.abspath(path), stat.st_size, stat.st_mtime_ns))
     return signatures

@@ -2,7 +2,7 @@
 
 Users have their data as a Hub dataset (Wikipedia, CC-100), a folder of parquet or jsonl shards, a csv export, or
 plain text. Every command that reads rows (pretraining, tokenizer training, fine-tuning on a table) goes through
-[`load_rows`], so each of those sources works everywhere and fails the same way: a `DataSourceError` (a `UserError`)
+[`load_rows`], so each of those sources works everywhere and fails the same way: a `DataError` (a `UserError`)
 naming the file, folder, dataset, split, column or row, and what to do.
 
     expand_data_files(["shards/", "extra/*.jsonl"])   -> the files, sorted within each folder and glob
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import datasets
 
-from ..errors import UserError
+from ..errors import DataError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,6 @@ LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", "." + os.sep, ".." + os.sep)
 TEXT_BATCH_SIZE = 1000
 
 
-class DataSourceError(UserError):
-    """A data source (files, a folder, a dataset name, a split, a column, a row) that cannot be read as asked."""
-
-
-class DataFileNotFoundError(DataSourceError, FileNotFoundError):
-    """A data file or folder that does not exist; also a `FileNotFoundError`, which readers raised for it before."""
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # files
 
@@ -76,7 +68,7 @@ def is_saved_dataset(path: str | os.PathLike) -> bool:
 def _files_of_folder(folder: str) -> list[str]:
     """The files of known formats under `folder` (recursively), sorted; hidden files and folders left out."""
     if is_saved_dataset(folder):
-        raise DataSourceError(
+        raise DataError(
             f"{folder} is a dataset saved with save_to_disk, not a folder of data files: pass it alone "
             "(as the only data file, or as --dataset_name)."
         )
@@ -104,19 +96,19 @@ def expand_data_files(paths: Sequence[str | os.PathLike]) -> list[str]:
         if glob.has_magic(path):
             expanded = sorted(match for match in glob.glob(path, recursive=True) if os.path.isfile(match))
             if not expanded:
-                raise DataSourceError(f"{path}: the pattern matches no file.")
+                raise DataError(f"{path}: the pattern matches no file.")
         elif os.path.isdir(path):
             expanded = _files_of_folder(path)
             if not expanded:
                 known = ", ".join(sorted(FORMAT_OF_EXTENSION))
-                raise DataSourceError(f"{path}: the folder holds no data file (known extensions: {known}).")
+                raise DataError(f"{path}: the folder holds no data file (known extensions: {known}).")
         elif os.path.isfile(path):
             expanded = [path]
         else:
-            raise DataFileNotFoundError(f"{path}: no such file or folder.")
+            raise MissingFileError(f"{path}: no such file or folder.")
         files += expanded
     if not files:
-        raise DataSourceError("no data files given.")
+        raise DataError("no data files given.")
     return files
 
 
@@ -138,13 +130,13 @@ def _format_and_options(files: Sequence[str | os.PathLike]) -> tuple[str, dict]:
     ]
     if unknown:
         known = ", ".join(sorted(FORMAT_OF_EXTENSION))
-        raise DataSourceError(f"unknown data file format: {', '.join(unknown)} (known extensions: {known}).")
+        raise DataError(f"unknown data file format: {', '.join(unknown)} (known extensions: {known}).")
     loaders = {
         (FORMAT_OF_EXTENSION[ext], tuple(LOADER_OPTIONS_OF_EXTENSION.get(ext, {}).items())) for ext in by_extension
     }
     if len(loaders) != 1:
         kinds = "; ".join(f"{ext}: {', '.join(names[:3])}" for ext, names in sorted(by_extension.items()))
-        raise DataSourceError(f"data files of different formats cannot be read together ({kinds}); give one format.")
+        raise DataError(f"data files of different formats cannot be read together ({kinds}); give one format.")
     (loader, options), *_ = loaders
     return loader, dict(options)
 
@@ -173,10 +165,10 @@ def load_rows(
     empty stream is found by its reader (see [`TextRows`]). Without it, a source with no rows is an error.
     """
     if (data_files is None) == (dataset_name is None):
-        raise DataSourceError("give either data files or a dataset name (--dataset_name), not both or neither.")
+        raise DataError("give either data files or a dataset name (--dataset_name), not both or neither.")
     if data_files is not None:
         if dataset_config_name is not None or data_dir is not None:
-            raise DataSourceError(
+            raise DataError(
                 "a configuration (--dataset_config_name) or data_dir selects part of a dataset (--dataset_name); "
                 "data files are read whole."
             )
@@ -189,7 +181,7 @@ def load_rows(
         splits = _splits_of_dataset(source, dataset_name, dataset_config_name, data_dir, streaming)
     rows = pick_split(splits, split, source)
     if isinstance(rows, datasets.Dataset) and len(rows) == 0:
-        raise DataSourceError(f"{source}: the {split} split has no rows.")
+        raise DataError(f"{source}: the {split} split has no rows.")
     return rows
 
 
@@ -198,7 +190,7 @@ def _splits_of_files(paths: list, split: str, streaming: bool):
     files, source = expand_data_files(paths), source_name(data_files=paths)
     loader, options = _format_and_options(files)
     if not any(os.path.getsize(file) for file in files):  # `datasets` fails on these without saying why
-        raise DataSourceError(f"{source}: the data files are empty.")
+        raise DataError(f"{source}: the data files are empty.")
     return _call_datasets(
         source, datasets.load_dataset, loader, data_files={split: files}, streaming=streaming, **options
     )
@@ -208,11 +200,11 @@ def _splits_of_dataset(source: str, name: str, config: str | None, data_dir: str
     """The splits of a saved folder (`load_from_disk`), a local dataset folder or a Hub name (`load_dataset`)."""
     name = os.path.expanduser(name)
     if name.startswith(LOCAL_PATH_PREFIXES) and not os.path.exists(name):  # not a Hub name: no need to ask the Hub
-        raise DataFileNotFoundError(f"{name}: no such dataset folder.")
+        raise MissingFileError(f"{name}: no such dataset folder.")
     if not is_saved_dataset(name):
         return _call_datasets(source, datasets.load_dataset, name, config, data_dir=data_dir, streaming=streaming)
     if config is not None or data_dir is not None:
-        raise DataSourceError(f"{name} is a dataset saved with save_to_disk: it has no configurations or data_dir.")
+        raise DataError(f"{name} is a dataset saved with save_to_disk: it has no configurations or data_dir.")
     splits = _call_datasets(source, datasets.load_from_disk, name)
     return _to_iterable(splits) if streaming else splits
 
@@ -235,7 +227,7 @@ def pick_split(splits, split: str, source: str):
     if isinstance(splits, (datasets.Dataset, datasets.IterableDataset)):
         return splits
     if split not in splits:
-        raise DataSourceError(f"{source} has no split {split!r}; its splits are {sorted(splits)}.")
+        raise DataError(f"{source} has no split {split!r}; its splits are {sorted(splits)}.")
     return splits[split]
 
 
@@ -256,15 +248,15 @@ def _call_datasets(source: str, function, *args, **kwargs):
         return function(*args, **kwargs)
     except datasets.exceptions.DatasetGenerationError as error:
         cause = error.__cause__ or error
-        raise DataSourceError(f"{source}: the data cannot be read ({type(cause).__name__}: {cause}).") from error
+        raise DataError(f"{source}: the data cannot be read ({type(cause).__name__}: {cause}).") from error
     except (datasets.exceptions.DatasetNotFoundError, FileNotFoundError) as error:
-        raise DataSourceError(f"{source}: not found ({error}). Check the name or path, or pass data files.") from error
+        raise DataError(f"{source}: not found ({error}). Check the name or path, or pass data files.") from error
     except ValueError as error:
         if "corresponds to no data" not in str(error):  # `datasets`' word for a split without rows (a csv header)
             raise
-        raise DataSourceError(f"{source}: no rows (the files hold no data, a csv only its header).") from error
+        raise DataError(f"{source}: no rows (the files hold no data, a csv only its header).") from error
     except ConnectionError as error:
-        raise DataSourceError(
+        raise DataError(
             f"{source}: the dataset is not cached here and the Hub cannot be reached ({error}). Download it where "
             "the Hub can be reached (it is then cached), or pass local data files."
         ) from error
@@ -290,7 +282,7 @@ def require_columns(rows: datasets.Dataset | datasets.IterableDataset, columns: 
     present = column_names(rows)
     for option, column in columns.items():
         if column not in present:
-            raise DataSourceError(
+            raise DataError(
                 f"{source} has no column {column!r} ({option}); its columns are {present}. Pass {option} with one."
             )
 
@@ -322,7 +314,7 @@ class TextRows:
                 else:
                     self.empty += 1
         if self.read == self.empty:
-            raise DataSourceError(f"{self.source}: no text in column {self.column!r} ({self.read} rows, all empty).")
+            raise DataError(f"{self.source}: no text in column {self.column!r} ({self.read} rows, all empty).")
         if self.empty and not self._empty_reported:  # once: a reader may pass over the rows more than once
             self._empty_reported = True
             logger.warning(
@@ -334,7 +326,7 @@ class TextRows:
         if isinstance(text, str):
             return
         kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {_short(text)}"
-        raise DataSourceError(
+        raise DataError(
             f"{self.source}: row {self.read}: column {self.column!r} is {kind}. Fix or drop that row, or pick a text "
             "column."
         )
@@ -347,8 +339,8 @@ def _short(value, limit: int = 80) -> str:
 
 
 __all__ = [
-    "DataFileNotFoundError",
-    "DataSourceError",
+    "MissingFileError",
+    "DataError",
     "TextRows",
     "column_names",
     "data_format",

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from datasets import Array2D, Dataset
 
+from ..errors import DataError
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def load_squad_examples(path: str | os.PathLike) -> Dataset:
     path = os.fspath(path)
     records = [_check_record(record, where) for where, record in _iter_raw_records(path)]
     if not records:
-        raise ValueError(f"{path}: no questions found.")
+        raise DataError(f"{path}: no questions found.")
     _check_unique_ids(records, path)
     return Dataset.from_list(records)
 
@@ -76,10 +77,10 @@ def _iter_raw_records(path: str):
     try:
         content = json.loads(read_utf8(path))  # bad bytes: the error names file and line
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
+        raise DataError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
     data = content.get("data") if isinstance(content, dict) else content
     if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a list of articles or questions under 'data', got {type(data).__name__}.")
+        raise DataError(f"{path}: expected a list of articles or questions under 'data', got {type(data).__name__}.")
     for index, item in enumerate(data):
         if isinstance(item, dict) and "paragraphs" in item:
             yield from _iter_official_article(item, f"{path}: data[{index}]")
@@ -95,7 +96,7 @@ def _iter_json_lines(path: str):
             try:
                 yield f"{path}: line {line_number}", json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}: line {line_number}: not valid JSON: {error.msg}") from None
+                raise DataError(f"{path}: line {line_number}: not valid JSON: {error.msg}") from None
 
 
 def _iter_official_article(article: dict, where: str):
@@ -103,14 +104,14 @@ def _iter_official_article(article: dict, where: str):
     for p_index, paragraph in enumerate(article["paragraphs"]):
         p_where = f"{where}.paragraphs[{p_index}]"
         if not isinstance(paragraph, dict) or "context" not in paragraph or "qas" not in paragraph:
-            raise ValueError(f"{p_where}: a paragraph needs 'context' and 'qas'.")
+            raise DataError(f"{p_where}: a paragraph needs 'context' and 'qas'.")
         for q_index, qa in enumerate(paragraph["qas"]):
             q_where = f"{p_where}.qas[{q_index}]"
             answers = qa.get("answers")
             if not isinstance(answers, list) or not all(isinstance(answer, dict) for answer in answers):
-                raise ValueError(f"{q_where}: 'answers' must be a list of {{'text', 'answer_start'}} objects.")
+                raise DataError(f"{q_where}: 'answers' must be a list of {{'text', 'answer_start'}} objects.")
             if qa.get("is_impossible") and answers:
-                raise ValueError(f"{q_where}: question {qa.get('id')!r} is marked is_impossible but has answers.")
+                raise DataError(f"{q_where}: question {qa.get('id')!r} is marked is_impossible but has answers.")
             yield (
                 q_where,
                 {
@@ -129,22 +130,29 @@ def _iter_official_article(article: dict, where: str):
 def _check_record(record: Any, where: str) -> dict[str, Any]:
     """Validate one flattened record; every answer must be found at its `answer_start` in the context."""
     if not isinstance(record, dict):
-        raise ValueError(f"{where}: expected an object with id/context/question/answers, got {type(record).__name__}.")
+        raise DataError(f"{where}: expected an object with id/context/question/answers, got {type(record).__name__}.")
     for key in ("id", "context", "question"):
         if not isinstance(record.get(key), str):
-            raise ValueError(f"{where}: field {key!r} must be a string, got {record.get(key)!r}.")
+            raise DataError(f"{where}: field {key!r} must be a string, got {record.get(key)!r}.")
     answers = record.get("answers")
     if not isinstance(answers, dict) or not {"text", "answer_start"} <= set(answers):
-        raise ValueError(f"{where}: 'answers' must be {{'text': [...], 'answer_start': [...]}}, got {answers!r}.")
+        raise DataError(f"{where}: 'answers' must be {{'text': [...], 'answer_start': [...]}}, got {answers!r}.")
     texts, starts = list(answers["text"]), list(answers["answer_start"])
     if len(texts) != len(starts):
-        raise ValueError(f"{where}: answers has {len(texts)} texts but {len(starts)} answer_start values.")
+        raise DataError(f"{where}: answers has {len(texts)} texts but {len(starts)} answer_start values.")
     context = record["context"]
     for text, start in zip(texts, starts):
         if not isinstance(text, str) or not isinstance(start, int) or isinstance(start, bool):
-            raise ValueError(f"{where}: answer ({text!r}, {start!r}) needs a string text and an integer answer_start.")
+            raise DataError(f"{where}: answer ({text!r}, {start!r}) needs a string text and an integer answer_start.")
+        if not text.strip():
+            # An empty answer is found at any position, so the check below would pass it; it would train the model
+            # to point at nothing. Unanswerable (v2.0) questions have no answers at all, not an empty one.
+            raise DataError(
+                f"{where}: question {record['id']!r}: an answer has empty text (at answer_start {start}); give the "
+                "answer's text, or no answers for an unanswerable question."
+            )
         if context[start : start + len(text)] != text:
-            raise ValueError(
+            raise DataError(
                 f"{where}: question {record['id']!r}: answer {text!r} is not at answer_start {start} of the context "
                 f"(found {context[start : start + len(text)]!r})."
             )
@@ -161,7 +169,7 @@ def _check_unique_ids(records: Sequence[dict], source: str) -> None:
     counts = collections.Counter(record["id"] for record in records)
     duplicates = [question_id for question_id, count in counts.items() if count > 1]
     if duplicates:
-        raise ValueError(f"{source}: {len(duplicates)} question ids occur more than once, e.g. {duplicates[0]!r}.")
+        raise DataError(f"{source}: {len(duplicates)} question ids occur more than once, e.g. {duplicates[0]!r}.")
 
 
 def gold_answers(examples: Dataset) -> dict[str, list[str]]:

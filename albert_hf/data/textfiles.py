@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 
+from ..errors import DataError
 
-def utf8_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeError) -> ValueError:
-    """The ValueError for invalid UTF-8 at `line_number` of `path` (1-based)."""
-    return ValueError(
+
+def utf8_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeError) -> DataError:
+    """The DataError for invalid UTF-8 at `line_number` of `path` (1-based)."""
+    return DataError(
         f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason}: byte "
         f"{error.object[error.start : error.start + 1]!r}); data files must be UTF-8 encoded."
     )

@@ -38,6 +38,15 @@ class ModelArguments:
     attn_implementation: str | None = field(
         default=None, metadata={"help": "eager, sdpa, flash_attention_2, flex_attention (default: sdpa)."}
     )
+    # transformers 5 dropped TrainingArguments.overwrite_output_dir; albert_hf's jobs keep the option, with the
+    # meaning of `albert_hf.run_folder`.
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Use an --output_dir holding another run's model or checkpoints: remove those run files first "
+            "(logged; logs under runs/ and other files stay). Never the folder of --model_name_or_path."
+        },
+    )
 
 
 def parse_config_overrides(text: str | None) -> dict[str, Any]:
@@ -194,15 +203,18 @@ def fill_unset(arguments: tuple, values: dict[str, Any]) -> None:
             setattr(owner, name, value)
 
 
-def start_job(training_args, transformers_level: int | None = None) -> None:
+def start_job(training_args, transformers_level: int | None = None, model_args: ModelArguments | None = None) -> None:
     """Start a job whose arguments are final: give DeepSpeed the final values, join the launcher's process group
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
-    all the data, and starts DeepSpeed on gloo under --use_cpu), then set up logging."""
+    all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging, then check the model and tokenizer
+    sources and lock and check --output_dir (`albert_hf.run_folder.open_run_folder`)."""
     from ..distributed import init_distributed
+    from ..run_folder import open_run_folder
 
     sync_deepspeed_config(training_args)
     init_distributed(training_args)
     setup_logging(training_args, transformers_level)
+    open_run_folder(training_args, model_args)
 
 
 def sync_deepspeed_config(training_args) -> None:

@@ -301,7 +301,7 @@ class FineTuningJob:
         """Every step of the job, in order; returns the metrics by split (as `train_and_evaluate`)."""
         preset_config = self.apply_preset()
         self.check_arguments()
-        start_job(self.training_args)
+        start_job(self.training_args, model_args=self.model_args)
         set_seed(self.training_args.seed)
 
         self.tokenizer = load_tokenizer(self.model_args)
@@ -322,7 +322,7 @@ class FineTuningJob:
     def build_trainer(self, model, eval_dataset: Dataset | None) -> Trainer:
         """`trainer_class` on the model, the training split and the first evaluation set, with the task's collator,
         metrics and model card."""
-        return self.trainer_class(
+        trainer = self.trainer_class(
             model=model,
             args=self.training_args,
             train_dataset=self.model_inputs("train"),
@@ -333,6 +333,26 @@ class FineTuningJob:
             card_info=self.card_info(),
             **self.trainer_arguments(),
         )
+        trainer.run_fingerprint_extra = self.run_fingerprint()
+        return trainer
+
+    def run_fingerprint(self) -> dict[str, Any]:
+        """What a resumed run must share with the run that wrote the checkpoint, besides the model config, optimizer
+        and batch the Trainer adds itself: the task, the training data and its length limits, the tokenizer."""
+        names = ("train_file", "data_dir", "dataset_name", "dataset_config_name")
+        train_data = {
+            name: value
+            for arguments in (self.data_args, self.task_args)
+            for name in names
+            if (value := getattr(arguments, name, None)) is not None
+        }
+        return {
+            "task": self.task_name,
+            "train_data": train_data,
+            "max_seq_length": self.data_args.max_seq_length,
+            "max_train_samples": self.data_args.max_train_samples,
+            "tokenizer": self.model_args.tokenizer_name_or_path or self.model_args.model_name_or_path,
+        }
 
     def load_data(self) -> None:
         """`raw`: each split loaded, its first --max_*_samples kept, then prepared.

@@ -24,6 +24,7 @@ from transformers import DataCollatorForTokenClassification, Trainer
 from ..configuration import AlbertConfig
 from ..data.ner import (
     build_label_list,
+    check_tags_seen_in_training,
     from_hub_layout,
     load_ner_file,
     ner_sentences_from_rows,
@@ -177,6 +178,16 @@ class NerJob(FineTuningJob):
 
     def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
         return load_ner_splits(self.data_args, self.task_args, splits)
+
+    def load_data(self) -> None:
+        """The splits, then the check that evaluation and test tags all occur in the training data."""
+        super().load_data()
+        conll_files = {
+            split: path
+            for split, path in find_split_files(self.data_args, list(self.raw)).items()
+            if not (self.task_args.reads_tables() or data_extension(path) == ".parquet")
+        }
+        check_tags_seen_in_training(self.raw, conll_files, self.task_args.tag_column)
 
     def config_fields(self) -> dict:
         return {

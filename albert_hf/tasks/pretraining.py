@@ -47,6 +47,7 @@ from ..data.pretraining import (
 )
 from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..distributed import check_lamb_engine, launched_world_size
+from ..errors import MissingFileError, UserError
 from ..modeling import AlbertForPreTraining
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
@@ -210,7 +211,7 @@ def accumulation_steps(global_batch_size: int, per_device_batch_size: int, world
     """Gradient accumulation steps that make `global_batch_size` from the per-device batches of all devices."""
     per_step = per_device_batch_size * world_size
     if global_batch_size % per_step:
-        raise ValueError(
+        raise UserError(
             f"--global_batch_size {global_batch_size} is not a multiple of per_device_train_batch_size "
             f"({per_device_batch_size}) x devices ({world_size})."
         )
@@ -243,7 +244,7 @@ def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Data
     """(training documents, held-out documents) from the text files of the arguments; with --streaming the training
     documents are None (`training_stream` reads them as it goes)."""
     if not data_args.train_files:
-        raise ValueError("No training text: pass --train_files (one sentence per line, blank lines between documents).")
+        raise UserError("No training text: pass --train_files (one sentence per line, blank lines between documents).")
     read = dict(
         split_lines=data_args.lines_are_paragraphs,
         sentence_splitter=data_args.sentence_splitter,
@@ -257,9 +258,9 @@ def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Data
     if not data_args.validation_documents:
         return train, None
     if data_args.streaming:
-        raise ValueError("--streaming cannot hold out documents of a stream: pass --validation_files.")
+        raise UserError("--streaming cannot hold out documents of a stream: pass --validation_files.")
     if data_args.validation_documents >= len(train):
-        raise ValueError(
+        raise UserError(
             f"--validation_documents {data_args.validation_documents} leaves no training document "
             f"(the training files hold {len(train)})."
         )
@@ -475,11 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     check_lamb_engine(training_args)  # before any data or model work
     # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
     # that saves hundreds of times.
-    start_job(training_args, transformers_level=logging.WARNING)
+    start_job(training_args, transformers_level=logging.WARNING, model_args=model_args)
     if data_args.streaming and training_args.max_steps <= 0:
-        raise ValueError("--streaming needs --max_steps (a stream has no length to count epochs in).")
+        raise UserError("--streaming needs --max_steps (a stream has no length to count epochs in).")
     if data_args.streaming and training_args.dataloader_num_workers > 1:
-        raise ValueError(
+        raise UserError(
             "--streaming reads the training text in one process (its position is saved with each checkpoint): "
             "--dataloader_num_workers must be 0 or 1."
         )
@@ -541,7 +542,7 @@ def corpus_documents(path: str) -> Dataset:
     source = Path(path)
     files = sorted(source.glob("*.txt")) if source.is_dir() else [source]
     if not files:
-        raise FileNotFoundError(f"--corpus {path}: no .txt files in this folder.")
+        raise MissingFileError(f"--corpus {path}: no .txt files in this folder.")
     return load_text_documents(files, split_lines=True)
 
 
@@ -659,7 +660,7 @@ def quickstart_documents(args: argparse.Namespace) -> Dataset:
     if args.max_documents:
         documents = documents.select(range(min(args.max_documents, len(documents))))
     if len(documents) < 2:
-        raise ValueError("The quickstart corpus needs at least two documents (one is held out for evaluation).")
+        raise UserError("The quickstart corpus needs at least two documents (one is held out for evaluation).")
     return documents
 
 
@@ -681,7 +682,7 @@ def run_quickstart(args: argparse.Namespace, quiet: bool = False) -> QuickstartR
     try:
         tokenizer = train_tokenizer(sentences, output_dir, show_progress=False, **tokenizer_options)
     except ValueError as error:  # SentencePiece cannot learn more pieces than a small corpus holds
-        raise ValueError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
+        raise UserError(f"{error}\nPass a smaller --vocab_size for this corpus.") from error
 
     say("[2/4] Cutting documents into sentence-order instances")
     data_args = PretrainingDataArguments(

@@ -13,8 +13,11 @@ import json
 import os
 import zipfile
 
+import huggingface_hub.constants
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
+
+from ..errors import MissingFileError, UnreadableFileError
 
 # Weights files Trainer writes or reads in a checkpoint folder, best first.
 WEIGHTS_FILE_NAMES = (
@@ -84,23 +87,45 @@ def _sharded_weights_problem(index_path: str) -> str | None:
     return None
 
 
-def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike) -> None:
-    """Raise an error naming the file or folder when `from_pretrained(pretrained_model_name_or_path)` cannot load it.
+def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike, option: str | None = None) -> None:
+    """Raise an error naming the file or folder when `from_pretrained(pretrained_model_name_or_path)` cannot load it;
+    `option` (e.g. "--model_name_or_path") names where the user gave it.
 
     A local folder: every weights file in it must be readable (`.bin` files are only ever loaded by transformers with
-    `weights_only=True`, so reading them cannot run code; an empty one is refused here). Anything else must be a Hub
-    repository id (`name` or `namespace/name`); a path that is neither, such as a folder that does not exist, raises
-    FileNotFoundError.
+    `weights_only=True`, so reading them cannot run code; an empty one is refused here). A local file (a tokenizer's
+    spiece.model) is left to its reader. Anything else must be a Hub repository id: a value that looks like a path
+    (`looks_like_local_path`), or any value while the Hub is offline, is a missing file or folder
+    (`MissingFileError`), which is what the user meant, rather than transformers' "invalid repository id".
     """
     path = os.fspath(pretrained_model_name_or_path)
-    if os.path.isdir(path):
-        for name in sorted(os.listdir(path)):
+    named = f"{option} {path}" if option else path
+    expanded = os.path.expanduser(path)
+    if os.path.isdir(expanded):
+        for name in sorted(os.listdir(expanded)):
             if name.endswith((".safetensors", ".bin", ".index.json")):
-                problem = weights_file_problem(os.path.join(path, name))
+                problem = weights_file_problem(os.path.join(expanded, name))
                 if problem is not None:
-                    raise OSError(f"Cannot load {path}: {problem}.")
+                    raise UnreadableFileError(f"Cannot load {named}: {problem}.")
         return
+    if os.path.isfile(expanded):
+        return
+    if path.startswith((".", "/", "~")):
+        raise MissingFileError(f"{named}: no such folder.")
+    if looks_like_local_path(path):
+        raise MissingFileError(f"{named}: no such folder, nor a Hub repository id (those read 'name' or 'org/name').")
+    if huggingface_hub.constants.HF_HUB_OFFLINE:
+        raise MissingFileError(
+            f"{named}: no such folder here, and the Hub is offline (HF_HUB_OFFLINE), so it cannot be a Hub id either."
+        )
+
+
+def looks_like_local_path(value: str) -> bool:
+    """Whether `value` can only mean a local path: it starts with `.`, `/` or `~`, or is not a valid Hub repository
+    id (`name` or `namespace/name`; a path with two separators, a backslash or spaces is none)."""
+    if value.startswith((".", "/", "~")) or os.sep != "/" and os.sep in value:
+        return True
     try:
-        validate_repo_id(path)
+        validate_repo_id(value)
     except HFValidationError:
-        raise FileNotFoundError(f"No checkpoint folder at {path!r} (and it is not a Hub repository id).") from None
+        return True
+    return False

@@ -21,20 +21,15 @@ SPECIAL_ID_FIELDS = (
 )
 
 
-class PretrainingSetupError(ValueError):
+class PretrainingSetupError(UserError):
     """The tokenizer, the model config and the data do not fit together; the message names both sides."""
 
 
 def check_tokenizer_matches_config(tokenizer, config, config_source: str = "the model config") -> None:
-    """Same vocabulary size and same pad/[CLS]/[SEP]/[MASK] ids on both sides (a missing config field is not
+    """The tokenizer fits the vocabulary (`check_tokenizer_fits_vocabulary`) and both have the same pad/[CLS]/[SEP]/[MASK] ids (a missing config field is not
     compared: configs written by other code may lack mask_token_id); [MASK] and [SEP] single tokens."""
     name = _tokenizer_name(tokenizer)
-    if len(tokenizer) != config.vocab_size:
-        raise PretrainingSetupError(
-            f"The tokenizer ({name}) has {len(tokenizer)} pieces but {config_source} has vocab_size "
-            f"{config.vocab_size}: the ids would index embedding rows learned for other pieces. Use the tokenizer the "
-            "model was trained with, or start a fresh model (no --model_name_or_path) sized to this tokenizer."
-        )
+    check_tokenizer_fits_vocabulary(tokenizer, config.vocab_size, config_source)
     for config_field, tokenizer_field, what in SPECIAL_ID_FIELDS:
         config_id, tokenizer_id = getattr(config, config_field, None), getattr(tokenizer, tokenizer_field, None)
         if config_id is not None and config_id != tokenizer_id:
@@ -44,6 +39,39 @@ def check_tokenizer_matches_config(tokenizer, config, config_source: str = "the 
             )
     for token_field in ("mask_token", "sep_token"):
         check_single_token(tokenizer, token_field)
+
+
+# Embedding rows a model may have beyond its tokenizer's pieces. transformers pads embedding matrices to a multiple
+# (`resize_token_embeddings(pad_to_multiple_of=...)`: 8 or 64 for tensor cores, 128 for tensor parallelism); ids
+# never reach the padding rows, so the pair works. A model with more rows than that was trained with another
+# vocabulary: every id would index a row learned for another piece.
+EMBEDDING_PADDING_MULTIPLE = 128
+
+
+def vocabulary_problem(num_pieces: int, vocab_size: int) -> str | None:
+    """Why a tokenizer of `num_pieces` pieces cannot feed an embedding of `vocab_size` rows, or None when it can: no
+    more pieces than rows, and no more rows than the pieces padded to a multiple of `EMBEDDING_PADDING_MULTIPLE`."""
+    if num_pieces > vocab_size:
+        return f"ids {vocab_size} to {num_pieces - 1} have no embedding row"
+    padded = -(-num_pieces // EMBEDDING_PADDING_MULTIPLE) * EMBEDDING_PADDING_MULTIPLE
+    if vocab_size > padded:
+        return (
+            f"more rows than padding to a multiple of {EMBEDDING_PADDING_MULTIPLE} explains ({padded}): the model was "
+            "trained with another vocabulary, and the ids would index embedding rows learned for other pieces"
+        )
+    return None
+
+
+def check_tokenizer_fits_vocabulary(tokenizer, vocab_size: int, config_source: str = "the model config") -> None:
+    """The one rule between a tokenizer and a model's vocabulary (`vocabulary_problem`), asked wherever the two meet
+    (pretraining's start-of-run checks, `albert_hf.hub` before saving a model with its tokenizer)."""
+    problem = vocabulary_problem(len(tokenizer), vocab_size)
+    if problem is not None:
+        raise PretrainingSetupError(
+            f"The tokenizer ({_tokenizer_name(tokenizer)}) has {len(tokenizer)} pieces but {config_source} has "
+            f"vocab_size {vocab_size}: {problem}. Use the tokenizer the model was trained with, or start a fresh "
+            "model (no --model_name_or_path) sized to this tokenizer."
+        )
 
 
 def check_single_token(tokenizer, token_field: str) -> None:

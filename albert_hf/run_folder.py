@@ -1,0 +1,368 @@
+"""The output folder of a job: one run's files in it, one writer at a time.
+
+Trainer writes into `--output_dir` without looking at what is there: a GLUE job given the folder of a pretrained model
+replaces that model, its checkpoints land beside another run's (and `--save_total_limit` then deletes those), and two
+jobs on one folder mix their checkpoints. `open_run_folder`, called by `tasks.common.start_job` before any data or
+model work, refuses such a folder with a [`UserError`] that says what to do:
+
+* The folder holds another run's files (a model: `config.json` or weights; checkpoints `checkpoint-N`): refused,
+  unless `--resume_from_checkpoint` (the job continues that run) or `--overwrite_output_dir` (the job first removes
+  the run files, logging each, and nothing else: logs under `runs/` and files no job writes stay).
+* The folder is the one `--model_name_or_path` loads from: always refused (overwriting it would destroy the model
+  the job starts from). The folder `--tokenizer_name_or_path` loads from: refused unless resuming, since removing its
+  files would remove the tokenizer.
+* An empty or absent folder, or one holding only logs or files no job writes, is used as it is. transformers' old
+  run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
+  could be lost there.
+
+One writer per folder: the main process creates `_albert_hf.lock` (JSON: pid, host, command, start time) with an
+atomic create-if-absent, and removes it when the process exits (explicitly from `albert_hf.cli.main`, and from
+`atexit` for every other way out). A second job on the folder stops at once, naming the holder. A lock left by a
+process that is gone (a dead pid on this host: killed with SIGKILL, or the machine rebooted) is taken over with a
+warning; a lock from another host cannot be checked, and its message says to remove the file once that job is gone.
+
+Under a launcher (torchrun, accelerate) only the main process checks, removes and locks; the others receive its
+verdict, so every process stops with the same error instead of waiting for a process that has stopped.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import sys
+from dataclasses import dataclass
+
+from .errors import UserError
+
+logger = logging.getLogger(__name__)
+
+# "_" first: Trainer's upload of the output folder to the Hub (push_to_hub) leaves out names starting with "_", so the
+# lock of a running job never lands in a model repository.
+LOCK_NAME = "_albert_hf.lock"
+# Options whose values the lock file does not repeat (it records the command line of the job holding the folder).
+_SECRET_OPTION = re.compile(r"^--\w*(token|password|secret)\w*$", re.IGNORECASE)
+_CHECKPOINT_FOLDER = re.compile(r"^checkpoint-\d+$")
+_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".index.json")
+# Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`): removed with the
+# run by --overwrite_output_dir, so that no file of the old run is left to be read as the new one's.
+_OTHER_RUN_FILES = frozenset(
+    {
+        ".checkpoint-staging",
+        "training_args.bin",
+        "trainer_state.json",
+        "generation_config.json",
+        "spiece.model",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+    }
+)
+_RESULTS_FILE = re.compile(r"^(all|train|eval|predict|test)(_\w+)?_results\.json$")
+
+
+class OutputFolderError(UserError):
+    """The output folder holds another run's files, or is the folder the job loads its model or tokenizer from."""
+
+
+class FolderInUseError(UserError):
+    """Another job holds the output folder's lock."""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What a run leaves in a folder
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _marks_a_run(name: str) -> bool:
+    """Whether a file or folder named `name` is a model or a checkpoint: what makes a folder another run's."""
+    return name == "config.json" or name.endswith(_WEIGHTS_SUFFIXES) or bool(_CHECKPOINT_FOLDER.match(name))
+
+
+def run_files(folder: str) -> list[str]:
+    """Names in `folder` that mark another run (model, weights, checkpoints), sorted; [] for an absent folder."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(name for name in os.listdir(folder) if _marks_a_run(name))
+
+
+def removable_run_files(folder: str) -> list[str]:
+    """Names in `folder` that --overwrite_output_dir removes: the run's model, checkpoints and the files a job
+    writes beside them (training state, results, tokenizer). Logs (`runs/`), the lock and other files stay."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(
+        name
+        for name in os.listdir(folder)
+        if _marks_a_run(name) or name in _OTHER_RUN_FILES or _RESULTS_FILE.match(name)
+    )
+
+
+def remove_run_files(folder: str) -> list[str]:
+    """Remove the run files of `folder` (`removable_run_files`), logging each; returns the names removed."""
+    removed = removable_run_files(folder)
+    for name in removed:
+        path = os.path.join(folder, name)
+        logger.warning("--overwrite_output_dir: removing %s", path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    return removed
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The guard
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _same_folder(a: str, b: str) -> bool:
+    return os.path.realpath(os.path.expanduser(a)) == os.path.realpath(os.path.expanduser(b))
+
+
+def _source_folder(source: str | None) -> str | None:
+    """The local folder a `--*_name_or_path` value loads from (a file's folder), or None for a Hub id or nothing."""
+    if not source:
+        return None
+    expanded = os.path.expanduser(source)
+    if os.path.isdir(expanded):
+        return expanded
+    if os.path.isfile(expanded):
+        return os.path.dirname(os.path.abspath(expanded))
+    return None
+
+
+def check_output_folder(
+    output_dir: str,
+    model_source: str | None = None,
+    tokenizer_source: str | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+) -> list[str]:
+    """Raise `OutputFolderError` when a job may not write into `output_dir` (the rules of the module docstring);
+    returns the names --overwrite_output_dir is to remove there ([] when nothing is to be removed)."""
+    model_folder, tokenizer_folder = _source_folder(model_source), _source_folder(tokenizer_source)
+    if model_folder and _same_folder(model_folder, output_dir):
+        raise OutputFolderError(
+            f"--output_dir {output_dir} is the folder of --model_name_or_path {model_source}: the job would replace "
+            "the model it starts from. Pass another --output_dir (to continue this run instead, pass "
+            "--resume_from_checkpoint latest without --model_name_or_path)."
+        )
+    if tokenizer_folder and _same_folder(tokenizer_folder, output_dir) and not resume:
+        raise OutputFolderError(
+            f"--output_dir {output_dir} is the folder of --tokenizer_name_or_path {tokenizer_source}: the job would "
+            "replace the tokenizer it reads. Pass another --output_dir, or --resume_from_checkpoint to continue the "
+            "run saved there."
+        )
+    found = run_files(output_dir)
+    if not found or resume:
+        return []
+    if not overwrite:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise OutputFolderError(
+            f"--output_dir {output_dir} holds another run's files ({shown}). Pass another --output_dir, "
+            "--resume_from_checkpoint latest to continue that run, or --overwrite_output_dir to remove its model, "
+            "checkpoints and results first."
+        )
+    return removable_run_files(output_dir)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The lock
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FolderLock:
+    """The lock file of an output folder, held by this process until `release`."""
+
+    path: str
+
+    def release(self) -> None:
+        """Remove the lock file if it is still this process's (idempotent)."""
+        _HELD.pop(self.path, None)
+        holder = read_lock(self.path)
+        if holder is not None and _is_this_process(holder):
+            try:
+                os.remove(self.path)
+            except FileNotFoundError:
+                pass
+
+
+_HELD: dict[str, FolderLock] = {}
+
+
+def _this_holder() -> dict:
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": _command_line(sys.argv),
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _command_line(argv: list[str]) -> str:
+    """`argv` as one string, the value of any --*token*/--*password*/--*secret* option replaced by "***"."""
+    shown, hide_next = [], False
+    for arg in argv:
+        name, equals, _ = arg.partition("=")
+        if hide_next:
+            shown.append("***")
+        elif equals and _SECRET_OPTION.match(name):
+            shown.append(f"{name}=***")
+        else:
+            shown.append(arg)
+        hide_next = bool(_SECRET_OPTION.match(arg))
+    return " ".join(shown)
+
+
+def _is_this_process(holder: dict) -> bool:
+    return holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname()
+
+
+def _pid_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def read_lock(path: str) -> dict | None:
+    """The holder a lock file names (pid, host, command, started); None when there is no lock file, {} when it
+    cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            holder = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _describe(holder: dict) -> str:
+    return (
+        f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}: {holder.get('command')!r}"
+    )
+
+
+def _try_create(path: str) -> bool:
+    """Create the lock file holding this process, atomically (fails if it exists); whether it was created."""
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump(_this_holder(), handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return True
+
+
+def acquire_lock(folder: str) -> FolderLock:
+    """Take the lock of `folder` (created if absent) for this process, or raise `FolderInUseError` naming the job
+    holding it. A lock of this very process is kept; one of a dead process on this host is taken over."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, LOCK_NAME)
+    for _ in range(3):  # a lock removed between our attempts: try again
+        if _try_create(path):
+            break
+        holder = read_lock(path)
+        if holder is None:
+            continue
+        if not isinstance(holder.get("pid"), int) or holder["pid"] <= 0:
+            raise FolderInUseError(
+                f"--output_dir {folder} has a lock file {path} that cannot be read. If no job is writing into "
+                "this folder, remove that file and start again."
+            )
+        if _is_this_process(holder):
+            break
+        if holder.get("host") != socket.gethostname() or _pid_is_alive(holder["pid"]):
+            raise FolderInUseError(
+                f"--output_dir {folder} is in use by another job ({_describe(holder)}). Wait for it to finish or "
+                f"pass another --output_dir; if that job is gone (it ran on another machine), remove {path}."
+            )
+        logger.warning("Taking over the lock of %s from a job that is gone (%s).", folder, _describe(holder))
+        # Only if it still names the dead job: another job taking over at the same time may have replaced it.
+        if read_lock(path) == holder:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    else:
+        raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
+    lock = _HELD.setdefault(path, FolderLock(path))
+    return lock
+
+
+def release_held_locks() -> None:
+    """Release every lock this process holds (at the end of a command, and at exit)."""
+    for lock in list(_HELD.values()):
+        lock.release()
+
+
+atexit.register(release_held_locks)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# At the start of a job
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def open_run_folder(training_args, model_args=None) -> None:
+    """Check the job's model and tokenizer sources, then on the main process lock `--output_dir`, check it
+    (`check_output_folder`) and with --overwrite_output_dir remove the old run's files; every process raises the
+    main process's error, if any."""
+    from .training.checkpoints import check_pretrained_source
+
+    model_source = getattr(model_args, "model_name_or_path", None)
+    tokenizer_source = getattr(model_args, "tokenizer_name_or_path", None)
+    for option, source in (("--model_name_or_path", model_source), ("--tokenizer_name_or_path", tokenizer_source)):
+        if source:
+            check_pretrained_source(source, option=option)
+    error = None
+    if training_args.process_index == 0:
+        try:
+            _lock_and_prepare(training_args, model_args, model_source, tokenizer_source)
+        except UserError as raised:
+            error = raised
+    error = _main_process_verdict(error, training_args)
+    if error is not None:
+        raise error
+
+
+def _lock_and_prepare(training_args, model_args, model_source, tokenizer_source) -> None:
+    output_dir = training_args.output_dir
+    lock = acquire_lock(output_dir)
+    try:
+        to_remove = check_output_folder(
+            output_dir,
+            model_source,
+            tokenizer_source,
+            overwrite=bool(getattr(model_args, "overwrite_output_dir", False)),
+            resume=bool(training_args.resume_from_checkpoint),
+        )
+    except UserError:
+        lock.release()
+        raise
+    if to_remove:
+        remove_run_files(output_dir)
+
+
+def _main_process_verdict(error: UserError | None, training_args) -> UserError | None:
+    """The main process's error (or None) on every process of the launch."""
+    import torch.distributed as dist
+
+    if training_args.world_size <= 1 or not (dist.is_available() and dist.is_initialized()):
+        return error
+    shared = [error]
+    dist.broadcast_object_list(shared, src=0)
+    return shared[0]

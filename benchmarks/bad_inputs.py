@@ -1,0 +1,372 @@
+"""Bad inputs and faults against the real `albert-hf` command line: what a user sees for each, in one table.
+
+    PYTHONPATH=. python benchmarks/bad_inputs.py [--keep DIR] [--only CASE ...]
+
+Each case sets up a small folder (tiny models, files of a few lines, the repository's fixtures), runs `albert-hf` in a
+subprocess and classifies what came back:
+
+    clear error      exit status 2, one `albert-hf <command>: error: ...` line, no traceback
+    traceback shown  the run failed with a Python traceback
+    silent success   exit status 0 where the input should have been refused
+    run lost         the run or checkpoint the case protects (a model, another run's checkpoints) was changed
+    ok               exit status 0 where success is what should happen (relaunching a finished run)
+    other            anything else (its exit status and last stderr line are shown)
+
+The whole set takes a few minutes on 2 CPU cores: refusals stop before any model work, and only three cases train
+(a few steps of a tiny model). docs/reliability.md holds the last run's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.command_line import CLI_ENV, error_lines, run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+SPIECE = FIXTURES / "spiece" / "albert-30k-clean.model"
+TINY = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
+TINY_64 = TINY + ",max_position_embeddings=64"
+QUIET = ["--report_to", "none", "--disable_tqdm", "true", "--use_cpu"]
+
+
+def fine_tuning(command: str, output_dir: Path, *options: str) -> list[str]:
+    return [
+        command,
+        "--tokenizer_name_or_path",
+        str(SPIECE),
+        "--config_overrides",
+        TINY,
+        "--do_train",
+        "--max_steps",
+        "1",
+        "--output_dir",
+        str(output_dir),
+        *QUIET,
+        *options,
+    ]
+
+
+def pretrain(output_dir: Path, corpus: Path, *options: str) -> list[str]:
+    return [
+        "pretrain",
+        "--train_files",
+        str(corpus),
+        "--tokenizer_name_or_path",
+        str(SPIECE),
+        "--config_overrides",
+        TINY_64,
+        "--max_seq_length",
+        "64",
+        "--per_device_train_batch_size",
+        "4",
+        "--max_steps",
+        "2",
+        "--save_steps",
+        "2",
+        "--validation_documents",
+        "0",
+        "--output_dir",
+        str(output_dir),
+        *QUIET,
+        *options,
+    ]
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file under `folder` (what "unchanged" is compared on)."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+@dataclass
+class Case:
+    name: str
+    expected: str
+    argv: Callable[[Path], list[str]]
+    succeeds: bool = False  # success (exit 0) is the right outcome
+    protected: Callable[[Path], Path] | None = None  # a folder the run must leave as it was
+    setup: Callable[[Path], None] | None = None
+    holder: bool = False  # another process holds the lock of <work>/locked while the case runs
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    status: int
+    verdict: str
+    message: str
+    seconds: float
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The inputs
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def prepare(work: Path) -> None:
+    """The files the cases share: corpora, task files, a tiny pretrained model, a finished pretraining run."""
+    text = (FIXTURES / "corpus" / "botchan.txt").read_text(encoding="utf-8").splitlines()[:400]
+    write(work / "corpus.txt", "\n".join(text) + "\n")
+    write(work / "empty.txt", "")
+    rte = (FIXTURES / "glue" / "RTE" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    write(work / "rte" / "train.tsv", "\n".join(rte[:40]) + "\n")
+    write(work / "rte_short_row" / "train.tsv", "\n".join([*rte[:5], "17\tonly one sentence", *rte[5:20]]) + "\n")
+    write(work / "stsb_nan.tsv", "sentence1\tsentence2\tscore\na\tb\t2.5\nc\td\tnan\n")
+    write(work / "stsb_range.tsv", "sentence1\tsentence2\tscore\na\tb\t2.5\nc\td\t-42\n")
+    conll = "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\nPeter NNP B-NP B-PER\n"
+    write(work / "conll" / "train.txt", conll)
+    write(work / "conll_missing.txt", conll.replace("rejects VBZ B-VP O", "rejects VBZ B-VP"))
+    write(work / "conll_tab.txt", conll.replace("German JJ", "Ger\tman JJ"))
+    write(work / "conll" / "valid.txt", "Peter NNP B-NP B-PER\nParis NNP I-NP B-LOC\n")
+    qa = {"id": "q1", "question": "Which city?", "answers": [{"text": "", "answer_start": 0}]}
+    squad = {"data": [{"title": "t", "paragraphs": [{"context": "Paris is in France.", "qas": [qa]}]}]}
+    write(work / "squad_empty_answer.json", json.dumps(squad))
+    squad["data"][0]["paragraphs"][0]["qas"][0]["answers"] = [{"text": "Paris", "answer_start": 0}]
+    write(work / "squad.json", json.dumps(squad))
+    swag = {"sent1": "She opens", "sent2": "the", "ending0": "door.", "ending1": "window.", "label": 0}
+    write(work / "swag.jsonl", "\n".join(json.dumps(swag) for _ in range(8)) + "\n")
+    save_tiny_model(work / "pre")
+    finished = run_cli(pretrain(work / "finished", work / "corpus.txt"))
+    if finished.returncode != 0:
+        raise SystemExit(f"the finished run the cases need failed:\n{finished.stderr[-3000:]}")
+    incomplete = work / "incomplete"
+    shutil.copytree(work / "finished", incomplete)
+    (incomplete / "checkpoint-2" / "model.safetensors").unlink()
+    truncated = work / "truncated"
+    shutil.copytree(work / "finished", truncated)
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a final save killed halfway
+
+
+def save_tiny_model(folder: Path) -> None:
+    from albert_hf import AlbertConfig, AlbertForPreTraining
+    from albert_hf.tasks.common import parse_config_overrides
+
+    AlbertForPreTraining(AlbertConfig.preset("base-v2", **parse_config_overrides(TINY))).save_pretrained(folder)
+
+
+def cases() -> list[Case]:
+    rte = ["--task_name", "rte"]
+    return [
+        Case(
+            "missing train file",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o1", *rte, "--train_file", str(w / "nope.tsv")),
+        ),
+        Case(
+            "missing --model_name_or_path folder",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o2", *rte, "--data_dir", str(w / "rte"), "--model_name_or_path", "./x"),
+        ),
+        Case(
+            "missing --tokenizer_name_or_path file",
+            "clear error",
+            lambda w: [*pretrain(w / "o3", w / "corpus.txt"), "--tokenizer_name_or_path", "./none/spiece.model"],
+        ),
+        Case(
+            "GLUE tsv row with a wrong column count",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o4", *rte, "--data_dir", str(w / "rte_short_row")),
+        ),
+        Case(
+            "CoNLL row missing its NER column",
+            "clear error",
+            lambda w: fine_tuning("ner", w / "o5", "--train_file", str(w / "conll_missing.txt")),
+        ),
+        Case(
+            "CoNLL token holding a tab",
+            "clear error",
+            lambda w: fine_tuning("ner", w / "o6", "--train_file", str(w / "conll_tab.txt")),
+        ),
+        Case(
+            "NER dev tag never seen in training",
+            "clear error",
+            lambda w: fine_tuning("ner", w / "o7", "--data_dir", str(w / "conll"), "--do_eval"),
+        ),
+        Case(
+            "STS-B label nan",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o8", "--task_name", "stsb", "--train_file", str(w / "stsb_nan.tsv")),
+        ),
+        Case(
+            "STS-B label -42",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o9", "--task_name", "stsb", "--train_file", str(w / "stsb_range.tsv")),
+        ),
+        Case(
+            "SQuAD answer with empty text",
+            "clear error",
+            lambda w: fine_tuning("squad", w / "o10", "--train_file", str(w / "squad_empty_answer.json")),
+        ),
+        Case("empty corpus", "clear error", lambda w: pretrain(w / "o11", w / "empty.txt")),
+        Case(
+            "pretrain --max_seq_length above the positions",
+            "clear error",
+            lambda w: [*pretrain(w / "o12", w / "corpus.txt"), "--max_seq_length", "128"],
+        ),
+        *(
+            Case(
+                f"{command} --max_seq_length 1024 (512 positions)",
+                "clear error",
+                lambda w, command=command, options=options: fine_tuning(
+                    command, w / f"o13-{command}", *options(w), "--max_seq_length", "1024"
+                ),
+            )
+            for command, options in (
+                ("glue", lambda w: [*rte, "--data_dir", str(w / "rte")]),
+                ("ner", lambda w: ["--train_file", str(w / "conll" / "train.txt")]),
+                ("squad", lambda w: ["--train_file", str(w / "squad.json")]),
+                ("multiple-choice", lambda w: ["--train_file", str(w / "swag.jsonl")]),
+            )
+        ),
+        Case(
+            "fine-tune into the pretrained model's folder",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue", w / "pre", *rte, "--data_dir", str(w / "rte"), "--model_name_or_path", str(w / "pre")
+            ),
+            protected=lambda w: w / "pre",
+        ),
+        Case(
+            "reused folder: a new run into a finished run",
+            "clear error",
+            lambda w: pretrain(w / "finished", w / "corpus.txt", "--seed", "7"),
+            protected=lambda w: w / "finished",
+        ),
+        Case(
+            "two writers on one folder",
+            "clear error",
+            lambda w: pretrain(w / "locked", w / "corpus.txt"),
+            holder=True,
+        ),
+        Case(
+            "resume from an incomplete checkpoint",
+            "clear error",
+            lambda w: pretrain(
+                w / "incomplete", w / "corpus.txt", "--resume_from_checkpoint", str(w / "incomplete" / "checkpoint-2")
+            ),
+        ),
+        Case(
+            "fine-tune from a model whose final save was killed",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue", w / "o14", *rte, "--data_dir", str(w / "rte"), "--model_name_or_path", str(w / "truncated")
+            ),
+        ),
+        Case(
+            "finished run relaunched with --resume_from_checkpoint latest",
+            "ok",
+            lambda w: pretrain(w / "finished", w / "corpus.txt", "--resume_from_checkpoint", "latest"),
+            succeeds=True,
+            protected=lambda w: w / "finished" / "checkpoint-2",
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Running and classifying
+# --------------------------------------------------------------------------------------------------------------------
+
+LOCK_HOLDER = "import sys; from albert_hf.run_folder import acquire_lock; acquire_lock(sys.argv[1]); print('locked', flush=True); sys.stdin.read()"
+
+
+def run_case(case: Case, work: Path) -> Outcome:
+    protected = case.protected(work) if case.protected else None
+    before = fingerprint(protected) if protected else None
+    holder = None
+    if case.holder:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", LOCK_HOLDER, str(work / "locked")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=CLI_ENV,
+        )
+        holder.stdout.readline()
+    started = time.time()
+    try:
+        result = run_cli(case.argv(work), **case.env)
+    finally:
+        if holder is not None:
+            holder.communicate(input="", timeout=300)
+    seconds = time.time() - started
+    command = case.argv(work)[0]
+    lost = protected is not None and fingerprint(protected) != before
+    errors = error_lines(result, command)
+    last = (errors or result.stderr.strip().splitlines() or [""])[-1]
+    if lost:
+        verdict = "run lost"
+    elif "Traceback" in result.stderr:
+        verdict = "traceback shown"
+    elif result.returncode == 0:
+        verdict = "ok" if case.succeeds else "silent success"
+    elif result.returncode == 2 and len(errors) == 1:
+        verdict = "clear error"
+    else:
+        verdict = "other"
+    return Outcome(case, result.returncode, verdict, last, seconds)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = ["| case | expected | exit | outcome | message (last line) | s |", "| --- | --- | --- | --- | --- | --- |"]
+    for o in outcomes:
+        message = o.message.replace("|", "\\|")
+        message = message if len(message) <= 160 else message[:157] + "..."
+        rows.append(f"| {o.case.name} | {o.case.expected} | {o.status} | {o.verdict} | {message} | {o.seconds:.0f} |")
+    counts = Counter(o.verdict for o in outcomes)
+    as_expected = sum(o.verdict == o.case.expected for o in outcomes)
+    rows.append("")
+    rows.append(
+        f"{len(outcomes)} cases, {as_expected} as expected: "
+        + ", ".join(f"{verdict} {count}" for verdict, count in sorted(counts.items()))
+    )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary folder, removed)")
+    parser.add_argument("--only", nargs="*", help="run only the cases whose name contains one of these words")
+    args = parser.parse_args(argv)
+    work = Path(args.keep or tempfile.mkdtemp(prefix="albert_hf_bad_inputs_"))
+    started = time.time()
+    try:
+        prepare(work)
+        selected = [c for c in cases() if not args.only or any(word in c.name for word in args.only)]
+        outcomes = []
+        for case in selected:
+            outcomes.append(run_case(case, work))
+            print(f"{outcomes[-1].verdict:>16}  {case.name}", flush=True)
+        print()
+        print(table(outcomes))
+        print(f"\n{time.time() - started:.0f} s in all")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""What tests/test_hub.py and tests/test_convert.py share: the tiny model on the real 30k vocabulary, texts to encode,
+and the files a Hub repository of an albert_hf model must hold."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import conftest
+from conftest import TINY_CONFIG
+
+# The real ALBERT vocabulary, so the real tokenizer's ids fit.
+TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2)
+TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
+tiny_config = functools.partial(conftest.tiny_config, **TINY)
+
+
+# What a repository needs to load with trust_remote_code and no albert_hf installed, plus its card.
+REMOTE_CODE_FILES = {
+    "config.json",
+    "model.safetensors",
+    "modeling.py",
+    "configuration.py",
+    "spiece.model",
+    "tokenizer_config.json",
+    "tokenization.py",
+    "README.md",
+}
+
+
+def files_in(folder: Path) -> set[str]:
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+def encode(tokenizer, texts=TEXTS) -> dict:
+    return dict(tokenizer([a for a, _ in texts], [b for _, b in texts], padding=True, return_tensors="pt"))
