@@ -20,6 +20,7 @@ from transformers import EvalPrediction
 from albert_hf.cli import main as cli_main
 from albert_hf.errors import UserError
 from albert_hf.tasks.classify import ClassifyJob, classification_metrics, regression_metrics
+from albert_hf.tasks.classify import main as classify_main
 
 ROWS = [
     {"review": "A fine film.", "stars": "good"},
@@ -157,7 +158,7 @@ def test_unknown_column_names_the_columns_there_are(spiece_model, tmp_path):
     train = write_table(tmp_path / "train.csv", ROWS)
     argv = job_args(spiece_model, tmp_path / "out", "--train_file", train, "--do_train", "--label_column", "stars")
     with pytest.raises(UserError, match=r"no column 'text' \(--text_column\); its columns are \['review', 'stars'\]"):
-        cli_main(["classify", *argv])
+        classify_main(argv)
 
 
 def test_a_label_the_training_split_lacks_is_refused(spiece_model, tmp_path):
@@ -166,7 +167,7 @@ def test_a_label_the_training_split_lacks_is_refused(spiece_model, tmp_path):
     argv = ["--train_file", train, "--validation_file", dev, "--do_train", "--do_eval"]
     argv += ["--text_column", "review", "--label_column", "stars"]
     with pytest.raises(UserError, match=r"dev\.jsonl \(validation\): row 3, column 'stars': label 'meh' is not one of"):
-        cli_main(["classify", *job_args(spiece_model, tmp_path / "out", *argv)])
+        classify_main(job_args(spiece_model, tmp_path / "out", *argv))
 
 
 def test_mixed_label_kinds_are_refused(spiece_model, tmp_path):
@@ -174,14 +175,14 @@ def test_mixed_label_kinds_are_refused(spiece_model, tmp_path):
     train.write_text(json.dumps({"text": "a", "label": "pos"}) + "\n" + json.dumps({"text": "b", "label": 3}) + "\n")
     argv = job_args(spiece_model, tmp_path / "out", "--train_file", str(train), "--do_train")
     with pytest.raises(UserError, match="mixes kinds of labels"):
-        cli_main(["classify", *argv])
+        classify_main(argv)
 
 
 def test_files_and_a_dataset_name_together_are_refused(spiece_model, tmp_path):
     train = write_table(tmp_path / "train.csv", ROWS)
     argv = job_args(spiece_model, tmp_path / "out", "--train_file", train, "--dataset_name", "x/y", "--do_train")
     with pytest.raises(UserError, match="either --train_file.* or --dataset_name"):
-        cli_main(["classify", *argv])
+        classify_main(argv)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +25,6 @@ from transformers import AutoModelForPreTraining
 import albert_hf
 from albert_hf.cli import main as albert_hf_cli
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.sanity import PretrainingSetupError
 from albert_hf.vocabulary import train_tokenizer
 
 TINY = {key: int(value) for key, value in (item.split("=") for item in TINY_TWO_LAYER_OVERRIDES.split(","))}
@@ -143,9 +143,9 @@ def transformers_checkpoint(folder: Path, tokenizer_dir: Path, unigram_bias, bes
     return model
 
 
-def pretrain(output_dir: Path, new_text: Path, *options: str) -> dict:
-    """One step of `albert-hf pretrain` at learning rate 0 on the new text (one article held out); its eval results."""
-    argv = [
+def pretrain_argv(output_dir: Path, new_text: Path, *options: str) -> list[str]:
+    """One step of `albert-hf pretrain` at learning rate 0 on the new text (one article held out)."""
+    return [
         "pretrain",
         *options,
         "--train_files",
@@ -175,7 +175,11 @@ def pretrain(output_dir: Path, new_text: Path, *options: str) -> dict:
         "--save_strategy",
         "no",
     ]
-    assert albert_hf_cli(argv) == 0
+
+
+def pretrain(output_dir: Path, new_text: Path, *options: str) -> dict:
+    """`pretrain_argv`'s job run through the command line; its eval results."""
+    assert albert_hf_cli(pretrain_argv(output_dir, new_text, *options)) == 0
     return json.loads((output_dir / "eval_results.json").read_text())
 
 
@@ -279,16 +283,14 @@ def test_a_recipe_keeps_the_checkpoint_architecture(
     assert AutoModelForPreTraining.from_pretrained(tmp_path / "out").config.hidden_size == TINY["hidden_size"]
 
 
-def test_refuses_a_tokenizer_of_another_vocabulary(corpora, tokenizer, unigram_bias, tmp_path):
+def test_refuses_a_tokenizer_of_another_vocabulary(corpora, tokenizer, unigram_bias, tmp_path, capsys):
     checkpoint_dir = tmp_path / "checkpoint"
     albert_hf_checkpoint(checkpoint_dir, tokenizer, unigram_bias)
     other = tmp_path / "other-tokenizer"
     train_tokenizer(corpora[1], other, vocab_size=600, show_progress=False)
     output_dir = tmp_path / "out"
-    with pytest.raises(
-        PretrainingSetupError, match=r"has 600 pieces but the config of .*checkpoint has vocab_size 1000"
-    ):
-        pretrain(
-            output_dir, corpora[1], "--model_name_or_path", str(checkpoint_dir), "--tokenizer_name_or_path", str(other)
-        )
+    options = ("--model_name_or_path", str(checkpoint_dir), "--tokenizer_name_or_path", str(other))
+    # A user error: one message and exit status 2 (albert_hf.errors), raised before any model is written.
+    assert albert_hf_cli(pretrain_argv(output_dir, corpora[1], *options)) == 2
+    assert re.search(r"has 600 pieces but the config of .*checkpoint has vocab_size 1000", capsys.readouterr().err)
     assert not (output_dir / "model.safetensors").exists()
