@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from transformers import HfArgumentParser, TrainingArguments
 
+from albert_hf.pretraining.arguments import RECIPES, parse_pretraining_args
 from albert_hf.tasks.common import ModelArguments, given_options, parse_args
 from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset
-from albert_hf.tasks.pretraining import RECIPES, parse_pretraining_args
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

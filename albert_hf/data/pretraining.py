@@ -337,7 +337,7 @@ def encode_sentences(tokenizer, sentences: list[str]) -> list[list[int]]:
     return tokenizer(sentences, **options)["input_ids"]
 
 
-def _tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
+def tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
     """Ids of the sentences of a batch of documents; with a `word_segmenter` (a [`WordSegmenter`]), also the word
     starts of each sentence's tokens."""
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
@@ -386,7 +386,7 @@ def tokenize_documents(
         )
     return _map(
         documents,
-        _tokenize_batch,
+        tokenize_batch,
         batch_size=documents_per_batch,
         remove_columns=documents.column_names or ["sentences"],
         fn_kwargs={"tokenizer": tokenizer, "word_segmenter": word_segmenter},
@@ -651,7 +651,7 @@ class _ArrowLengths:
         return self.cache[index]
 
 
-def _instances_batch(
+def instances_batch(
     batch: pa.Table,
     indices: list[int],
     *,
@@ -773,7 +773,7 @@ def create_sentence_order_instances(
     # Batches as Arrow tables: the tokens are sliced as arrays and never become Python ints (see _ArrowPool).
     instances = _map(
         tokenized.with_format("arrow"),
-        _instances_batch,
+        instances_batch,
         with_indices=True,
         batch_size=documents_per_batch,
         remove_columns=columns or ["sentence_ids"],
