@@ -15,15 +15,13 @@ import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import datasets
 from tokenizers import normalizers
 from transformers.utils import logging
 
+from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
-
-if TYPE_CHECKING:
-    import datasets
 
 logger = logging.get_logger(__name__)
 
@@ -44,6 +42,10 @@ ALBERT_CHARACTER_COVERAGE = 0.99995
 # text: a Japanese corpus is about 7% such characters (a dozen dakuten kana are among its most frequent), an English
 # one with a few names in kana or Devanagari stays far below and keeps the ALBERT recipe.
 SCRIPT_DAMAGE_THRESHOLD = 1e-3
+
+# What a vocabulary is trained on: data files (text, or any format of `sources.expand_data_files`: json, csv, parquet,
+# folders, globs), a `datasets` Dataset or IterableDataset, or the checked texts of any source (`sources.TextRows`).
+TokenizerInput = str | Path | list | datasets.Dataset | datasets.IterableDataset | TextRows
 
 
 @functools.cache
@@ -141,7 +143,7 @@ def _strip_accents(text: str) -> str:
 
 
 def train_tokenizer(
-    input: str | Path | list[str | Path] | datasets.Dataset,
+    input: TokenizerInput,
     output_dir: str | Path,
     vocab_size: int = 30000,
     lowercase: bool = True,
@@ -167,9 +169,12 @@ def train_tokenizer(
     the user's choice (`lowercase=False` for a cased model).
 
     Args:
-        input: a text file, a list of text files (one sentence or paragraph per line), or a `datasets.Dataset`.
+        input: text files (one sentence or paragraph per line); data files of another format (json/jsonl, csv/tsv,
+            parquet; folders and globs of them), one text per row; a `datasets.Dataset` or `IterableDataset`; or the
+            texts of any source of `sources.load_rows` as `sources.TextRows`. Rows whose text is empty are skipped
+            (and counted in the log); a text that is None or not a string is an error naming the row.
         output_dir: where `spiece.model`, `spiece.vocab` and `tokenizer_config.json` are written.
-        text_column: the column holding the text when `input` is a Dataset.
+        text_column: the column holding the text of rows (data files other than text, or a Dataset).
         show_progress: a progress bar while reading the input and SentencePiece's log while training.
 
     Returns:
@@ -182,16 +187,15 @@ def train_tokenizer(
     output_dir.mkdir(parents=True, exist_ok=True)
     if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
         raise ValueError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
-    strip_accents = choose_accent_stripping(_iter_texts(input, text_column), strip_accents)
+    lines = _training_lines(input, text_column)
+    strip_accents = choose_accent_stripping(lines, strip_accents)
     # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
     normalizer = normalizers.Sequence(
         build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
     )
 
     def sentences() -> Iterator[str]:
-        for text in tqdm(
-            _iter_texts(input, text_column), desc="reading text", unit=" lines", disable=not show_progress
-        ):
+        for text in tqdm(lines, desc="reading text", unit=" lines", disable=not show_progress):
             if text := normalizer.normalize_str(text):
                 yield text
 
@@ -238,28 +242,52 @@ class _TrainingOutput:
         self.data += data
 
 
-def _iter_texts(source: str | Path | list[str | Path] | datasets.Dataset, text_column: str) -> Iterator[str]:
-    """Lines of text files, or the `text_column` of a Dataset; a clear error for anything else."""
+def _training_lines(source: TokenizerInput, text_column: str) -> Iterable[str]:
+    """The lines to learn from, read anew each time they are iterated (once to choose accent stripping, once to train).
+
+    Text files keep their own reader (one sentence or paragraph per line, errors naming file and line); files of the
+    other formats of `sources.expand_data_files` (folders and globs too) are read as rows through `load_rows`, checked
+    by `TextRows`. A row's text is cut at its line breaks, as if the rows were written to a text file: SentencePiece
+    learns from (and samples `input_sentence_size` of) sentences or paragraphs, not whole articles.
+    """
     if isinstance(source, (str, Path)):
         source = [source]
     if isinstance(source, list):
-        for path in map(Path, source):
-            if not path.is_file():
-                raise FileNotFoundError(f"training text file not found: {path}")
+        files = expand_data_files(source)
+        if data_format(files) == "text":
+            return _TextFileLines(files)
+        source = TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
+    elif isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
+        source = TextRows(source, text_column, "the dataset")
+    elif not isinstance(source, TextRows):
+        raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
+    return _RowLines(source)
+
+
+class _TextFileLines:
+    """The lines of text files, each time it is iterated."""
+
+    def __init__(self, files: list[str]):
+        self.files = files
+
+    def __iter__(self) -> Iterator[str]:
+        for path in map(Path, self.files):
             with path.open(encoding="utf-8") as file:
                 for line_number, line in enumerate(file, 1):
                     if "\x00" in line:
                         raise ValueError(f"{path}:{line_number}: NUL byte, not a text file")
                     yield line
-        return
-    column_names = getattr(source, "column_names", None)
-    if column_names is None:
-        raise TypeError(f"input must be a path, a list of paths or a datasets.Dataset, got {type(source).__name__}")
-    if text_column not in column_names:
-        raise ValueError(f"the dataset has no column {text_column!r} (columns: {column_names}); pass text_column=")
-    for text in source[text_column]:
-        if text is not None:
-            yield text
+
+
+class _RowLines:
+    """The lines of the texts of rows, each time it is iterated."""
+
+    def __init__(self, texts: TextRows):
+        self.texts = texts
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self.texts:
+            yield from text.splitlines()
 
 
 def train_tokenizer_main(argv: list[str] | None = None) -> int:
@@ -267,7 +295,23 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0]
     )
-    parser.add_argument("inputs", nargs="+", help="text files, one sentence or paragraph per line")
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        help="data files, folders or globs: text (one sentence or paragraph per line), json/jsonl, csv/tsv or "
+        "parquet (one text per row, in --text_column); or none, with --dataset_name",
+    )
+    parser.add_argument(
+        "--dataset_name", help="a datasets Hub name, a local dataset folder, or a folder written by save_to_disk"
+    )
+    parser.add_argument("--dataset_config_name", help="the configuration of --dataset_name (e.g. 20231101.ja)")
+    parser.add_argument("--dataset_split", default="train", help="the split of --dataset_name to read (default train)")
+    parser.add_argument("--text_column", default="text", help="the column of the text in rows (default text)")
+    parser.add_argument(
+        "--streaming",
+        action="store_true",
+        help="read the rows while training instead of preparing the whole dataset first (large Hub corpora)",
+    )
     parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
     parser.add_argument("--vocab_size", type=int, default=30000)
     parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
@@ -288,10 +332,11 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--character_coverage", type=float, default=ALBERT_CHARACTER_COVERAGE)
     parser.add_argument("--input_sentence_size", type=int, default=10_000_000)
+    parser.add_argument("--num_threads", type=int, help="SentencePiece's training threads (default: every core)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     args = parser.parse_args(argv)
     tokenizer = train_tokenizer(
-        [Path(path) for path in args.inputs],
+        _command_line_input(args),
         args.output_dir,
         vocab_size=args.vocab_size,
         lowercase=not args.no_lowercase,
@@ -299,12 +344,27 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
         character_coverage=args.character_coverage,
         input_sentence_size=args.input_sentence_size,
         show_progress=not args.quiet,
+        num_threads=args.num_threads,
+        text_column=args.text_column,
     )
     print(
         f"wrote {args.output_dir}: {len(tokenizer)} tokens (lowercase={tokenizer.do_lower_case}, "
         f"keep_accents={tokenizer.keep_accents})"
     )
     return 0
+
+
+def _command_line_input(args: argparse.Namespace) -> TokenizerInput:
+    """Data files as `train_tokenizer` reads them (text files line by line); a dataset, or a stream, as checked rows."""
+    if args.inputs and not (args.dataset_name or args.dataset_config_name or args.streaming):
+        return [Path(path) for path in args.inputs]
+    source = {
+        "data_files": args.inputs or None,
+        "dataset_name": args.dataset_name,
+        "dataset_config_name": args.dataset_config_name,
+    }
+    rows = load_rows(**source, split=args.dataset_split, streaming=args.streaming)
+    return TextRows(rows, args.text_column, source_name(**source))
 
 
 __all__ = [

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sentencepiece as spm
 from tokenization_reference import preprocess_text, reference_ids
 
+from albert_hf.errors import UserError
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer, train_tokenizer_main
 
@@ -140,3 +145,78 @@ def test_command_line_shows_progress_and_writes_a_loadable_folder(shared_data, t
     tokenizer = AlbertHFTokenizer.from_pretrained(output_dir)
     assert tokenizer.do_lower_case is False and tokenizer.keep_accents is True
     assert tokenizer.convert_ids_to_tokens(tokenizer("東京 Tokyo")["input_ids"])[0] == "[CLS]"
+
+
+@pytest.fixture(scope="module")
+def botchan_lines(shared_data) -> list[str]:
+    """2,000 lines of Botchan with a few blank ones among them (a text file's paragraph breaks, a table's empty rows)."""
+    lines = held_out_lines(shared_data / "corpus" / "botchan.txt", 2000)
+    return [line if index % 250 else "" for index, line in enumerate(lines)]
+
+
+@pytest.fixture(scope="module")
+def vocabulary_of_the_text_file(botchan_lines, tmp_path_factory) -> str:
+    """The vocabulary the text file gives, read by the text-file reader: the reference for every other source."""
+    folder = tmp_path_factory.mktemp("from_text")
+    (folder / "botchan.txt").write_text("".join(line + "\n" for line in botchan_lines), encoding="utf-8")
+    train_tokenizer(folder / "botchan.txt", folder / "out", **SMALL_VOCABULARY)
+    return (folder / "out" / "spiece.vocab").read_text(encoding="utf-8")
+
+
+SMALL_VOCABULARY = {"vocab_size": 400, "show_progress": False, "num_threads": 1}
+
+
+def write_jsonl_shards(folder: Path, lines: list[str], column: str = "text", shards: int = 3) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    size = -(-len(lines) // shards)
+    for shard in range(shards):
+        rows = lines[shard * size : (shard + 1) * size]
+        text = "".join(json.dumps({column: line, "id": shard}, ensure_ascii=False) + "\n" for line in rows)
+        (folder / f"part-{shard:03d}.jsonl").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_jsonl_and_parquet_rows_give_the_vocabulary_of_the_same_text_file(
+    botchan_lines, vocabulary_of_the_text_file, tmp_path
+):
+    write_jsonl_shards(tmp_path / "shards", botchan_lines)
+    train_tokenizer([tmp_path / "shards"], tmp_path / "from_jsonl", **SMALL_VOCABULARY)
+    assert (tmp_path / "from_jsonl" / "spiece.vocab").read_text(encoding="utf-8") == vocabulary_of_the_text_file
+    pq.write_table(pa.table({"sentence": botchan_lines}), tmp_path / "botchan.parquet")
+    train_tokenizer(str(tmp_path / "*.parquet"), tmp_path / "from_parquet", text_column="sentence", **SMALL_VOCABULARY)
+    assert (tmp_path / "from_parquet" / "spiece.vocab").read_text(encoding="utf-8") == vocabulary_of_the_text_file
+
+
+def test_command_line_from_a_saved_dataset_and_from_a_stream(botchan_lines, vocabulary_of_the_text_file, tmp_path):
+    saved = tmp_path / "saved"
+    # Rows of several lines each (articles of paragraphs): cut at their line breaks, they are the text file's lines.
+    articles = ["\n".join(botchan_lines[start : start + 7]) for start in range(0, len(botchan_lines), 7)]
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"body": articles})}).save_to_disk(str(saved))
+    common = ["--vocab_size", "400", "--num_threads", "1", "--quiet", "--text_column", "body"]
+    assert (
+        train_tokenizer_main(["--dataset_name", str(saved), "--output_dir", str(tmp_path / "saved_out"), *common]) == 0
+    )
+    assert (tmp_path / "saved_out" / "spiece.vocab").read_text(encoding="utf-8") == vocabulary_of_the_text_file
+    write_jsonl_shards(tmp_path / "shards", botchan_lines, column="body")
+    arguments = [str(tmp_path / "shards"), "--streaming", "--output_dir", str(tmp_path / "stream_out"), *common]
+    assert train_tokenizer_main(arguments) == 0
+    assert (tmp_path / "stream_out" / "spiece.vocab").read_text(encoding="utf-8") == vocabulary_of_the_text_file
+
+
+def test_command_line_sources_are_checked(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"text": "one"}\n{"text": null}\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"rows\.jsonl: row 1: column 'text' is empty \(None\)"):
+        train_tokenizer_main([str(rows), "--output_dir", str(tmp_path / "out"), "--quiet"])
+    with pytest.raises(
+        UserError, match=r"rows\.jsonl has no column 'body' \(--text_column\); its columns are \['text'"
+    ):
+        train_tokenizer_main([str(rows), "--text_column", "body", "--output_dir", str(tmp_path / "out"), "--quiet"])
+    with pytest.raises(UserError, match="either data files or a dataset name"):
+        train_tokenizer_main(["--output_dir", str(tmp_path / "out"), "--quiet"])
+    with pytest.raises(
+        UserError, match=r"a configuration \(--dataset_config_name\) .* of a dataset \(--dataset_name\)"
+    ):
+        train_tokenizer_main([str(rows), "--dataset_config_name", "ja", "--output_dir", str(tmp_path / "out")])
+    with pytest.raises(UserError, match=r"nowhere/\*\.parquet: the pattern matches no file"):
+        train_tokenizer(str(tmp_path / "nowhere" / "*.parquet"), tmp_path / "out", **SMALL_VOCABULARY)

@@ -13,6 +13,9 @@ Accepted records (json lines, or one json list / RACE article object per file):
     SWAG:           {"sent1", "sent2", "ending0", ..., "endingK", "label"}
     RACE, flat:     {"article", "question", "options": [...], "answer": "A" | 0}     (the Hub's ehovy/race layout)
     RACE, original: {"article", "questions": [...], "options": [[...], ...], "answers": [...]}   (one file per article)
+
+Any table (csv, json lines, parquet, a Hub dataset: JCommonsenseQA's `question, choice0..choice4, label`) is read by
+`examples_from_rows`, naming its context, choice and label columns.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from datasets import Dataset
 
 from .glue import find_truncated
+from .sources import DataSourceError, require_columns
 from .textfiles import read_utf8
 
 _ENDING_KEY = re.compile(r"^ending(\d+)$")
@@ -126,12 +130,80 @@ def read_multiple_choice(path: str) -> list[dict]:
     examples = [
         example for file in paths for record, where in _records(file) for example in examples_from_record(record, where)
     ]
+    return check_examples(examples, path)
+
+
+def check_examples(examples: list[dict], source: str) -> list[dict]:
+    """`examples`, once checked to be some and to have one number of choices (a batch is [examples, choices, tokens])."""
     if not examples:
-        raise ValueError(f"{path}: no multiple-choice examples found.")
+        raise DataSourceError(f"{source}: no multiple-choice examples found.")
     counts = {len(example["choices"]) for example in examples}
     if len(counts) > 1:
-        raise ValueError(f"{path}: examples have different numbers of choices {sorted(counts)}; batches need one.")
+        raise DataSourceError(
+            f"{source}: examples have different numbers of choices {sorted(counts)}; batches need one."
+        )
     return examples
+
+
+def examples_from_rows(
+    rows: Dataset,
+    source: str,
+    context_column: str,
+    choice_columns: Sequence[str],
+    label_column: str = "label",
+    question_column: str | None = None,
+) -> list[dict]:
+    """Examples of a table (csv, json, jsonl, parquet, a Hub dataset), as [`read_multiple_choice`] gives them.
+
+    `context_column` is the first segment of every pair. `choice_columns` are the columns of the choices, one each
+    (`choice0` ... `choice4`, as JCommonsenseQA), or a single column holding the list of choices. With
+    `question_column` (RACE-like tables: an article, then a question about it) each choice is the question with the
+    option, as [`race_choice`] writes it. The label is the right choice's index, digit or letter (A, B, ...).
+    """
+    columns = {"--context_column": context_column, "--label_column": label_column}
+    if question_column is not None:
+        columns["--question_column"] = question_column
+    require_columns(rows, columns, source)
+    if not choice_columns:
+        raise DataSourceError(f"{source}: no choice columns given; pass --choice_columns.")
+    for column in choice_columns:
+        require_columns(rows, {"--choice_columns": column}, source)
+    examples = []
+    for row, record in enumerate(rows):
+        where = f"{source} row {row}"
+        options = _options(record, choice_columns, where)
+        if question_column is not None:
+            options = [race_choice(record[question_column], option) for option in options]
+        examples.append(
+            {
+                "context": _text(record, context_column, where),
+                "choices": options,
+                "label": _choice_index(record[label_column], len(options), where),
+            }
+        )
+    return check_examples(examples, source)
+
+
+def _options(record: dict, choice_columns: Sequence[str], where: str) -> list[str]:
+    """The choices of one row: one per column, or the list in the only choice column."""
+    if len(choice_columns) == 1 and isinstance(record[choice_columns[0]], list):
+        options = record[choice_columns[0]]
+        if not all(isinstance(option, str) for option in options):
+            raise DataSourceError(f"{where}: column {choice_columns[0]!r} must be a list of strings, got {options!r}.")
+    else:
+        options = [_text(record, column, where) for column in choice_columns]
+    if len(options) < 2:
+        raise DataSourceError(
+            f"{where}: {len(options)} choice; pass --choice_columns with a column per choice or a list column."
+        )
+    return options
+
+
+def _text(record: dict, column: str, where: str) -> str:
+    value = record[column]
+    if not isinstance(value, str):
+        raise DataSourceError(f"{where}: column {column!r} must be a string, got {value!r}.")
+    return value
 
 
 def load_multiple_choice(path: str) -> Dataset:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
+from .sources import DataSourceError, require_columns
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,45 @@ def from_hub_layout(dataset: Dataset, source: str) -> Dataset:
     label_names = getattr(getattr(feature, "feature", None), "names", CONLL2003_LABELS)
     sentences = [_sentence_from_record(row, label_names, f"{source} row {i}") for i, row in enumerate(dataset)]
     return Dataset.from_list(sentences)
+
+
+def tag_names_of_feature(feature) -> list[str] | None:
+    """The tag names a `datasets` feature of a tags column carries: those of a List/Sequence of ClassLabel, else None."""
+    names = getattr(getattr(feature, "feature", None), "names", None)
+    return list(names) if names is not None else None
+
+
+def ner_sentences_from_rows(
+    rows: Dataset,
+    source: str,
+    tokens_column: str = "tokens",
+    tags_column: str = "ner_tags",
+    label_names: Sequence[str] | None = None,
+) -> list[dict[str, list[str]]]:
+    """Sentences of a table with a list-of-words column and a list-of-tags column (json, jsonl, parquet, a Hub dataset).
+
+    Returns what [`read_conll`] returns (`tokens`, IOB2 `ner_tags` as names), so a job reads either the same way.
+    Tags are names (B-PER), or ids into `label_names`, or ids of the column's `Sequence(ClassLabel)` feature; ids with
+    no names are an error, since a model card and predictions need the names.
+    """
+    require_columns(rows, {"--tokens_column": tokens_column, "--tags_column": tags_column}, source)
+    if label_names is None:
+        label_names = tag_names_of_feature(rows.features.get(tags_column) if rows.features else None)
+    sentences = []
+    for row, record in enumerate(rows):
+        where = f"{source} row {row}"
+        tokens, tags = record[tokens_column], record[tags_column]
+        if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+            raise DataSourceError(f"{where}: column {tokens_column!r} (--tokens_column) must be a list of words.")
+        if not isinstance(tags, list):
+            raise DataSourceError(f"{where}: column {tags_column!r} (--tags_column) must be a list of tags.")
+        if label_names is None and any(isinstance(tag, int) for tag in tags):
+            raise DataSourceError(
+                f"{where}: the tags of {tags_column!r} are ids, and the data names no tags for them (no ClassLabel "
+                "feature). Give the tags as names (B-PER, I-PER, O, ...) or the tag names in id order."
+            )
+        sentences.append(_sentence_from_record({"tokens": tokens, "ner_tags": tags}, label_names or (), where))
+    return sentences
 
 
 def build_label_list(*datasets: Dataset) -> list[str]:
