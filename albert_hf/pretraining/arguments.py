@@ -115,17 +115,48 @@ RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
+# The recipe fields that shape a fresh model: a checkpoint given with --model_name_or_path keeps its own.
+ARCHITECTURE_FIELDS = frozenset({"config_preset", "config_overrides"})
+
+
 @dataclass
 class PretrainingDataArguments:
     train_files: list[str] | None = field(
         default=None,
         metadata={
             "aliases": ["--train_file"],
-            "help": "Text files: one sentence per line, a blank line between documents.",
+            "help": "Text files (one sentence per line, a blank line between documents), or .jsonl/.json/.csv/.tsv/"
+            ".parquet files of rows (each row a document, its text in --text_column), or a save_to_disk folder; "
+            "folders and globs of shards too.",
         },
     )
     validation_files: list[str] | None = field(
-        default=None, metadata={"aliases": ["--validation_file"], "help": "Held-out text files, same format."}
+        default=None, metadata={"aliases": ["--validation_file"], "help": "Held-out files, as --train_files."}
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Pretrain on a dataset instead of --train_files: a Hub name, a local dataset folder (read by "
+            "datasets.load_dataset) or a save_to_disk folder; its 'train' split, each row a document."
+        },
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "The configuration of --dataset_name."})
+    text_column: str = field(
+        default="text",
+        metadata={
+            "help": "The column of the rows that holds the text; its sentences come from the sentence splitter, "
+            "line by line (as --lines_are_paragraphs does for text files)."
+        },
+    )
+    document_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Rows that follow each other with the same value in this column (a sentence or a paragraph "
+            "each) form one document (default: each row is a document)."
+        },
+    )
+    validation_split_name: str | None = field(
+        default=None, metadata={"help": "The held-out split of --dataset_name (e.g. 'validation')."}
     )
     validation_documents: int = field(
         default=0, metadata={"help": "Without --validation_files: hold out this many training documents."}
@@ -276,10 +307,13 @@ def parse_pretraining_args(argv: list[str] | None = None) -> PretrainingJob:
 
 
 def apply_recipe(job: PretrainingJob) -> None:
-    """Fill the fields the user did not give from --recipe, then set the gradient accumulation steps from
-    --global_batch_size. A recipe may hold values of the quickstart's arguments: a job without them skips those."""
+    """Fill the fields the user did not give from --recipe (but for a model from --model_name_or_path, its
+    architecture), then set the gradient accumulation steps from --global_batch_size. A recipe may hold values of
+    the quickstart's arguments: a job without them skips those."""
     if job.recipe.recipe:
         known = {f.name for part in job.parts() for f in dataclasses.fields(part)}
+        if job.model.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
+            known -= ARCHITECTURE_FIELDS
         fill_unset(job.parts(), {k: v for k, v in RECIPES[job.recipe.recipe].items() if k in known})
     if job.recipe.global_batch_size:
         # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch

@@ -22,12 +22,13 @@ from ..data.pretraining import (
     count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
-    file_signatures,
+    documents_from_rows,
     load_text_documents,
     read_documents,
     resolve_sentence_splitter,
     tokenize_documents,
 )
+from ..data.sources import data_format, expand_data_files, is_saved_dataset, load_rows, source_name
 from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..errors import UserError
 from .arguments import PretrainingDataArguments, QuickstartArguments
@@ -58,25 +59,64 @@ class CorpusStats:
 
 
 def load_documents(data_args: PretrainingDataArguments, seed: int) -> tuple[Dataset | None, Dataset | None]:
-    """(training documents, held-out documents) from the text files of the arguments; with --streaming the training
-    documents are None (`training_stream` reads them as it goes)."""
-    if not data_args.train_files:
-        raise UserError("No training text: pass --train_files (one sentence per line, blank lines between documents).")
-    read = dict(
-        split_lines=data_args.lines_are_paragraphs,
-        sentence_splitter=data_args.sentence_splitter,
-        cache_dir=data_args.cache_dir,
-    )
+    """(training documents, held-out documents) of the sources of the arguments (`source_documents`); with
+    --streaming the training documents are None (`training_stream` reads them as it goes)."""
+    if not data_args.train_files and not data_args.dataset_name:
+        raise UserError(
+            "No training text: pass --train_files (text files of one sentence per line with blank lines between "
+            "documents, or .jsonl/.json/.csv/.tsv/.parquet files with --text_column) or --dataset_name."
+        )
+    if data_args.train_files and data_args.dataset_name:
+        raise UserError("Pass either --train_files or --dataset_name, not both.")
     train = None
     if not data_args.streaming:  # a stream is read by `training_stream`
-        train = load_text_documents(data_args.train_files, num_proc=data_args.preprocessing_num_workers, **read)
+        train = source_documents(data_args, data_args.train_files, split="train")
     if data_args.validation_files:
-        return train, load_text_documents(data_args.validation_files, **read)
+        return train, source_documents(data_args, data_args.validation_files, split="validation")
+    if data_args.validation_split_name:
+        if not data_args.dataset_name:
+            raise UserError("--validation_split_name names a split of --dataset_name: pass --validation_files instead.")
+        return train, source_documents(data_args, None, split=data_args.validation_split_name)
     if not data_args.validation_documents:
         return train, None
     if data_args.streaming:
         raise UserError("--streaming cannot hold out documents of a stream: pass --validation_files.")
     return hold_out(train, data_args.validation_documents, seed, "--validation_documents")
+
+
+def source_documents(data_args: PretrainingDataArguments, files: list[str] | None, split: str) -> Dataset:
+    """The documents of `files` (else of --dataset_name, its `split`): text files in the original format (one
+    sentence per line, a blank line between documents), or rows of any other source (`documents_from_rows`: each
+    row a document, or --document_column's groups, its sentences from the sentence splitter)."""
+    if files is not None and not (len(files) == 1 and is_saved_dataset(files[0])):
+        expanded = expand_data_files(files)
+        if data_format(expanded) == "text":
+            return load_text_documents(
+                expanded,
+                split_lines=data_args.lines_are_paragraphs,
+                sentence_splitter=data_args.sentence_splitter,
+                cache_dir=data_args.cache_dir,
+                num_proc=data_args.preprocessing_num_workers,
+            )
+    rows = load_rows(
+        data_files=files,
+        dataset_name=None if files is not None else data_args.dataset_name,
+        dataset_config_name=None if files is not None else data_args.dataset_config_name,
+        split=split,
+    )
+    if files is not None:
+        source = source_name(data_files=files)
+    else:
+        source = source_name(dataset_name=data_args.dataset_name, dataset_config_name=data_args.dataset_config_name)
+        source = f"{source}, split {split!r}"
+    return documents_from_rows(
+        rows,
+        source,
+        text_column=data_args.text_column,
+        document_column=data_args.document_column,
+        sentence_splitter=data_args.sentence_splitter,
+        cache_dir=data_args.cache_dir,
+    )
 
 
 def hold_out(documents: Dataset, count: int, seed: int, option: str) -> tuple[Dataset, Dataset]:
@@ -181,7 +221,7 @@ def training_stream(
     """The --streaming training instances: read lazily, shuffled by windows of --shuffle_buffer_size instances, and
     resumable from the position each checkpoint saves (`ResumableInstanceStream`)."""
     return ResumableInstanceStream(
-        data_args.train_files,
+        stream_files(data_args),
         tokenizer,
         window_size=data_args.shuffle_buffer_size,
         seed=seed,
@@ -194,6 +234,18 @@ def training_stream(
         documents_per_batch=data_args.documents_per_batch,
         word_segmenter=word_segmenter,
     )
+
+
+def stream_files(data_args: PretrainingDataArguments) -> list[str]:
+    """The text files --streaming reads (folders and globs expanded). The resumable stream saves its position as a
+    file, a byte offset and a line: it reads the text format only."""
+    files = expand_data_files(data_args.train_files) if data_args.train_files else []
+    if data_args.dataset_name or data_format(files) != "text":
+        raise UserError(
+            "--streaming reads text files (one sentence per line, blank lines between documents), whose position a "
+            "checkpoint can save; rows of a dataset or of .jsonl/.csv/.parquet files are read without --streaming."
+        )
+    return files
 
 
 # What is read to tell the script of a corpus, when choosing its word segmenter: its first documents, and at most so
@@ -211,7 +263,7 @@ def choose_word_segmenter(
         first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
         sentences = [sentence for document in first["sentences"] for sentence in document]
     else:
-        paths = [path for path, _, _ in file_signatures(data_args.train_files)]
+        paths = stream_files(data_args)
         splitter = resolve_sentence_splitter(data_args.sentence_splitter)
         read = read_documents(paths, data_args.lines_are_paragraphs, splitter)
         sentences = [
