@@ -112,3 +112,11 @@ def test_logged_sums_are_the_cross_entropy_sums_of_the_logits(masked_positions_o
         torch.testing.assert_close(sums[0], mlm_reference, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(sums[3], sop_reference, rtol=1e-5, atol=1e-6)
         assert (sums[2].item(), sums[5].item()) == (4, 3)
+
+
+def test_the_quickstart_help_names_its_other_spellings(capsys):
+    with pytest.raises(SystemExit):
+        parse_quickstart_args(["--help"])
+    shown = capsys.readouterr().out
+    assert "--fast is --recipe=smoke" in shown and "--batch_size is --per_device_train_batch_size" in shown
+    assert "--corpus" in shown and "--held_out_fraction" in shown
