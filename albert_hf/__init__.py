@@ -69,27 +69,26 @@ def _register_auto_classes() -> None:
 
 _register_auto_classes()
 
-# The Trainers (albert_hf/training/trainer.py) import transformers' Trainer and accelerate, which loading a model or a
-# tokenizer does not need: they are imported on first access, so `import albert_hf` stays as light as before.
-_TRAINER_NAMES = (
-    "AlbertModelCardMixin",
-    "AlbertPretrainingTrainer",
-    "AlbertTrainer",
-    "FineTuningTrainer",
-    "PretrainingArguments",
-    "ReliableTrainer",
-)
+# The Trainers (albert_hf/training/trainer.py, albert_hf/pretraining/trainer.py) import transformers' Trainer and
+# accelerate, which loading a model or a tokenizer does not need: they are imported on first access, so
+# `import albert_hf` stays as light as before.
+_TRAINER_MODULES = {
+    "AlbertModelCardMixin": "training.trainer",
+    "AlbertPretrainingTrainer": "pretraining.trainer",
+    "AlbertTrainer": "training.trainer",
+    "FineTuningTrainer": "training.trainer",
+    "PretrainingArguments": "pretraining.trainer",
+    "ReliableTrainer": "training.trainer",
+    "SquadTrainer": "tasks.squad",  # SQuAD's evaluation lives with its task
+}
+_TRAINER_NAMES = tuple(_TRAINER_MODULES)
 
 
 def __getattr__(name: str):
-    if name in _TRAINER_NAMES:
-        from .training import trainer
+    if name in _TRAINER_MODULES:
+        import importlib
 
-        return getattr(trainer, name)
-    if name == "SquadTrainer":  # SQuAD's evaluation lives with its task
-        from .tasks import squad
-
-        return squad.SquadTrainer
+        return getattr(importlib.import_module(f".{_TRAINER_MODULES[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -22,8 +22,8 @@ USER_ERROR_STATUS = 2  # argparse's status for a bad command line
 
 # subcommand -> (module, function taking argv and returning an exit code or None, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "quickstart": ("albert_hf.tasks.pretraining", "quickstart_main", "train a tokenizer and pretrain a small ALBERT"),
-    "pretrain": ("albert_hf.tasks.pretraining", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
+    "quickstart": ("albert_hf.pretraining.run", "quickstart_main", "train a tokenizer and pretrain a small ALBERT"),
+    "pretrain": ("albert_hf.pretraining.run", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
     "train-tokenizer": ("albert_hf.vocabulary", "train_tokenizer_main", "train a SentencePiece vocabulary"),
     "glue": ("albert_hf.tasks.glue", "main", "fine-tune on a GLUE task"),
     "squad": ("albert_hf.tasks.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),

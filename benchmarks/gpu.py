@@ -624,10 +624,6 @@ def section_learning(ctx: Context) -> dict:
     if not (ctx.data_dir / "corpus").is_dir():
         raise Skipped(f"no data folder at {ctx.data_dir} (--data-dir)")
     import pretrain_finetune as pf
-    from transformers import set_seed
-
-    from albert_hf.tasks.common import ModelArguments
-    from albert_hf.tasks.pretraining import PretrainingDataArguments, build_pretraining_model, make_instances
 
     with tempfile.TemporaryDirectory(prefix="gpu_learning_") as tmp:
         workdir = Path(tmp)
@@ -636,18 +632,11 @@ def section_learning(ctx: Context) -> dict:
         documents, held_out = pf.pretraining_documents(args)
         tokenizer = pf.pretraining_tokenizer(args, documents, workdir)
         plan = learning_plan(ctx, documents, tokenizer, args)
-        data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=plan.epochs)
-        train_dataset, _ = make_instances(documents, tokenizer, data_args, args.seed)
-        eval_dataset = pf.held_out_instances(held_out, tokenizer, args)
-        set_seed(args.seed)
-        model = build_pretraining_model(
-            ModelArguments(config_overrides=plan.model_overrides), tokenizer, args.max_seq_length
-        )
-        random_init = workdir / "random_init"
-        pf.save_checkpoint(model, tokenizer, random_init)  # the same architecture, fresh weights
+        run = pf.build_pretraining_run(args, workdir, tokenizer, documents, held_out)
+        random_init = workdir / "random_init"  # the same architecture, fresh weights
         preparation_s = time.perf_counter() - prepared
 
-        pretrained, figures = pf.pretrain_model(model, tokenizer, data_args, train_dataset, eval_dataset, args, workdir)
+        pretrained, figures = pf.pretrain_model(run, args, workdir)
         runs = finetune_both(args, pretrained, random_init, workdir / "finetune")
     failed = [run for run in runs if "error" in run]
     table = pf.summarize([run for run in runs if "error" not in run], list(args.tasks))
@@ -670,7 +659,8 @@ def section_learning(ctx: Context) -> dict:
 def learning_plan(ctx: Context, documents, tokenizer, args) -> PretrainingPlan:
     """The plan for this run (`plan_pretraining`), written into `args`: pretraining seconds (150, fewer if the budget
     is short), model, batch, passes (`dupe_factor`: each pass a fresh cut into sentence pairs) and warm-up."""
-    from albert_hf.tasks.pretraining import PretrainingDataArguments, make_instances
+    from albert_hf.pretraining.arguments import PretrainingDataArguments
+    from albert_hf.pretraining.data import make_instances
 
     one_pass, _ = make_instances(documents, tokenizer, PretrainingDataArguments(max_seq_length=args.max_seq_length), 0)
     unique_tokens = int(sum(map(len, one_pass["input_ids"])))

@@ -61,18 +61,12 @@ from transformers.trainer_callback import PrinterCallback
 
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import tokenize_documents
+from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
+from albert_hf.pretraining.data import make_instances
+from albert_hf.pretraining.run import build_pretraining_model, build_run
+from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tasks.common import ModelArguments
-from albert_hf.tasks.pretraining import (
-    QUICKSTART_DEFAULTS,
-    QUICKSTART_MODEL,
-    RECIPES,
-    PretrainingDataArguments,
-    build_pretraining_model,
-    build_trainer,
-    make_instances,
-)
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.trainer import PretrainingArguments
 
 EVAL_SEED = 1234  # the held-out masks: one draw, the same tensors for both models
 
@@ -81,11 +75,11 @@ EVAL_SEED = 1234  # the held-out masks: one draw, the same tensors for both mode
 class Setting:
     """One comparison: model, data, budgets and how steps/s are measured."""
 
-    model_overrides: str = QUICKSTART_MODEL
+    model_overrides: str = RECIPES["quickstart"]["config_overrides"]
     seq_len: int = 64
     batch_size: int = 32
-    our_learning_rate: float = QUICKSTART_DEFAULTS["learning_rate"]  # LAMB peak of the quickstart recipe
-    our_warmup_fraction: float = QUICKSTART_DEFAULTS["warmup_fraction"]
+    our_learning_rate: float = RECIPES["quickstart"]["learning_rate"]  # LAMB peak of the quickstart recipe
+    our_warmup_fraction: float = RECIPES["quickstart"]["warmup_fraction"]
     sweep_lrs: tuple[float, ...] = (1e-4, 3e-4, 1e-3)  # AdamW rates for the reference, from twice run_mlm's 5e-5
     budget_s: float = 300.0  # training seconds (at the measured rate) per recipe
     sweep_s: float = 300.0  # per sweep run; at budget_s the best sweep run is the reference's result
@@ -142,7 +136,8 @@ SMOKE_SETTING = Setting(
 @dataclass
 class Prepared:
     tokenizer: AlbertHFTokenizer
-    our_train: Dataset  # sentence-order instances
+    documents: Dataset  # the training documents
+    our_train: Dataset  # their sentence-order instances
     reference_train: Dataset  # run_mlm's blocks
     token_masks: dict  # held-out batch with token-level masks
     word_masks: dict  # the same sequences with n-gram whole-word masks
@@ -160,6 +155,7 @@ def prepare(setting: Setting, data_dir: Path) -> Prepared:
     sequences = packed_sequences(held_out, tokenizer, setting.seq_len)[: setting.max_eval_sequences]
     return Prepared(
         tokenizer=tokenizer,
+        documents=documents,
         our_train=our_train,
         reference_train=run_mlm_blocks(documents, tokenizer, setting.seq_len),
         token_masks=token_level_masks(sequences, tokenizer),
@@ -284,10 +280,7 @@ def common_arguments(setting: Setting, steps: int, output_dir: str) -> dict:
 
 
 def our_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: str, learning_rate=None) -> Trainer:
-    """`albert-hf pretrain` with the recipe's settings: the library's model and Trainer builders."""
-    set_seed(setting.seed)
-    model_args = ModelArguments(config_preset="base-v2", config_overrides=setting.model_overrides)
-    model = build_pretraining_model(model_args, prepared.tokenizer, setting.seq_len)
+    """`albert-hf pretrain` with the recipe's settings: the library's builder of a run (`build_run`)."""
     training_args = PretrainingArguments(
         **common_arguments(setting, steps, output_dir),
         learning_rate=learning_rate or setting.our_learning_rate,
@@ -295,8 +288,13 @@ def our_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: st
         optimizer="lamb",
         lr_schedule="albert",
     )
-    data_args = PretrainingDataArguments(max_seq_length=setting.seq_len, dupe_factor=setting.dupe_factor)
-    return build_trainer(model, prepared.tokenizer, data_args, training_args, prepared.our_train)
+    job = PretrainingJob(
+        model=ModelArguments(config_preset="base-v2", config_overrides=setting.model_overrides),
+        data=PretrainingDataArguments(max_seq_length=setting.seq_len, dupe_factor=setting.dupe_factor),
+        recipe=RecipeArguments(),
+        training=training_args,
+    )
+    return build_run(job, tokenizer=prepared.tokenizer, documents=(prepared.documents, None)).trainer
 
 
 def reference_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: str, learning_rate: float):

@@ -40,19 +40,14 @@ from transformers import TrainerCallback, set_seed
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.pretraining import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
+from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
+from albert_hf.pretraining.report import frequency_baselines
+from albert_hf.pretraining.run import PretrainingRun, build_run
+from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tasks import glue, ner
 from albert_hf.tasks.common import ModelArguments
-from albert_hf.tasks.pretraining import (
-    RECIPES,
-    PretrainingDataArguments,
-    build_pretraining_model,
-    build_trainer,
-    frequency_baselines,
-    make_instances,
-)
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
-from albert_hf.training.trainer import PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -235,20 +230,48 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
     tokenizer = pretraining_tokenizer(args, documents, output_dir)
     print(f"[pretraining] tokenizer ready ({len(tokenizer)} pieces) after {time.time() - started:.0f} s", flush=True)
 
-    data_args = PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor)
-    train_dataset, _ = make_instances(documents, tokenizer, data_args, args.seed)
-    eval_dataset = held_out_instances(held_out, tokenizer, args)
+    run = build_pretraining_run(args, output_dir, tokenizer, documents, held_out)
+    print(f"[pretraining] data ready after {time.time() - started:.0f} s", flush=True)
+    return pretrain_model(run, args, output_dir)
+
+
+def build_pretraining_run(args: argparse.Namespace, output_dir: Path, tokenizer, documents, held_out) -> PretrainingRun:
+    """The run of `albert-hf pretrain` on these documents (`build_run`); its freshly initialized model is saved to
+    `<output_dir>/random_init` first, the baseline of the fine-tuning comparison."""
+    run = build_run(pretraining_job(args, output_dir), tokenizer=tokenizer, documents=(documents, held_out))
     print(
-        f"[pretraining] {len(train_dataset)} training instances ({len(documents)} documents, dupe_factor "
-        f"{args.dupe_factor}), {len(eval_dataset)} held-out instances, after {time.time() - started:.0f} s",
+        f"[pretraining] {len(run.train_dataset)} training instances ({len(documents)} documents, dupe_factor "
+        f"{args.dupe_factor}), {len(run.eval_dataset)} held-out instances",
         flush=True,
     )
-    set_seed(args.seed)
-    model = build_pretraining_model(
-        ModelArguments(config_overrides=args.model_overrides), tokenizer, args.max_seq_length
+    save_checkpoint(run.model, tokenizer, output_dir / "random_init")  # (b): the same config, fresh weights
+    return run
+
+
+def pretraining_job(args: argparse.Namespace, output_dir: Path) -> PretrainingJob:
+    """The pretraining run: LAMB for `args.minutes` of wall clock (`pretrain_model` sets the time-driven decay)."""
+    training_args = PretrainingArguments(
+        output_dir=str(output_dir / "pretraining"),
+        max_steps=10**7,  # the time budget stops training
+        per_device_train_batch_size=args.batch_size,
+        per_device_eval_batch_size=64,
+        learning_rate=args.learning_rate,
+        logging_steps=100,
+        save_strategy="no",
+        report_to=[],
+        seed=args.seed,
+        disable_tqdm=True,
+        dataloader_drop_last=True,
+        dataloader_num_workers=args.dataloader_workers,
+        bf16=args.bf16,
+        use_cpu=not torch.cuda.is_available(),  # Trainer accepts bf16 on a CPU only when told it is one
     )
-    save_checkpoint(model, tokenizer, output_dir / "random_init")  # (b): the same config, fresh weights
-    return pretrain_model(model, tokenizer, data_args, train_dataset, eval_dataset, args, output_dir)
+    return PretrainingJob(
+        model=ModelArguments(config_overrides=args.model_overrides),
+        data=PretrainingDataArguments(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor),
+        recipe=RecipeArguments(),
+        training=training_args,
+    )
 
 
 def pretraining_documents(args: argparse.Namespace):
@@ -274,40 +297,17 @@ def pretraining_tokenizer(args: argparse.Namespace, documents, output_dir: Path)
     )
 
 
-def held_out_instances(held_out, tokenizer, args: argparse.Namespace):
-    """One pass over the held-out articles, cut with another seed than training."""
-    eval_args = PretrainingDataArguments(max_seq_length=args.max_seq_length)
-    return make_instances(held_out, tokenizer, eval_args, args.seed + 1)[0]
-
-
-def pretrain_model(
-    model, tokenizer, data_args, train_dataset, eval_dataset, args: argparse.Namespace, output_dir: Path
-) -> tuple[Path, dict]:
-    """Pretrain `model` for `args.minutes` of wall clock (LAMB, time-driven linear decay), save it to
+def pretrain_model(run: PretrainingRun, args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
+    """Pretrain the run's model for `args.minutes` of wall clock (LAMB, time-driven linear decay), save it to
     `<output_dir>/pretrained`, and measure it on the held-out instances beside their baselines.
 
     The clock starts when training does: the data are ready before this is called."""
-    training_args = PretrainingArguments(
-        output_dir=str(output_dir / "pretraining"),
-        max_steps=10**7,  # the time budget stops training
-        per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=64,
-        learning_rate=args.learning_rate,
-        logging_steps=100,
-        save_strategy="no",
-        report_to=[],
-        seed=args.seed,
-        disable_tqdm=True,
-        dataloader_drop_last=True,
-        dataloader_num_workers=args.dataloader_workers,
-        bf16=args.bf16,
-        use_cpu=not torch.cuda.is_available(),  # Trainer accepts bf16 on a CPU only when told it is one
-    )
-    trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
+    trainer, tokenizer, training_args = run.trainer, run.tokenizer, run.job.training
+    train_dataset, eval_dataset = run.train_dataset, run.eval_dataset
     budget = TimeBudget(args.minutes * 60, args.save_minutes * 60, output_dir / "pretraining" / "latest", tokenizer)
     trainer.add_callback(budget)
     trainer.optimizer = Lamb(
-        lamb_parameter_groups(model, training_args.weight_decay),
+        lamb_parameter_groups(run.model, training_args.weight_decay),
         lr=args.learning_rate,
         betas=(training_args.adam_beta1, training_args.adam_beta2),
         eps=training_args.adam_epsilon,

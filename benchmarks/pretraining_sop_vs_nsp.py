@@ -23,17 +23,13 @@ from pathlib import Path
 from datasets import Dataset, concatenate_datasets
 
 from albert_hf.data.pretraining import load_text_documents
+from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
+from albert_hf.pretraining.data import make_instances
+from albert_hf.pretraining.report import frequency_baselines
+from albert_hf.pretraining.run import build_run
+from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tasks.common import ModelArguments
-from albert_hf.tasks.pretraining import (
-    RECIPES,
-    PretrainingDataArguments,
-    build_pretraining_model,
-    build_trainer,
-    frequency_baselines,
-    make_instances,
-)
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.trainer import PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
 
@@ -94,10 +90,6 @@ def run_mode(mode: str, train_documents, tokenizer, eval_sets, args: argparse.Na
     data_args = PretrainingDataArguments(
         max_seq_length=args.max_seq_length, objective=mode, dupe_factor=args.dupe_factor
     )
-    train_dataset, _ = make_instances(train_documents, tokenizer, data_args, seed=args.seed)
-    model = build_pretraining_model(
-        ModelArguments(config_overrides=args.model_overrides), tokenizer, args.max_seq_length
-    )
     training_args = PretrainingArguments(
         output_dir=str(Path(args.output_dir) / mode),
         max_steps=args.max_steps,
@@ -111,7 +103,14 @@ def run_mode(mode: str, train_documents, tokenizer, eval_sets, args: argparse.Na
         seed=args.seed,
         disable_tqdm=True,
     )
-    trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset)
+    job = PretrainingJob(
+        model=ModelArguments(config_overrides=args.model_overrides),
+        data=data_args,
+        recipe=RecipeArguments(),
+        training=training_args,
+    )
+    run = build_run(job, tokenizer=tokenizer, documents=(train_documents, None))
+    trainer, train_dataset = run.trainer, run.train_dataset
     started = time.time()
     trainer.train()
     seconds = time.time() - started

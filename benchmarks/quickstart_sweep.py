@@ -3,7 +3,7 @@
     python benchmarks/quickstart_sweep.py                       # every named configuration below
     python benchmarks/quickstart_sweep.py --configs default long-1200 --threads 1
 
-Each configuration is the quickstart's command line (`albert_hf.tasks.pretraining.run_quickstart`, the code behind
+Each configuration is the quickstart's command line (`albert_hf.pretraining.run.run_quickstart`, the code behind
 `albert-hf quickstart`) with a few options changed. The figures are accuracies at a fixed number of steps, so they do
 not depend on the machine's load; the CPU seconds per step (process time, all threads) are there to price a
 configuration against the 5-minute budget, and the wall time is only indicative on a shared machine. Each row prints
@@ -20,7 +20,8 @@ import time
 
 import torch
 
-from albert_hf.tasks.pretraining import RECIPES, quickstart_arguments, run_quickstart
+from albert_hf.pretraining.arguments import RECIPES
+from albert_hf.pretraining.run import quickstart_arguments, run_quickstart
 
 TINY = RECIPES["tiny"]["config_overrides"]
 WIDE = TINY.replace("embedding_size=64,hidden_size=128", "embedding_size=128,hidden_size=256").replace(
@@ -99,8 +100,8 @@ def run_config(name: str, extra: list[str], seed: int) -> dict:
         "options": " ".join(CONFIGS[name] + extra),
         "seed": seed,
         "steps": result.trainer.state.global_step,
-        "train_instances": result.train_instances,
-        "eval_instances": result.eval_instances,
+        "train_instances": result.stats.train_instances,
+        "eval_instances": result.stats.eval_instances,
         "mlm_accuracy": metrics["eval_mlm_accuracy"],
         "mlm_baseline": baselines.mlm,
         "mlm_ratio": metrics["eval_mlm_accuracy"] / baselines.mlm,

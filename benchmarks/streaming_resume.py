@@ -35,13 +35,8 @@ SHARED = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO_ROOT.parent / "shared
 
 
 def build_trainer(files: list[str], output_dir: str, accumulation: int, window: int):
-    from albert_hf.tasks.common import load_tokenizer
-    from albert_hf.tasks.pretraining import (
-        build_pretraining_model,
-        build_trainer,
-        parse_pretraining_args,
-        prepare_datasets,
-    )
+    from albert_hf.pretraining.arguments import parse_pretraining_args
+    from albert_hf.pretraining.run import build_run
 
     argv = [
         "--recipe",
@@ -64,11 +59,7 @@ def build_trainer(files: list[str], output_dir: str, accumulation: int, window: 
         "--shuffle_buffer_size",
         str(window),
     ]
-    model_args, data_args, _, training_args = parse_pretraining_args(argv)
-    tokenizer = load_tokenizer(model_args)
-    train, _, _ = prepare_datasets(data_args, tokenizer, training_args.seed)
-    model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length)
-    return build_trainer(model, tokenizer, data_args, training_args, train)
+    return build_run(parse_pretraining_args(argv)).trainer
 
 
 def saved_positions(stream, consumed_counts: list[int], batch_size: int) -> dict[int, tuple[dict, list[dict]]]:

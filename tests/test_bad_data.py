@@ -58,7 +58,8 @@ def test_runs_of_blank_lines_make_no_empty_documents(tmp_path):
 
 
 def prepare(tmp_path: Path, tokenizer, text: str, max_seq_length: int = 32):
-    from albert_hf.tasks.pretraining import PretrainingDataArguments, prepare_datasets
+    from albert_hf.pretraining.arguments import PretrainingDataArguments
+    from albert_hf.pretraining.data import prepare_datasets
 
     path = write(tmp_path, "corpus.txt", text)
     data_args = PretrainingDataArguments(

@@ -21,7 +21,8 @@ from albert_hf.data.pretraining import (
     resolve_sentence_splitter,
     split_sentences,
 )
-from albert_hf.tasks.pretraining import parse_pretraining_args, quickstart_tokenizer_options
+from albert_hf.pretraining.arguments import parse_pretraining_args
+from albert_hf.pretraining.run import quickstart_tokenizer_options
 from albert_hf.vocabulary import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
@@ -228,7 +229,7 @@ def test_quickstart_on_japanese_gives_a_fill_mask_model_and_a_japanese_card(tmp_
     from huggingface_hub import ModelCard
     from transformers import pipeline
 
-    from albert_hf.tasks.pretraining import quickstart_main
+    from albert_hf.pretraining.run import quickstart_main
 
     lines = [*JAPANESE_SAMPLE.read_text(encoding="utf-8").split(), "吾輩は猫である。", "名前はまだ無い。"]
     corpus = tmp_path / "corpus.txt"

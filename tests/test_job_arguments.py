@@ -14,9 +14,9 @@ from conftest import TINY_ONE_LAYER_OVERRIDES
 from transformers import HfArgumentParser, TrainingArguments
 
 from albert_hf.errors import UserError
+from albert_hf.pretraining.arguments import RECIPES, parse_pretraining_args
 from albert_hf.tasks.common import ModelArguments, given_options, parse_args
 from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset, preset_key
-from albert_hf.tasks.pretraining import RECIPES, parse_pretraining_args
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

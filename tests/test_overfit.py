@@ -21,7 +21,7 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
 STEPS = 1000

@@ -14,7 +14,8 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.tasks.pretraining import main
+from albert_hf.pretraining.run import main
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
@@ -24,7 +25,6 @@ from albert_hf.training.sanity import (
     check_single_token,
     check_tokenizer_matches_config,
 )
-from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
 

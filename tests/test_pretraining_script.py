@@ -16,10 +16,11 @@ from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.tasks.pretraining import RECIPES, accumulation_steps, main, parse_pretraining_args, quickstart_main
+from albert_hf.pretraining.arguments import RECIPES, accumulation_steps, parse_pretraining_args
+from albert_hf.pretraining.run import main, quickstart_main
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb
-from albert_hf.training.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer
 
 TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},classifier_dropout_prob=0.0"

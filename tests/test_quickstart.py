@@ -12,13 +12,11 @@ from albert_hf.data.embedded_corpus import (
     prose_sentences,
     stdlib_docstring_texts,
 )
-from albert_hf.tasks.pretraining import (
-    QUICKSTART_DEFAULTS,
-    frequency_baselines,
-    quickstart_arguments,
-    quickstart_main,
-    run_quickstart,
-)
+from albert_hf.pretraining.arguments import RECIPES
+from albert_hf.pretraining.report import frequency_baselines
+from albert_hf.pretraining.run import quickstart_arguments, quickstart_main, run_quickstart
+
+QUICKSTART_DEFAULTS = RECIPES["quickstart"]
 
 # ---- embedded corpus -------------------------------------------------------------------------------------------------
 

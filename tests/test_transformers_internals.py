@@ -77,10 +77,6 @@ def test_no_module_but_the_adapter_uses_a_private_trainer_name():
             name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "name", None)
             if isinstance(node, (ast.Attribute, ast.FunctionDef)) and name in private:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {name}")
-    # The pretraining Trainer's overrides are moving into albert_hf/pretraining/, where they use the adapter's
-    # `extra_signature_columns` and `mark_scheduler_created`; until then they are the only ones left.
-    pending = {"_set_signature_columns_if_needed", "_signature_columns", "_created_lr_scheduler"}
-    offenders = [line for line in offenders if line.split()[-1] not in pending or "training/trainer.py" not in line]
     assert offenders == [], "private transformers names outside transformers_internals.py:\n" + "\n".join(offenders)
 
 

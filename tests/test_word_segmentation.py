@@ -30,14 +30,9 @@ from albert_hf.data.word_segmentation import (
     segment_chinese,
     segment_japanese,
 )
-from albert_hf.tasks.pretraining import (
-    SCRIPT_SAMPLE_DOCUMENTS,
-    SCRIPT_SAMPLE_SENTENCES,
-    PretrainingDataArguments,
-    choose_word_segmenter,
-    main,
-    parse_pretraining_args,
-)
+from albert_hf.pretraining.arguments import PretrainingDataArguments, parse_pretraining_args
+from albert_hf.pretraining.data import SCRIPT_SAMPLE_DOCUMENTS, SCRIPT_SAMPLE_SENTENCES, choose_word_segmenter
+from albert_hf.pretraining.run import main
 from albert_hf.vocabulary import train_tokenizer
 
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"
@@ -315,13 +310,13 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
         "--output_dir", str(tmp_path / "model"), "--report_to", "none", "--use_cpu", "--disable_tqdm", "true",
         "--save_strategy", "no",
     ]  # fmt: skip
-    with caplog.at_level(logging.INFO, logger="albert_hf.tasks.pretraining"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.pretraining"):
         assert main(argv + ["--max_eval_instances", "8"]) == 0
     lines = [record.getMessage() for record in caplog.records if record.getMessage().startswith("masking:")]
     assert len(lines) == 1 and lines[0].endswith("word boundaries from fugashi/unidic-lite"), lines
     assert re.fullmatch(MASKING_LINE + "fugashi/unidic-lite", lines[0])
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="albert_hf.tasks.pretraining"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.pretraining"):
         assert main(argv + ["--word_segmenter", "pieces", "--max_eval_instances", "8", "--overwrite_output_dir"]) == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "masking:" in r.getMessage()]
     assert len(warnings) == 1 and "do not fit the budget" in warnings[0], warnings
@@ -330,9 +325,9 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
 def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
     """Trainer keeps only the columns the model's forward takes: "word_starts" must still reach the collator, or
     training would mask by the "▁" rule while the log reports words."""
+    from albert_hf.pretraining.run import build_pretraining_model, build_trainer
+    from albert_hf.pretraining.trainer import PretrainingArguments
     from albert_hf.tasks.common import ModelArguments
-    from albert_hf.tasks.pretraining import build_pretraining_model, build_trainer
-    from albert_hf.training.trainer import PretrainingArguments
 
     tokenizer, documents = japanese
     dataset = build_pretraining_dataset(

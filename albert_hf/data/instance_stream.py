@@ -40,12 +40,12 @@ from .pretraining import (
     Objective,
     ReadPosition,
     SentenceSplitter,
-    _instances_batch,
-    _tokenize_batch,
     check_instance_options,
     file_signatures,
+    instances_batch,
     read_documents,
     resolve_sentence_splitter,
+    tokenize_batch,
     tokenizer_fingerprint,
 )
 
@@ -81,6 +81,20 @@ class StreamPosition:
 class _Window:
     start: StreamPosition
     size: int  # instances
+
+
+def stream_position_obstacle(world_size: int, dataloader_num_workers: int) -> str | None:
+    """Why a checkpoint cannot save and restore the position of a training stream read this way, or None if it can.
+
+    The stream must be read in the training process, one batch of `train_batch_size` instances per training batch:
+    with DataLoader workers the reading (and so the position) is in a worker, and with several processes accelerate
+    reads the stream in the main one and splits its batches. A resume there reads the trained batches again.
+    """
+    if dataloader_num_workers > 0:
+        return f"--dataloader_num_workers {dataloader_num_workers} reads the stream in DataLoader workers"
+    if world_size > 1:
+        return f"with {world_size} processes accelerate reads the stream in the main one and splits its batches"
+    return None
 
 
 class ResumableInstanceStream(torch.utils.data.IterableDataset):
@@ -215,7 +229,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         first = start.document
         while batch := self._next_batch(documents):
             self.documents_read += len(batch)
-            tokenized = _tokenize_batch(
+            tokenized = tokenize_batch(
                 {"sentences": [sentences for sentences, _ in batch]}, self.tokenizer, self.word_segmenter
             )
             columns = {"sentence_ids": pa.array(tokenized["sentence_ids"], type=TOKENIZED_TYPE)}
@@ -223,7 +237,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
                 columns["sentence_word_starts"] = pa.array(tokenized["sentence_word_starts"], type=WORD_STARTS_TYPE)
             table = pa.table(columns)
             indices = list(range(first, first + len(batch)))
-            instances = _instances_batch(table, indices, with_documents=True, **self.instance_options)
+            instances = instances_batch(table, indices, with_documents=True, **self.instance_options)
             owners = instances.column("document").to_numpy()
             # A stable sort by document: each document's instances together, in the order they were made.
             instances = instances.drop_columns(["document"]).take(np.argsort(owners, kind="stable"))

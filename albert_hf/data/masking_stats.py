@@ -3,7 +3,7 @@
 Whole-word masking only reaches `masked_lm_prob` when words are short beside the budget: on text whose "words" are
 whole clauses (Japanese or Chinese read by the "▁" rule) the collator masks far fewer tokens than asked, and what it
 can mask is mostly punctuation. `albert-hf pretrain` and the quickstart log these figures for their first training
-instances (`albert_hf.tasks.pretraining.masking_log`), so that a run says what it trains on before it spends any time.
+instances (`albert_hf.pretraining.run.masking_log`), so that a run says what it trains on before it spends any time.
 """
 
 from __future__ import annotations

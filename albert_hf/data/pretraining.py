@@ -36,6 +36,7 @@ Where this differs from the original, and why:
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import random
 import re
@@ -320,6 +321,71 @@ def documents_from_texts(
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# Rows (any file format, a dataset) -> documents
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def paragraph_sentences(text: str, sentence_splitter: SentenceSplitter) -> list[str]:
+    """The sentences of a text of paragraphs: each non-blank line, stripped, through the splitter, as a text file's
+    lines are with `split_lines`."""
+    return [sentence for line in text.splitlines() if line.strip() for sentence in sentence_splitter(line.strip())]
+
+
+def documents_from_rows(
+    rows: Dataset,
+    source: str,
+    text_column: str = "text",
+    document_column: str | None = None,
+    sentence_splitter: str | SentenceSplitter | None = None,
+    cache_dir: str | None = None,
+) -> Dataset:
+    """{"sentences": [...]} documents of a table's rows, the sentences of each text cut as a text file's paragraphs
+    are (`paragraph_sentences`): the same text gives the same documents as a .txt file read with `split_lines`.
+
+    Each row is a document; with `document_column`, consecutive rows with the same value in it (a sentence or a
+    paragraph each) are one document. Texts are checked as `sources.TextRows` checks them: a text that is not a
+    string is an error naming its row, empty ones add nothing (and are counted in the log). `source` names the rows
+    in messages; `cache_dir` is where `datasets` keeps the documents.
+    """
+    from .sources import TextRows, require_columns
+
+    texts = TextRows(rows, text_column, source)
+    if document_column is not None:
+        require_columns(rows, {"--document_column": document_column}, source)
+        for _ in texts:  # the checks of every text, before any is grouped
+            pass
+    splitter = resolve_sentence_splitter(sentence_splitter)
+    gen_kwargs = dict(rows=rows, texts=texts, document_column=document_column, sentence_splitter=splitter)
+    try:
+        return Dataset.from_generator(
+            _row_documents, features=DOCUMENT_FEATURES, gen_kwargs=gen_kwargs, cache_dir=cache_dir
+        )
+    except DatasetGenerationError as error:
+        # Show the message that names the row rather than datasets' generic "error while generating the dataset".
+        if isinstance(error.__cause__, UserError):
+            raise error.__cause__ from None
+        raise
+
+
+def _row_documents(rows: Dataset, texts, document_column: str | None, sentence_splitter: SentenceSplitter):
+    if document_column is None:
+        for text in texts:
+            sentences = paragraph_sentences(text, sentence_splitter)
+            if sentences:
+                yield {"sentences": sentences}
+        return
+    for _, group in itertools.groupby(_row_pairs(rows, texts.column, document_column), key=lambda pair: pair[0]):
+        sentences = [s for _, text in group for s in paragraph_sentences(text or "", sentence_splitter)]
+        if sentences:
+            yield {"sentences": sentences}
+
+
+def _row_pairs(rows: Dataset, text_column: str, document_column: str):
+    for batch in rows.select_columns([document_column, text_column]).iter(batch_size=1000):
+        yield from zip(batch[document_column], batch[text_column])
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Documents -> token ids
 # --------------------------------------------------------------------------------------------------------------------
 
@@ -339,7 +405,7 @@ def encode_sentences(tokenizer, sentences: list[str]) -> list[list[int]]:
     return tokenizer(sentences, **options)["input_ids"]
 
 
-def _tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
+def tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
     """Ids of the sentences of a batch of documents; with a `word_segmenter` (a [`WordSegmenter`]), also the word
     starts of each sentence's tokens."""
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
@@ -388,7 +454,7 @@ def tokenize_documents(
         )
     return _map(
         documents,
-        _tokenize_batch,
+        tokenize_batch,
         batch_size=documents_per_batch,
         remove_columns=documents.column_names or ["sentences"],
         fn_kwargs={"tokenizer": tokenizer, "word_segmenter": word_segmenter},
@@ -653,7 +719,7 @@ class _ArrowLengths:
         return self.cache[index]
 
 
-def _instances_batch(
+def instances_batch(
     batch: pa.Table,
     indices: list[int],
     *,
@@ -775,7 +841,7 @@ def create_sentence_order_instances(
     # Batches as Arrow tables: the tokens are sliced as arrays and never become Python ints (see _ArrowPool).
     instances = _map(
         tokenized.with_format("arrow"),
-        _instances_batch,
+        instances_batch,
         with_indices=True,
         batch_size=documents_per_batch,
         remove_columns=columns or ["sentence_ids"],

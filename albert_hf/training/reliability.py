@@ -866,15 +866,15 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         """The training set if it is a stream whose position can be saved and restored here, else None.
 
         Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)` and
-        `resume_from_state(state, pass, instances consumed)`. It must be read in this process, one batch of
-        `train_batch_size` instances per training batch: with several processes accelerate reads the stream in the
-        main one and splits its batches, and with DataLoader workers the reading (and the position) is in a worker.
-        There Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
+        `resume_from_state(state, pass, instances consumed)`, and must be read as `stream_position_obstacle` says.
+        Otherwise Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
         """
+        from ..data.instance_stream import stream_position_obstacle
+
         dataset = self.train_dataset
         if not (hasattr(dataset, "position_state") and hasattr(dataset, "resume_from_state")):
             return None
-        if self.args.world_size > 1 or self.args.dataloader_num_workers > 0:
+        if stream_position_obstacle(self.args.world_size, self.args.dataloader_num_workers) is not None:
             return None
         return dataset
 

@@ -135,18 +135,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         ("eval_dataset",),
     ),
     InternalName(
-        "Trainer._set_signature_columns_if_needed",
-        "override",
-        "keeping dataset columns the collator needs but the model's forward does not take (`extra_signature_columns`)",
-        "`remove_unused_columns=False` would keep every column, `label_names` changes how evaluation treats them",
-    ),
-    InternalName(
-        "Trainer._signature_columns",
-        "attribute",
-        "the columns `_set_signature_columns_if_needed` keeps, extended by `extra_signature_columns`",
-        "filled by the private method above",
-    ),
-    InternalName(
         "Trainer._created_lr_scheduler",
         "attribute",
         "marking a scheduler a Trainer subclass built in `create_scheduler` as Trainer's own, so a second `train()` "
@@ -252,10 +240,8 @@ class TrainerInternalHooks:
       * `stream_starts_after_skipped_batches(epoch)`: whether in `epoch` the data already starts after the batches
         Trainer would skip.
       * `evaluation_sampler(eval_dataset)`: the evaluation sampler (default: Trainer's).
-      * `extra_signature_columns`: dataset columns kept although the model's forward does not take them.
     """
 
-    extra_signature_columns: tuple[str, ...] = ()
     _checkpoint_run_dir: str | None = None  # while a checkpoint is written elsewhere: where
 
     # ---- checkpoints ------------------------------------------------------------------------------------------------
@@ -312,16 +298,10 @@ class TrainerInternalHooks:
     def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
         return False
 
-    # ---- data order and columns -------------------------------------------------------------------------------------
+    # ---- data order -------------------------------------------------------------------------------------------------
 
     def _get_eval_sampler(self, eval_dataset):
         return self.evaluation_sampler(eval_dataset)
 
     def evaluation_sampler(self, eval_dataset):
         return super()._get_eval_sampler(eval_dataset)
-
-    def _set_signature_columns_if_needed(self) -> None:
-        super()._set_signature_columns_if_needed()
-        for column in self.extra_signature_columns:
-            if column not in self._signature_columns:
-                self._signature_columns.append(column)

@@ -1,8 +1,8 @@
-"""Pretrain ALBERT (MLM + SOP, LAMB); see `albert_hf.tasks.pretraining` (same as `albert-hf pretrain`)."""
+"""Pretrain ALBERT (MLM + SOP, LAMB); see `albert_hf.pretraining.run` (same as `albert-hf pretrain`)."""
 
 import sys
 
-from albert_hf.tasks.pretraining import main
+from albert_hf.pretraining.run import main
 
 if __name__ == "__main__":
     sys.exit(main())

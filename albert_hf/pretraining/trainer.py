@@ -1,0 +1,361 @@
+"""The Trainer of ALBERT pretraining: [`AlbertPretrainingTrainer`] with [`PretrainingArguments`].
+
+* The SOP loss is normalized like the MLM loss: Trainer counts the MLM targets of the whole accumulated batch (all
+  gradient-accumulation micro-batches, all processes) and passes `num_items_in_batch`; this class counts the
+  sequences the same way and passes `num_sequences_in_batch`, so both terms are "sum over the big batch / its size"
+  and accumulation or data parallelism give exactly the gradient of one large batch.
+* MLM loss and accuracy and SOP loss and accuracy are logged separately, in training logs (averaged over the logging
+  window, weighted by targets) and in evaluation (over the whole evaluation set). The losses are the model's own
+  terms (`mlm_loss`, `sop_loss` of its output), turned back into sums by the counts they were divided by: one
+  computation of each loss.
+* `optimizer="lamb"` in [`PretrainingArguments`] selects [`Lamb`] with ALBERT's parameter groups, and
+  `lr_schedule="albert"` the original polynomial decay with warmup. AdamW (`--optim`) stays available. Under
+  DeepSpeed ZeRO the layout of the flat partitions ZeRO gives LAMB is registered when training starts, so that each
+  trust ratio is that of a whole tensor (training/lamb_deepspeed.py).
+* The model card it writes (`create_model_card`, `--push_to_hub`) is albert_hf's, as for every albert_hf Trainer
+  (`AlbertModelCardMixin`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from transformers import Trainer, TrainerCallback, TrainingArguments
+
+from ..errors import UserError
+from ..hub import CardInfo, register_tokenizer_for_remote_code
+from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
+from ..training.lamb import Lamb, lamb_parameter_groups
+from ..training.reliability import ReliableTrainerMixin
+from ..training.schedules import get_albert_polynomial_decay_schedule
+from ..training.trainer import AlbertModelCardMixin
+from ..training.transformers_internals import mark_scheduler_created
+
+logger = logging.getLogger(__name__)
+
+
+# Per-batch sums behind the logged metrics; sums (not means) so that micro-batches, logging windows and processes
+# add up exactly.
+METRIC_SUMS = ("mlm_loss_sum", "mlm_correct", "mlm_count", "sop_loss_sum", "sop_correct", "sop_count")
+
+
+@dataclass
+class PretrainingArguments(TrainingArguments):
+    """`TrainingArguments` with ALBERT's optimizer defaults (LAMB, eps 1e-6, weight decay 0.01) and schedule."""
+
+    optimizer: Literal["lamb", "adamw"] = field(
+        default="lamb",
+        metadata={
+            "help": "lamb: ALBERT's LAMB (betas from --adam_beta1/2, eps --adam_epsilon, --weight_decay); "
+            "adamw: Trainer's optimizer chosen by --optim."
+        },
+    )
+    lr_schedule: Literal["albert", "trainer"] = field(
+        default="albert",
+        metadata={
+            "help": "albert: linear warmup then (1 - step/max_steps)^power from step 0, as the original; "
+            "trainer: --lr_scheduler_type."
+        },
+    )
+    lr_decay_power: float = field(default=1.0, metadata={"help": "Power of the albert schedule's decay."})
+    remove_unused_columns: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep every column of the instances for the collator (default): the word starts of text without "
+            'spaces ("word_starts") are read by the collator, never by the model\'s forward.'
+        },
+    )
+    mlm_masked_positions_only: bool = field(
+        default=True,
+        metadata={
+            "help": "Compute MLM logits only at the ~15%% masked positions, as the original ALBERT does: the "
+            "same loss and gradients for much less work (the model must support it)."
+        },
+    )
+    weight_decay: float = field(default=0.01, metadata={"help": "Decoupled weight decay (ALBERT: 0.01)."})
+    adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
+    sanity_checks: bool = field(
+        default=True,
+        metadata={
+            "help": "Before training, check that tokenizer, model config and a first batch fit together "
+            "(vocabulary, special ids, lengths, no padding as a target); --no_sanity_checks skips it."
+        },
+    )
+    divergence_guard: bool = field(
+        default=True,
+        metadata={
+            "help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
+            "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."
+        },
+    )
+    divergence_spike_factor: float = field(
+        default=3.0, metadata={"help": "A step's loss above this multiple of the running median is a spike."}
+    )
+    divergence_window: int = field(default=100, metadata={"help": "Steps in the running median of the loss."})
+    divergence_min_history: int = field(
+        default=10, metadata={"help": "Steps of history needed before a spike can be called (non-finite: always)."}
+    )
+    divergence_snapshot_steps: int = field(
+        default=50, metadata={"help": "Refresh the in-memory good state every this many steps."}
+    )
+    divergence_max_rollbacks: int = field(
+        default=5, metadata={"help": "Stop with an error after this many rollbacks (the run keeps diverging)."}
+    )
+    divergence_lr_factor: float = field(
+        default=1.0, metadata={"help": "Multiply the learning rate by this at each rollback (1: keep it)."}
+    )
+
+    def divergence_guard_config(self) -> DivergenceGuardConfig | None:
+        """The guard's settings, or None when it is off."""
+        if not self.divergence_guard:
+            return None
+        return DivergenceGuardConfig(
+            spike_factor=self.divergence_spike_factor,
+            window=self.divergence_window,
+            min_history=self.divergence_min_history,
+            snapshot_steps=self.divergence_snapshot_steps,
+            max_rollbacks=self.divergence_max_rollbacks,
+            lr_factor=self.divergence_lr_factor,
+        )
+
+
+class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # checkpoints, NaN guard, card
+    """`Trainer` for [`AlbertForPreTraining`]-style models (MLM + sentence-order heads).
+
+    The model's forward must take `num_items_in_batch` and `num_sequences_in_batch` and return `loss`,
+    `prediction_logits` and `sop_logits` (albert_hf's `AlbertForPreTraining` does). Use it like `Trainer`, with
+    [`PretrainingArguments`] (or plain `TrainingArguments`: then AdamW and `--lr_scheduler_type`), and
+    [`DataCollatorForSOP`] as `data_collator`. From Python, LAMB can also be passed directly:
+    `optimizers=(Lamb(lamb_parameter_groups(model), lr=...), get_albert_polynomial_decay_schedule(...))`.
+    `card_info` holds the model card's metadata (e.g. its language).
+    """
+
+    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.card_info = card_info
+        register_tokenizer_for_remote_code()  # checkpoints then carry tokenization.py, like modeling.py
+        self._check_columns_reach_the_collator()
+        model = self.accelerator.unwrap_model(self.model)
+        forward = inspect.signature(model.forward).parameters
+        missing = [name for name in ("num_items_in_batch", "num_sequences_in_batch") if name not in forward]
+        if missing:
+            raise ValueError(
+                f"AlbertPretrainingTrainer: {type(model).__name__}.forward takes no {missing}; it "
+                "needs a model whose losses are normalized by the global counts (albert_hf.AlbertForPreTraining)."
+            )
+        # Explicit, not inferred from **kwargs: our model normalizes both losses by the counts we pass.
+        self.model_accepts_loss_kwargs = True
+        self._masked_positions_only = (
+            getattr(self.args, "mlm_masked_positions_only", False) and "masked_positions_only" in forward
+        )
+        self._num_sequences_in_batch: torch.Tensor | None = None
+        self._metric_sums = {"train": None, "eval": None}
+        if self.is_deepspeed_enabled:
+            self.add_callback(RegisterZeroPartitionsWithLamb())
+        guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
+        if guard_config is not None:
+            if self.is_deepspeed_enabled or self.is_fsdp_enabled:  # sharded states owned by the engine
+                logger.warning("The divergence guard is off under DeepSpeed/FSDP: a non-finite loss stops the run.")
+            else:
+                self.divergence_guard = DivergenceGuard(guard_config)
+
+    def _check_columns_reach_the_collator(self) -> None:
+        """Refuse to drop "word_starts" (the word boundaries of text without spaces): Trainer keeps only the columns
+        the model's forward takes unless `remove_unused_columns` is off, and without them the collator would mask by
+        the "▁" rule while the log reports words."""
+        if not self.args.remove_unused_columns:
+            return
+        for name, dataset in (("train_dataset", self.train_dataset), ("eval_dataset", self.eval_dataset)):
+            if "word_starts" in (getattr(dataset, "column_names", None) or []):
+                raise UserError(
+                    f'AlbertPretrainingTrainer: the {name} has word starts ("word_starts") that Trainer would drop '
+                    "before the collator: use PretrainingArguments, or remove_unused_columns=False."
+                )
+
+    # ---- optimizer and schedule -------------------------------------------------------------------------------------
+
+    def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        """LAMB with ALBERT's parameter groups when `args.optimizer == "lamb"`, else Trainer's choice (`--optim`)."""
+        if self.optimizer is None and self.optimizer_cls_and_kwargs is None and _wants_lamb(self.args):
+            self.optimizer = Lamb(
+                lamb_parameter_groups(self.model if model is None else model, self.args.weight_decay),
+                lr=self.args.learning_rate,
+                betas=(self.args.adam_beta1, self.args.adam_beta2),
+                eps=self.args.adam_epsilon,
+            )
+            return self.optimizer
+        return super().create_optimizer(model)
+
+    def create_scheduler(
+        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
+    ) -> torch.optim.lr_scheduler.LRScheduler:
+        """ALBERT's polynomial decay with warmup when `args.lr_schedule == "albert"`, else `--lr_scheduler_type`."""
+        if self.lr_scheduler is None and getattr(self.args, "lr_schedule", "trainer") == "albert":
+            self.lr_scheduler = get_albert_polynomial_decay_schedule(
+                self.optimizer if optimizer is None else optimizer,
+                num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
+                num_training_steps=num_training_steps,
+                power=self.args.lr_decay_power,
+            )
+            mark_scheduler_created(self)  # as Trainer does for its own: rebuilt if train() is called again
+            return self.lr_scheduler
+        return super().create_scheduler(num_training_steps, optimizer)
+
+    # ---- loss normalization -----------------------------------------------------------------------------------------
+
+    def get_batch_samples(self, epoch_iterator, num_batches: int, device: torch.device):
+        """Trainer's micro-batches and MLM target count, plus the sequence count of the same accumulated batch."""
+        batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
+        self._num_sequences_in_batch = self._count_sequences(batch_samples, device)
+        return batch_samples, num_items_in_batch
+
+    def _count_sequences(self, batch_samples: list[dict], device: torch.device) -> torch.Tensor | None:
+        """Sequences with a sentence-order label in these micro-batches, summed over processes as Trainer sums
+        `num_items_in_batch` (only when `average_tokens_across_devices`, as Trainer then scales the loss)."""
+        if not batch_samples or "sentence_order_label" not in batch_samples[0]:
+            return None
+        count = sum(batch["sentence_order_label"].ne(-100).sum() for batch in batch_samples).to(device)
+        if self.args.average_tokens_across_devices and self.args.world_size > 1:
+            count = self.accelerator.gather(count).sum()
+        return count
+
+    def compute_loss(
+        self,
+        model: torch.nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ):
+        """Trainer's loss with `num_sequences_in_batch` added; records the MLM/SOP sums for logging."""
+        if self._masked_positions_only:
+            inputs = {**inputs, "masked_positions_only": True}
+        if num_items_in_batch is not None:
+            # Only alongside num_items_in_batch: Trainer then treats the loss as already normalized over the
+            # accumulated batch, which must hold for the SOP term too. Evaluation counts each batch on its own.
+            num_sequences = (
+                self._num_sequences_in_batch if model.training else self._count_sequences([inputs], self.args.device)
+            )
+            if num_sequences is not None:
+                inputs = {**inputs, "num_sequences_in_batch": num_sequences}
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        self._record_metric_sums("train" if model.training else "eval", outputs, inputs, num_items_in_batch)
+        return (loss, outputs) if return_outputs else loss
+
+    # ---- metrics ----------------------------------------------------------------------------------------------------
+
+    def discard_training_log_sums(self) -> None:
+        self._metric_sums["train"] = None
+
+    def _record_metric_sums(self, mode: str, outputs, inputs: dict[str, Any], num_items_in_batch) -> None:
+        sums = pretraining_metric_sums(
+            outputs,
+            inputs.get("labels"),
+            inputs.get("sentence_order_label"),
+            num_items_in_batch=num_items_in_batch,
+            num_sequences_in_batch=inputs.get("num_sequences_in_batch"),
+        )
+        self._metric_sums[mode] = sums if self._metric_sums[mode] is None else self._metric_sums[mode] + sums
+
+    def _pop_metrics(self, mode: str, prefix: str = "") -> dict[str, float]:
+        """The metrics of everything recorded since the last call, summed over processes; resets the sums."""
+        sums, self._metric_sums[mode] = self._metric_sums[mode], None
+        if sums is None:
+            return {}
+        if self.accelerator.num_processes > 1:
+            sums = self.accelerator.reduce(sums, reduction="sum")
+        return summarize_metric_sums(sums, prefix)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add MLM/SOP loss and accuracy of the steps since the last log to each training log."""
+        if "loss" in logs:  # a training log (evaluation logs are "eval_*", the final summary "train_*")
+            logs = {**logs, **self._pop_metrics("train")}
+        super().log(logs, start_time)
+
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix: str = "eval"
+    ):
+        """Trainer's loop without collecting logits (B x T x V would not fit), plus MLM/SOP metrics."""
+        self._metric_sums["eval"] = None
+        output = super().evaluation_loop(
+            dataloader,
+            description,
+            prediction_loss_only=True,
+            ignore_keys=ignore_keys,
+            metric_key_prefix=metric_key_prefix,
+        )
+        output.metrics.update(self._pop_metrics("eval", prefix=f"{metric_key_prefix}_"))
+        return output
+
+
+class RegisterZeroPartitionsWithLamb(TrainerCallback):
+    """At the start of training (DeepSpeed initialized, checkpoint loaded), tell a `Lamb` inside DeepSpeed's ZeRO
+    optimizer how ZeRO's flat partitions are made of whole tensors. Without it, `Lamb` refuses ZeRO's partitions
+    rather than take each trust ratio over a partition."""
+
+    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+        from ..training.lamb_deepspeed import register_zero_partitions
+
+        count = register_zero_partitions(optimizer)
+        if count:
+            logger.info("LAMB under DeepSpeed ZeRO: %d flat partitions registered, trust ratios per tensor.", count)
+
+
+def _wants_lamb(args: TrainingArguments) -> bool:
+    return getattr(args, "optimizer", "adamw") == "lamb"
+
+
+@torch.no_grad()
+def pretraining_metric_sums(
+    outputs,
+    labels: torch.Tensor | None,
+    sentence_order_label: torch.Tensor | None,
+    num_items_in_batch: torch.Tensor | int | None = None,
+    num_sequences_in_batch: torch.Tensor | int | None = None,
+) -> torch.Tensor:
+    """[MLM loss sum, MLM correct, MLM targets, SOP loss sum, SOP correct, SOP targets] of one batch (fp32).
+
+    The loss sums are the model's `mlm_loss` and `sop_loss` times what the model divided them by: the global counts
+    when given (the sums are then this batch's share of the accumulated batch), else this batch's own targets.
+    """
+    sums = torch.zeros(len(METRIC_SUMS), device=outputs["sop_logits"].device)
+    if labels is not None:
+        targets = labels != -100  # (B, T)
+        logits = outputs["prediction_logits"]
+        # (B, T, V) for every position, or already (N, V) for the N predicted ones (masked_positions_only).
+        predicted = (logits[targets] if logits.dim() == 3 else logits).argmax(-1)
+        gold = labels[targets]
+        sums[0:3] = _term_sums(outputs["mlm_loss"], predicted, gold, num_items_in_batch)
+    if sentence_order_label is not None:
+        valid = sentence_order_label != -100
+        predicted, gold = outputs["sop_logits"][valid].argmax(-1), sentence_order_label[valid]
+        sums[3:6] = _term_sums(outputs["sop_loss"], predicted, gold, num_sequences_in_batch)
+    return sums
+
+
+def _term_sums(loss: torch.Tensor, predicted: torch.Tensor, gold: torch.Tensor, divisor) -> torch.Tensor:
+    """[loss sum, correct, targets] of one loss term that the model normalized by `divisor` (None: the mean over
+    `gold`)."""
+    count = gold.numel()
+    if count == 0:  # the mean of no target is NaN; such a batch adds nothing
+        return torch.zeros(3, device=loss.device)
+    divisor = count if divisor is None else torch.as_tensor(divisor, device=loss.device).float()
+    return torch.stack(
+        [loss.float() * divisor, (predicted == gold).sum().float(), torch.tensor(float(count), device=loss.device)]
+    )
+
+
+def summarize_metric_sums(sums: torch.Tensor, prefix: str = "") -> dict[str, float]:
+    """mlm_loss, mlm_accuracy, sop_loss, sop_accuracy (target-weighted means) from summed [`METRIC_SUMS`]."""
+    values = dict(zip(METRIC_SUMS, sums.tolist()))
+    metrics = {}
+    if values["mlm_count"]:
+        metrics[f"{prefix}mlm_loss"] = values["mlm_loss_sum"] / values["mlm_count"]
+        metrics[f"{prefix}mlm_accuracy"] = values["mlm_correct"] / values["mlm_count"]
+    if values["sop_count"]:
+        metrics[f"{prefix}sop_loss"] = values["sop_loss_sum"] / values["sop_count"]
+        metrics[f"{prefix}sop_accuracy"] = values["sop_correct"] / values["sop_count"]
+    return metrics
