@@ -36,7 +36,7 @@ from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
-from ..tasks.common import ModelArguments, build_config, build_model, load_tokenizer, start_job
+from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from .arguments import (
@@ -173,13 +173,11 @@ def build_pretraining_model(
     )
     if model_args.model_name_or_path:
         config = build_config(model_args, **({} if sanity_checks else special))
-        config_source = f"the config of {model_args.model_name_or_path}"
     else:
         config = build_config(model_args, vocab_size=len(tokenizer), **special)
-        config_source = f"the {model_args.config_preset} config"
     if sanity_checks:
-        check_tokenizer_matches_config(tokenizer, config, config_source)
-        check_sequence_length(max_seq_length, config, config_source)
+        check_tokenizer_matches_config(tokenizer, config, config_source(model_args))
+        check_sequence_length(max_seq_length, config, config_source(model_args))
     return build_model(AlbertForPreTraining, model_args, config)
 
 

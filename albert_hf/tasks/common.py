@@ -70,13 +70,8 @@ def parse_config_overrides(text: str | None) -> dict[str, Any]:
 
 def build_config(model_args: ModelArguments, **task_fields: Any) -> AlbertConfig:
     """The config for a job: from the checkpoint if given, else the preset; overrides and task fields on top.
-
-    A checkpoint takes only the --config_overrides the user gave: those a recipe filled in (`fill_unset`) size a model
-    trained from scratch, and would not fit the checkpoint's weights."""
-    typed = parse_config_overrides(model_args.config_overrides)
-    if model_args.model_name_or_path and not is_given(model_args, "config_overrides"):
-        typed = {}
-    overrides = {**typed, **task_fields}
+    (A pretraining recipe leaves the architecture of a checkpoint alone: albert_hf/pretraining/arguments.py.)"""
+    overrides = {**parse_config_overrides(model_args.config_overrides), **task_fields}
     if model_args.attn_implementation:
         overrides["attn_implementation"] = model_args.attn_implementation
     if model_args.model_name_or_path:
