@@ -34,6 +34,7 @@ from transformers import PreTrainedTokenizerBase, TrainingArguments
 
 from .configuration import AlbertConfig
 from .data.pretraining import script_language
+from .errors import UserError
 from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
 
 logger = logging.getLogger(__name__)
@@ -330,10 +331,12 @@ def _relative_files(folder: Path) -> set[str]:
 
 def check_tokenizer_fits(model: AlbertPreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
     """Refuse a tokenizer whose ids the model cannot embed (a different vocabulary), naming both sizes; the rule is
-    `albert_hf.training.sanity.check_tokenizer_fits_vocabulary` (a padded embedding matrix is allowed)."""
-    from .training.sanity import check_tokenizer_fits_vocabulary
+    `albert_hf.vocabulary.vocabulary_mismatch` (a padded embedding matrix is allowed)."""
+    from .vocabulary import vocabulary_mismatch
 
-    check_tokenizer_fits_vocabulary(tokenizer, model.config.vocab_size, "the model")
+    message = vocabulary_mismatch(tokenizer, model.config.vocab_size, "the model")
+    if message is not None:
+        raise UserError(message)
 
 
 def save_for_hub(

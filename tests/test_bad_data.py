@@ -19,7 +19,7 @@ from albert_hf.data.multiple_choice import read_multiple_choice
 from albert_hf.data.ner import check_tags_seen_in_training, load_ner_file
 from albert_hf.data.pretraining import load_text_documents
 from albert_hf.data.squad import load_squad_examples
-from albert_hf.errors import DataError
+from albert_hf.errors import DataError, UserError
 
 LATIN1_BYTES = "café".encode("latin-1")  # b"caf\xe9": not UTF-8
 
@@ -341,7 +341,7 @@ def test_read_utf8_names_the_line_of_the_bad_byte(tmp_path):
     ],
 )
 def test_tokenizer_and_vocabulary_rule(pieces, vocab_size, fits):
-    from albert_hf.training.sanity import vocabulary_problem
+    from albert_hf.vocabulary import vocabulary_problem
 
     assert (vocabulary_problem(pieces, vocab_size) is None) == fits
 
@@ -357,7 +357,7 @@ def test_hub_and_pretraining_checks_ask_the_same_rule(tokenizer):
     padded, larger = tiny_config(vocab_size=30080), tiny_config(vocab_size=29999)
     check_tokenizer_fits(AlbertForMaskedLM(padded), tokenizer)
     check_tokenizer_matches_config(tokenizer, padded)
-    with pytest.raises(PretrainingSetupError, match="has 30000 pieces but the model has vocab_size 29999: ids 29999"):
+    with pytest.raises(UserError, match="has 30000 pieces but the model has vocab_size 29999: ids 29999"):
         check_tokenizer_fits(AlbertForMaskedLM(larger), tokenizer)
     with pytest.raises(PretrainingSetupError, match="has 30000 pieces but the model config has vocab_size 29999: ids"):
         check_tokenizer_matches_config(tokenizer, larger)

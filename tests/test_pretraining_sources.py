@@ -13,8 +13,7 @@ import pytest
 from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
 
-from albert_hf.data.sources import DataSourceError
-from albert_hf.errors import UserError
+from albert_hf.errors import DataError, UserError
 from albert_hf.pretraining.arguments import PretrainingDataArguments
 from albert_hf.pretraining.data import prepare_datasets
 from albert_hf.pretraining.run import main
@@ -120,9 +119,9 @@ def test_held_out_documents_of_rows_are_those_of_the_text_file(articles, tokeniz
 
 def test_a_missing_text_column_names_the_columns_there_are(articles, tokenizer, tmp_path):
     path = write_rows(tmp_path / "corpus.jsonl", documents_as_rows(articles))
-    with pytest.raises(DataSourceError, match=r"no column 'body' \(--text_column\); its columns are \['id', 'text'\]"):
+    with pytest.raises(DataError, match=r"no column 'body' \(--text_column\); its columns are \['id', 'text'\]"):
         instances_of(tokenizer, tmp_path, train_files=[str(path)], text_column="body")
-    with pytest.raises(DataSourceError, match=r"no column 'article' \(--document_column\)"):
+    with pytest.raises(DataError, match=r"no column 'article' \(--document_column\)"):
         instances_of(tokenizer, tmp_path, train_files=[str(path)], document_column="article")
 
 
@@ -130,14 +129,14 @@ def test_a_missing_text_column_names_the_columns_there_are(articles, tokenizer, 
 def test_a_text_that_is_not_a_string_names_its_row(document_column, tokenizer, tmp_path):
     rows = [{"id": 0, "text": "One. Two."}, {"id": 1, "text": None}, {"id": 2, "text": "Three. Four."}]
     path = write_rows(tmp_path / "corpus.jsonl", rows)
-    with pytest.raises(DataSourceError, match=r"corpus.jsonl: row 1: column 'text' is empty \(None\)"):
+    with pytest.raises(DataError, match=r"corpus.jsonl: row 1: column 'text' is empty \(None\)"):
         instances_of(tokenizer, tmp_path, train_files=[str(path)], document_column=document_column)
 
 
 def test_a_source_without_rows_is_refused(tokenizer, tmp_path):
     path = tmp_path / "empty.csv"
     path.write_text("id,text\n", encoding="utf-8")
-    with pytest.raises(DataSourceError, match="no rows"):
+    with pytest.raises(DataError, match="no rows"):
         instances_of(tokenizer, tmp_path, train_files=[str(path)])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import UserError
+from ..vocabulary import tokenizer_name, vocabulary_mismatch
 
 # Config field -> tokenizer attribute holding the same special id. ALBERT's config calls [CLS] and [SEP] bos / eos.
 SPECIAL_ID_FIELDS = (
@@ -28,7 +29,7 @@ class PretrainingSetupError(UserError):
 def check_tokenizer_matches_config(tokenizer, config, config_source: str = "the model config") -> None:
     """The tokenizer fits the vocabulary (`check_tokenizer_fits_vocabulary`) and both have the same pad/[CLS]/[SEP]/[MASK] ids (a missing config field is not
     compared: configs written by other code may lack mask_token_id); [MASK] and [SEP] single tokens."""
-    name = _tokenizer_name(tokenizer)
+    name = tokenizer_name(tokenizer)
     check_tokenizer_fits_vocabulary(tokenizer, config.vocab_size, config_source)
     for config_field, tokenizer_field, what in SPECIAL_ID_FIELDS:
         config_id, tokenizer_id = getattr(config, config_field, None), getattr(tokenizer, tokenizer_field, None)
@@ -41,49 +42,24 @@ def check_tokenizer_matches_config(tokenizer, config, config_source: str = "the 
         check_single_token(tokenizer, token_field)
 
 
-# Embedding rows a model may have beyond its tokenizer's pieces. transformers pads embedding matrices to a multiple
-# (`resize_token_embeddings(pad_to_multiple_of=...)`: 8 or 64 for tensor cores, 128 for tensor parallelism); ids
-# never reach the padding rows, so the pair works. A model with more rows than that was trained with another
-# vocabulary: every id would index a row learned for another piece.
-EMBEDDING_PADDING_MULTIPLE = 128
-
-
-def vocabulary_problem(num_pieces: int, vocab_size: int) -> str | None:
-    """Why a tokenizer of `num_pieces` pieces cannot feed an embedding of `vocab_size` rows, or None when it can: no
-    more pieces than rows, and no more rows than the pieces padded to a multiple of `EMBEDDING_PADDING_MULTIPLE`."""
-    if num_pieces > vocab_size:
-        return f"ids {vocab_size} to {num_pieces - 1} have no embedding row"
-    padded = -(-num_pieces // EMBEDDING_PADDING_MULTIPLE) * EMBEDDING_PADDING_MULTIPLE
-    if vocab_size > padded:
-        return (
-            f"more rows than padding to a multiple of {EMBEDDING_PADDING_MULTIPLE} explains ({padded}): the model was "
-            "trained with another vocabulary, and the ids would index embedding rows learned for other pieces"
-        )
-    return None
-
-
 def check_tokenizer_fits_vocabulary(tokenizer, vocab_size: int, config_source: str = "the model config") -> None:
-    """The one rule between a tokenizer and a model's vocabulary (`vocabulary_problem`), asked wherever the two meet
-    (pretraining's start-of-run checks, `albert_hf.hub` before saving a model with its tokenizer)."""
-    problem = vocabulary_problem(len(tokenizer), vocab_size)
-    if problem is not None:
-        raise PretrainingSetupError(
-            f"The tokenizer ({_tokenizer_name(tokenizer)}) has {len(tokenizer)} pieces but {config_source} has "
-            f"vocab_size {vocab_size}: {problem}. Use the tokenizer the model was trained with, or start a fresh "
-            "model (no --model_name_or_path) sized to this tokenizer."
-        )
+    """The rule between a tokenizer and a model's vocabulary (`albert_hf.vocabulary.vocabulary_mismatch`), asked
+    before pretraining."""
+    message = vocabulary_mismatch(tokenizer, vocab_size, config_source)
+    if message is not None:
+        raise PretrainingSetupError(message)
 
 
 def check_single_token(tokenizer, token_field: str) -> None:
     """The special token `token_field` ("mask_token", "sep_token") is one token whose id is the tokenizer's id."""
     token, token_id = getattr(tokenizer, token_field, None), getattr(tokenizer, f"{token_field}_id", None)
     if token is None or token_id is None:
-        raise PretrainingSetupError(f"The tokenizer ({_tokenizer_name(tokenizer)}) has no {token_field}.")
+        raise PretrainingSetupError(f"The tokenizer ({tokenizer_name(tokenizer)}) has no {token_field}.")
     ids = tokenizer(str(token), add_special_tokens=False)["input_ids"]
     if list(ids) != [token_id]:
         pieces = tokenizer.convert_ids_to_tokens(list(ids))
         raise PretrainingSetupError(
-            f"The tokenizer ({_tokenizer_name(tokenizer)}) splits {token_field} {str(token)!r} into {len(ids)} "
+            f"The tokenizer ({tokenizer_name(tokenizer)}) splits {token_field} {str(token)!r} into {len(ids)} "
             f"tokens {pieces} (ids {list(ids)}), not the single id {token_field}_id={token_id}: text holding it "
             "would not reach the model as that token."
         )
@@ -127,9 +103,3 @@ def check_batch(batch: dict[str, torch.Tensor], tokenizer, config, source: str =
             f"{source} chose padding as an MLM target {count} times (label = the tokenizer's pad id {pad_id}, or a "
             "position outside the attention mask): the model would learn to predict padding."
         )
-
-
-def _tokenizer_name(tokenizer) -> str:
-    return (
-        getattr(tokenizer, "vocab_file", None) or getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
-    )
