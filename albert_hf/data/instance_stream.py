@@ -118,7 +118,8 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
 
     Rows are {"input_ids", "token_type_ids", "sentence_order_label"}, as the instances of a `datasets` stream.
     `set_epoch(n)` selects the pass (Trainer calls it through the DataLoader). It is read in the process that iterates
-    it (`dataloader_num_workers` 0 or 1): several workers would each read the whole stream.
+    it (`dataloader_num_workers` 0 or 1: several workers would each read the whole stream); its position can be
+    saved only when it is read in the training process ([`stream_position_obstacle`]).
     """
 
     def __init__(
