@@ -13,7 +13,10 @@ import pytest
 from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
 
-from albert_hf.errors import DataError, UserError
+from albert_hf.data.instance_stream import ResumableInstanceStream
+from albert_hf.data.pretraining import DocumentRows
+from albert_hf.data.sources import load_rows
+from albert_hf.errors import DataError
 from albert_hf.pretraining.arguments import PretrainingDataArguments
 from albert_hf.pretraining.data import prepare_datasets
 from albert_hf.pretraining.run import main
@@ -160,7 +163,29 @@ def test_the_command_reads_a_table_by_the_old_option_spelling(articles, spiece_m
     assert (tmp_path / "out" / "eval_results.json").is_file()
 
 
-def test_streaming_reads_text_files_only(articles, spiece_model, tmp_path):
-    path = write_rows(tmp_path / "corpus.jsonl", documents_as_rows(articles))
-    with pytest.raises(UserError, match="--streaming reads text files"):
-        main(job_argv(spiece_model, tmp_path / "out", "--train_files", str(path), "--streaming"))
+def test_the_command_streams_a_table(articles, spiece_model, tmp_path):
+    path = write_rows(tmp_path / "corpus.parquet", documents_as_rows(articles))
+    argv = job_argv(spiece_model, tmp_path / "out", "--train_files", str(path), "--streaming")
+    assert main([*argv, "--validation_files", str(path), "--max_eval_instances", "8"]) == 0
+    assert (tmp_path / "out" / "eval_results.json").is_file()
+
+
+def test_a_stream_of_rows_is_the_stream_of_the_text_file_and_resumes_exactly(articles, tokenizer, tmp_path):
+    txt = tmp_path / "corpus.txt"
+    txt.write_text("\n\n".join("\n".join(article) for article in articles) + "\n", encoding="utf-8")
+    table = write_rows(tmp_path / "corpus.parquet", documents_as_rows(articles))
+    options = dict(window_size=16, seed=3, max_seq_length=64, documents_per_batch=2)
+
+    def rows_stream() -> ResumableInstanceStream:
+        return ResumableInstanceStream(DocumentRows(load_rows(data_files=[str(table)]), "corpus"), tokenizer, **options)
+
+    from_text = list(ResumableInstanceStream([txt], tokenizer, split_lines=True, **options))
+    stream = rows_stream()
+    from_rows = list(stream)
+    assert from_rows == from_text and len(from_rows) > 3 * options["window_size"]
+    for consumed in (0, 17, len(from_rows) // 2, len(from_rows) - 1):
+        state = stream.position_state(0, consumed)
+        resumed = rows_stream()
+        assert resumed.resume_from_state(state, 0, consumed) is None
+        assert list(resumed) == from_rows[consumed:], consumed
+        assert resumed.documents_read <= len(articles) - state["window"]["document"], consumed

@@ -37,6 +37,7 @@ from datasets.fingerprint import Hasher
 
 from .pretraining import (
     FILES_START,
+    DocumentRows,
     Objective,
     ReadPosition,
     SentenceSplitter,
@@ -98,10 +99,12 @@ def stream_position_obstacle(world_size: int, dataloader_num_workers: int) -> st
 
 
 class ResumableInstanceStream(torch.utils.data.IterableDataset):
-    """SOP/NSP instances of text files, read lazily and shuffled by windows, with a position that can be saved.
+    """SOP/NSP instances of text files or of a table's rows, read lazily and shuffled by windows, with a position
+    that can be saved.
 
     Args:
-        files: the text files (one sentence per line, blank lines between documents).
+        files: the text files (one sentence per line, blank lines between documents), or [`DocumentRows`] (each
+            document's sentences cut as `split_lines` cuts a file's lines, whatever `split_lines` says).
         tokenizer: the tokenizer, called as [`tokenize_documents`] calls it.
         window_size: instances shuffled together (at least: a window is made of whole documents, for NSP of whole
             batches of documents).
@@ -115,12 +118,13 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
 
     Rows are {"input_ids", "token_type_ids", "sentence_order_label"}, as the instances of a `datasets` stream.
     `set_epoch(n)` selects the pass (Trainer calls it through the DataLoader). It is read in the process that iterates
-    it (`dataloader_num_workers` 0 or 1): several workers would each read the whole stream.
+    it (`dataloader_num_workers` 0 or 1: several workers would each read the whole stream); its position can be
+    saved only when it is read in the training process ([`stream_position_obstacle`]).
     """
 
     def __init__(
         self,
-        files: str | os.PathLike | Sequence[str | os.PathLike],
+        files: str | os.PathLike | Sequence[str | os.PathLike] | DocumentRows,
         tokenizer,
         window_size: int = 10_000,
         seed: int = 12345,
@@ -138,7 +142,12 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         if documents_per_batch < 1:
             raise ValueError(f"documents_per_batch must be at least 1, got {documents_per_batch}.")
         check_instance_options(objective, max_seq_length, short_seq_prob, dupe_factor)
-        self.signatures = file_signatures(files)
+        # Rows of a table ([`DocumentRows`]) are read from a row index, files from a byte offset: both positions
+        # are exact, so both resume alike.
+        self.rows = files if isinstance(files, DocumentRows) else None
+        if self.rows is not None:
+            self.rows.check()
+        self.signatures = self.rows.signature() if self.rows is not None else file_signatures(files)
         self.tokenizer = tokenizer
         self.window_size, self.seed = window_size, seed
         self.split_lines = split_lines
@@ -223,9 +232,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
         Documents are tokenized and cut in batches of `documents_per_batch` (as `create_sentence_order_instances`
         does on a stream), then handed out one by one, each with its instances in the order they were made.
         """
-        documents = read_documents(
-            self.file_order(start.epoch), self.split_lines, self.sentence_splitter, start.read_position
-        )
+        documents = self._documents_from(start)
         first = start.document
         while batch := self._next_batch(documents):
             self.documents_read += len(batch)
@@ -245,6 +252,17 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             for index, (_, position) in enumerate(batch):
                 yield first + index, position, instances.slice(bounds[index], bounds[index + 1] - bounds[index])
             first += len(batch)
+
+    def _documents_from(self, start: StreamPosition) -> Iterator[tuple[list[str], ReadPosition]]:
+        """(sentences, read position after it) of each document of the pass from `start` on: of the rows (the
+        position's offset is the row index), or of the files in the pass's order."""
+        if self.rows is None:
+            yield from read_documents(
+                self.file_order(start.epoch), self.split_lines, self.sentence_splitter, start.read_position
+            )
+            return
+        for sentences, after in self.rows.documents(self.sentence_splitter, start_row=start.offset):
+            yield sentences, (0, after, 0)
 
     def _next_batch(self, documents: Iterator[tuple[list[str], ReadPosition]]) -> list:
         """The next batch of documents to tokenize and cut: `documents_per_batch` of them; for SOP also no more than
@@ -270,6 +288,8 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
 
     def file_order(self, epoch: int) -> list[str]:
         """The files in the order pass `epoch` reads them: drawn from (seed, pass), as a stream shuffles its shards."""
+        if self.rows is not None:
+            return []  # one table, read in its order
         paths = [path for path, _, _ in self.signatures]
         order = np.random.default_rng(np.random.SeedSequence([self.seed, epoch])).permutation(len(paths))
         return [paths[index] for index in order]

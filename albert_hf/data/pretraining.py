@@ -41,6 +41,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -331,58 +332,72 @@ def paragraph_sentences(text: str, sentence_splitter: SentenceSplitter) -> list[
     return [sentence for line in text.splitlines() if line.strip() for sentence in sentence_splitter(line.strip())]
 
 
+@dataclass(frozen=True)
+class DocumentRows:
+    """The rows of a table as documents: each row one (its text in `text_column`), or with `document_column` the
+    consecutive rows with the same value in it. `source` names the rows in messages."""
+
+    rows: Dataset
+    source: str
+    text_column: str = "text"
+    document_column: str | None = None
+
+    def check(self) -> None:
+        """Check the columns, and every text as `sources.TextRows` checks them (a text that is not a string is an
+        error naming its row; empty ones add nothing and are counted in the log), before any document is made."""
+        from .sources import TextRows, require_columns
+
+        if self.document_column is not None:
+            require_columns(self.rows, {"--document_column": self.document_column}, self.source)
+        for _ in TextRows(self.rows, self.text_column, self.source):
+            pass
+
+    def documents(self, sentence_splitter: SentenceSplitter, start_row: int = 0) -> Iterator[tuple[list[str], int]]:
+        """(sentences, index of the row after the document) of each document from row `start_row` on (checked
+        rows): the sentences of each text cut as a text file's paragraphs are (`paragraph_sentences`)."""
+        for _, group in itertools.groupby(self._keyed_texts(start_row), key=lambda item: item[0]):
+            sentences, after = [], start_row
+            for _, text, after in group:
+                sentences += paragraph_sentences(text, sentence_splitter)
+            if sentences:
+                yield sentences, after
+
+    def _keyed_texts(self, start_row: int) -> Iterator[tuple[object, str, int]]:
+        """(document key, text, index of the next row) of each row from `start_row` on; without a document column
+        the key is the row itself."""
+        columns = [self.text_column, *([self.document_column] if self.document_column is not None else [])]
+        rows = self.rows.select(range(start_row, len(self.rows))).select_columns(columns)
+        index = start_row
+        for batch in rows.iter(batch_size=1000):
+            keys = batch[self.document_column] if self.document_column is not None else itertools.count(index)
+            for key, text in zip(keys, batch[self.text_column]):
+                index += 1
+                yield key, text, index
+
+    def signature(self) -> list:
+        """What the documents depend on, for a stream's fingerprint: the rows' Arrow files (path, size, time), their
+        count and the columns."""
+        files = file_signatures([entry["filename"] for entry in self.rows.cache_files]) if self.rows.cache_files else []
+        return [files, len(self.rows), self.text_column, self.document_column]
+
+
 def documents_from_rows(
-    rows: Dataset,
-    source: str,
-    text_column: str = "text",
-    document_column: str | None = None,
+    rows: DocumentRows,
     sentence_splitter: str | SentenceSplitter | None = None,
     cache_dir: str | None = None,
 ) -> Dataset:
-    """{"sentences": [...]} documents of a table's rows, the sentences of each text cut as a text file's paragraphs
-    are (`paragraph_sentences`): the same text gives the same documents as a .txt file read with `split_lines`.
-
-    Each row is a document; with `document_column`, consecutive rows with the same value in it (a sentence or a
-    paragraph each) are one document. Texts are checked as `sources.TextRows` checks them: a text that is not a
-    string is an error naming its row, empty ones add nothing (and are counted in the log). `source` names the rows
-    in messages; `cache_dir` is where `datasets` keeps the documents.
-    """
-    from .sources import TextRows, require_columns
-
-    texts = TextRows(rows, text_column, source)
-    if document_column is not None:
-        require_columns(rows, {"--document_column": document_column}, source)
-        for _ in texts:  # the checks of every text, before any is grouped
-            pass
-    splitter = resolve_sentence_splitter(sentence_splitter)
-    gen_kwargs = dict(rows=rows, texts=texts, document_column=document_column, sentence_splitter=splitter)
-    try:
-        return Dataset.from_generator(
-            _row_documents, features=DOCUMENT_FEATURES, gen_kwargs=gen_kwargs, cache_dir=cache_dir
-        )
-    except DatasetGenerationError as error:
-        # Show the message that names the row rather than datasets' generic "error while generating the dataset".
-        if isinstance(error.__cause__, UserError):
-            raise error.__cause__ from None
-        raise
+    """{"sentences": [...]} documents of a table's rows ([`DocumentRows`], checked first): the same text gives the
+    same documents as a .txt file of paragraphs read with `split_lines`. `cache_dir` is where `datasets` keeps them."""
+    rows.check()
+    gen_kwargs = dict(rows=rows, sentence_splitter=resolve_sentence_splitter(sentence_splitter))
+    return Dataset.from_generator(
+        _row_documents, features=DOCUMENT_FEATURES, gen_kwargs=gen_kwargs, cache_dir=cache_dir
+    )
 
 
-def _row_documents(rows: Dataset, texts, document_column: str | None, sentence_splitter: SentenceSplitter):
-    if document_column is None:
-        for text in texts:
-            sentences = paragraph_sentences(text, sentence_splitter)
-            if sentences:
-                yield {"sentences": sentences}
-        return
-    for _, group in itertools.groupby(_row_pairs(rows, texts.column, document_column), key=lambda pair: pair[0]):
-        sentences = [s for _, text in group for s in paragraph_sentences(text or "", sentence_splitter)]
-        if sentences:
-            yield {"sentences": sentences}
-
-
-def _row_pairs(rows: Dataset, text_column: str, document_column: str):
-    for batch in rows.select_columns([document_column, text_column]).iter(batch_size=1000):
-        yield from zip(batch[document_column], batch[text_column])
+def _row_documents(rows: DocumentRows, sentence_splitter: SentenceSplitter) -> Iterator[dict]:
+    for sentences, _ in rows.documents(sentence_splitter):
+        yield {"sentences": sentences}
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from datasets import Dataset, IterableDataset
 from ..data.embedded_corpus import embedded_documents
 from ..data.instance_stream import ResumableInstanceStream
 from ..data.pretraining import (
+    DocumentRows,
     count_long_sentences,
     count_single_sentence_documents,
     create_sentence_order_instances,
@@ -88,16 +89,25 @@ def source_documents(data_args: PretrainingDataArguments, files: list[str] | Non
     """The documents of `files` (else of --dataset_name, its `split`): text files in the original format (one
     sentence per line, a blank line between documents), or rows of any other source (`documents_from_rows`: each
     row a document, or --document_column's groups, its sentences from the sentence splitter)."""
+    source = text_files_or_rows(data_args, files, split)
+    if isinstance(source, DocumentRows):
+        return documents_from_rows(source, sentence_splitter=data_args.sentence_splitter, cache_dir=data_args.cache_dir)
+    return load_text_documents(
+        source,
+        split_lines=data_args.lines_are_paragraphs,
+        sentence_splitter=data_args.sentence_splitter,
+        cache_dir=data_args.cache_dir,
+        num_proc=data_args.preprocessing_num_workers,
+    )
+
+
+def text_files_or_rows(data_args: PretrainingDataArguments, files: list[str] | None, split: str) -> list | DocumentRows:
+    """What `files` (else --dataset_name, its `split`) hold: text files (folders and globs expanded), or the rows
+    of any other source (`sources.load_rows`) with the columns that make their documents."""
     if files is not None and not (len(files) == 1 and is_saved_dataset(files[0])):
         expanded = expand_data_files(files)
         if data_format(expanded) == "text":
-            return load_text_documents(
-                expanded,
-                split_lines=data_args.lines_are_paragraphs,
-                sentence_splitter=data_args.sentence_splitter,
-                cache_dir=data_args.cache_dir,
-                num_proc=data_args.preprocessing_num_workers,
-            )
+            return expanded
     rows = load_rows(
         data_files=files,
         dataset_name=None if files is not None else data_args.dataset_name,
@@ -109,14 +119,7 @@ def source_documents(data_args: PretrainingDataArguments, files: list[str] | Non
     else:
         source = source_name(dataset_name=data_args.dataset_name, dataset_config_name=data_args.dataset_config_name)
         source = f"{source}, split {split!r}"
-    return documents_from_rows(
-        rows,
-        source,
-        text_column=data_args.text_column,
-        document_column=data_args.document_column,
-        sentence_splitter=data_args.sentence_splitter,
-        cache_dir=data_args.cache_dir,
-    )
+    return DocumentRows(rows, source, data_args.text_column, data_args.document_column)
 
 
 def hold_out(documents: Dataset, count: int, seed: int, option: str) -> tuple[Dataset, Dataset]:
@@ -221,7 +224,7 @@ def training_stream(
     """The --streaming training instances: read lazily, shuffled by windows of --shuffle_buffer_size instances, and
     resumable from the position each checkpoint saves (`ResumableInstanceStream`)."""
     return ResumableInstanceStream(
-        stream_files(data_args),
+        stream_source(data_args),
         tokenizer,
         window_size=data_args.shuffle_buffer_size,
         seed=seed,
@@ -236,16 +239,10 @@ def training_stream(
     )
 
 
-def stream_files(data_args: PretrainingDataArguments) -> list[str]:
-    """The text files --streaming reads (folders and globs expanded). The resumable stream saves its position as a
-    file, a byte offset and a line: it reads the text format only."""
-    files = expand_data_files(data_args.train_files) if data_args.train_files else []
-    if data_args.dataset_name or data_format(files) != "text":
-        raise UserError(
-            "--streaming reads text files (one sentence per line, blank lines between documents), whose position a "
-            "checkpoint can save; rows of a dataset or of .jsonl/.csv/.parquet files are read without --streaming."
-        )
-    return files
+def stream_source(data_args: PretrainingDataArguments) -> list | DocumentRows:
+    """What --streaming reads: the training text files, or the rows of a table (downloaded or read into Arrow
+    first, then cut into instances as training goes, from a row index a checkpoint saves)."""
+    return text_files_or_rows(data_args, data_args.train_files, split="train")
 
 
 # What is read to tell the script of a corpus, when choosing its word segmenter: its first documents, and at most so
@@ -258,14 +255,17 @@ def choose_word_segmenter(
     data_args: PretrainingDataArguments, documents: Dataset | None, say=logger.info
 ) -> WordSegmenter | None:
     """The word segmenter of --word_segmenter, by default chosen from the script of the first training sentences
-    (of `documents`, or of the first training file when streaming); says which in the log."""
+    (of `documents`, or of the first training file or rows when streaming); says which in the log."""
     if documents is not None:
         first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
         sentences = [sentence for document in first["sentences"] for sentence in document]
     else:
-        paths = stream_files(data_args)
-        splitter = resolve_sentence_splitter(data_args.sentence_splitter)
-        read = read_documents(paths, data_args.lines_are_paragraphs, splitter)
+        source, splitter = stream_source(data_args), resolve_sentence_splitter(data_args.sentence_splitter)
+        if isinstance(source, DocumentRows):
+            source.check()
+            read = source.documents(splitter)
+        else:
+            read = read_documents(source, data_args.lines_are_paragraphs, splitter)
         sentences = [
             sentence for document, _ in itertools.islice(read, SCRIPT_SAMPLE_DOCUMENTS) for sentence in document
         ]
