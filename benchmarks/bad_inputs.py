@@ -12,8 +12,9 @@ subprocess and classifies what came back:
     ok               exit status 0 where success is what should happen (relaunching a finished run)
     other            anything else (its exit status and last stderr line are shown)
 
-The whole set takes a few minutes on 2 CPU cores: refusals stop before any model work, and only three cases train
-(a few steps of a tiny model). docs/reliability.md holds the last run's table.
+The whole set takes about 4 minutes of CPU (2 cores): refusals stop before any model work; only the finished run the
+cases share and the inputs accepted by mistake train (a step or two of a tiny model). docs/reliability.md holds the
+last run's table.
 """
 
 from __future__ import annotations
