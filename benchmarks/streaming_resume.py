@@ -104,7 +104,7 @@ def main() -> None:
     accumulation = cli.gradient_accumulation_steps
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = build_trainer(files * cli.copies, output_dir, accumulation, cli.shuffle_buffer_size)
-        stream, batch_size = trainer.train_dataset, trainer._train_batch_size
+        stream, batch_size = trainer.train_dataset, trainer.args.train_batch_size
         consumed = {step: step * accumulation * batch_size for step in cli.resume_steps}
         started = time.perf_counter()
         positions = saved_positions(type(stream)(**stream_arguments(stream)), list(consumed.values()), batch_size)
