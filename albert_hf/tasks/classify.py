@@ -23,16 +23,15 @@ import numpy as np
 from datasets import Dataset
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score
-from transformers import DataCollatorWithPadding, EvalPrediction, Trainer
+from transformers import EvalPrediction, Trainer
 
 from ..configuration import AlbertConfig
-from ..data.glue import tokenize_glue
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
 from ..data.sources import load_rows, require_columns, source_name
 from ..errors import UserError
 from ..hub import CardInfo
-from ..modeling import AlbertForSequenceClassification
-from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
+from .finetuning import FineTuningArguments, first_output, output_path
+from .glue import SequenceClassificationJob
 
 logger = logging.getLogger(__name__)
 
@@ -98,11 +97,10 @@ def checkpoint_label_space(model_name_or_path: str) -> LabelSpace:
     return LabelSpace(CLASSIFICATION, [config.id2label[i] for i in range(config.num_labels)])
 
 
-class ClassifyJob(FineTuningJob):
+class ClassifyJob(SequenceClassificationJob):
     """Classification or regression of any table's texts on the fine-tuning skeleton."""
 
     argument_types = (FineTuningArguments, ClassifyArguments)
-    model_class = AlbertForSequenceClassification
     task_name = "classify"
 
     def check_arguments(self) -> None:
@@ -186,20 +184,6 @@ class ClassifyJob(FineTuningJob):
                     "that row."
                 )
         return values
-
-    def config_fields(self) -> dict:
-        return self.label_space.config_kwargs()
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        max_seq_length = self.data_args.max_seq_length
-        encoded, num_truncated = tokenize_glue(
-            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
-        )
-        log_truncation(split, num_truncated, len(encoded), max_seq_length)
-        return encoded
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def compute_metrics(self):
         return regression_metrics if self.label_space.kind == REGRESSION else classification_metrics

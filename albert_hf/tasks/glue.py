@@ -29,6 +29,7 @@ from ..data.glue import (
     tokenize_glue,
     write_glue_predictions,
 )
+from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
@@ -97,23 +98,33 @@ def predict_test_sets(
     return written
 
 
-def label_config_fields(label_names: list[str] | None) -> dict:
-    """The config fields of a sequence classification head: regression (no names), or the label names in order."""
-    if label_names is None:
-        return {"num_labels": 1, "problem_type": "regression"}
-    return {
-        "num_labels": len(label_names),
-        "problem_type": "single_label_classification",
-        "id2label": dict(enumerate(label_names)),
-        "label2id": {label: i for i, label in enumerate(label_names)},
-    }
+class SequenceClassificationJob(FineTuningJob):
+    """A text (or text pair) classification or regression on the fine-tuning skeleton: what GLUE and `albert-hf
+    classify` share (the model, how texts are encoded and batched, the head's config from the label space)."""
+
+    model_class = AlbertForSequenceClassification
+
+    label_space: LabelSpace  # the task's labels: class names in id order, or a regression (a property of the task)
+
+    def config_fields(self) -> dict:
+        return self.label_space.config_kwargs()
+
+    def encode(self, split: str, examples: Dataset) -> Dataset:
+        max_seq_length = self.data_args.max_seq_length
+        encoded, num_truncated = tokenize_glue(
+            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
+        )
+        log_truncation(split, num_truncated, len(encoded), max_seq_length)
+        return encoded
+
+    def data_collator(self, pad_to_multiple_of: int | None):
+        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
 
-class GlueJob(FineTuningJob):
+class GlueJob(SequenceClassificationJob):
     """GLUE on the fine-tuning skeleton: sentence (pair) classification or regression, leaderboard files."""
 
     argument_types = (FineTuningArguments, GlueArguments)
-    model_class = AlbertForSequenceClassification
 
     @cached_property
     def task(self) -> GlueTask:
@@ -145,16 +156,11 @@ class GlueJob(FineTuningJob):
             raw["ax"] = Dataset.from_list(read_glue_tsv(self.task_args.ax_file, GLUE_TASKS["ax"], labelled=False))
         return raw
 
-    def config_fields(self) -> dict:
-        return label_config_fields(None if self.task.is_regression else list(self.task.label_names))
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        max_seq_length = self.data_args.max_seq_length
-        encoded, num_truncated = tokenize_glue(
-            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
-        )
-        log_truncation(split, num_truncated, len(encoded), max_seq_length)
-        return encoded
+    @cached_property
+    def label_space(self) -> LabelSpace:
+        if self.task.is_regression:
+            return LabelSpace(REGRESSION)
+        return LabelSpace(CLASSIFICATION, list(self.task.label_names))
 
     def eval_sets(self) -> dict[str, Dataset]:
         # The first evaluation split reports as "eval"; MNLI's mismatched one as "eval_mismatched".
@@ -163,9 +169,6 @@ class GlueJob(FineTuningJob):
             for split in self.task.eval_splits
             if split in self.features
         }
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def compute_metrics(self):
         return glue_compute_metrics(self.task.name)
