@@ -91,8 +91,10 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     """Load the checkpoint into `model_class`, or build it from `config` with fresh weights."""
     if model_args.model_name_or_path:
         return model_class.from_pretrained(model_args.model_name_or_path, config=config)
-    # _from_config (not the constructor) so that under DeepSpeed ZeRO-3 the model is built already partitioned.
-    return model_class._from_config(config)
+    from ..training.transformers_internals import model_from_config
+
+    # Not the constructor: under DeepSpeed ZeRO-3 the model is built already partitioned.
+    return model_from_config(model_class, config)
 
 
 def load_tokenizer(model_args: ModelArguments):

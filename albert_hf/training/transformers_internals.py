@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import transformers
 import transformers.trainer
-from transformers import Trainer
+from transformers import PreTrainedModel, Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,14 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         ("eval_dataset",),
     ),
     InternalName(
+        "PreTrainedModel._from_config",
+        "call",
+        "building a fresh model from its config, already partitioned under DeepSpeed ZeRO-3 (`deepspeed.zero.Init`) "
+        "and with the config's attention implementation and dtype applied, as `AutoModel.from_config` does",
+        "only the Auto classes have a public `from_config`; albert_hf's job builds a given head class",
+        ("config",),
+    ),
+    InternalName(
         "Trainer._created_lr_scheduler",
         "attribute",
         "marking a scheduler a Trainer subclass built in `create_scheduler` as Trainer's own, so a second `train()` "
@@ -148,17 +156,18 @@ def internal_name_problem(entry: InternalName) -> str | None:
     """Why the installed transformers does not provide `entry` as albert_hf uses it (a message naming the version,
     the name and what it is used for), or None."""
     version = transformers.__version__
+    owner = PreTrainedModel if entry.name.startswith("PreTrainedModel.") else Trainer
     if entry.kind == "module global":
         found = hasattr(transformers.trainer, entry.attribute)
     elif entry.kind == "attribute":
         # Set in `__init__` or during training, so looked for in Trainer's source: `self.<name> = ...`.
-        found = f"self.{entry.attribute} =" in inspect.getsource(Trainer)
+        found = f"self.{entry.attribute} =" in inspect.getsource(owner)
     else:
-        found = callable(getattr(Trainer, entry.attribute, None))
+        found = callable(getattr(owner, entry.attribute, None))
     if not found:
         return f"transformers {version} no longer has {entry.name}, used for {entry.used_for}."
     if entry.parameters:
-        parameters = inspect.signature(getattr(Trainer, entry.attribute)).parameters
+        parameters = inspect.signature(getattr(owner, entry.attribute)).parameters
         missing = [name for name in entry.parameters if name not in parameters]
         if missing:
             return (
@@ -203,6 +212,11 @@ def load_checkpoint_weights(trainer: Trainer, checkpoint: str) -> None:
 def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any]) -> None:
     """Trainer's `_save`: weights from `state_dict`, config, tokenizer and training arguments into `output_dir`."""
     Trainer._save(trainer, output_dir, state_dict=state_dict)
+
+
+def model_from_config(model_class: type[PreTrainedModel], config) -> PreTrainedModel:
+    """A fresh `model_class` of `config`, built the way `AutoModel.from_config` builds one (ZeRO-3 partitioned init)."""
+    return model_class._from_config(config)
 
 
 def mark_scheduler_created(trainer: Trainer) -> None:
