@@ -347,13 +347,13 @@ def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
     (--fast: the smoke recipe), the quickstart's own ([`QuickstartArguments`]) and a schedule in proportion to
     --max_steps; exits with a message naming the option on a value out of range."""
     argv = [_unalias(item) for item in (sys.argv[1:] if argv is None else argv)]
-    if "-h" in argv or "--help" in argv:  # argparse lists the options under their pretraining names only
-        print("albert-hf quickstart: " + ", ".join(f"{old} is {new}" for old, new in QUICKSTART_ALIASES.items()))
     if not any(item == "--recipe" or item.startswith("--recipe=") for item in argv):
         argv = ["--recipe", "quickstart", *argv]
     if not any(item == "--output_dir" or item.startswith("--output_dir=") for item in argv):
         argv += ["--output_dir", "quickstart-output"]
-    model, data, recipe, training, quickstart = parse_args(QUICKSTART_ARGUMENT_CLASSES, argv)
+    # argparse lists the options under their pretraining names only: the help ends with the quickstart's spellings.
+    aliases = "Also: " + ", ".join(f"{old} is {new}" for old, new in QUICKSTART_ALIASES.items()) + "."
+    model, data, recipe, training, quickstart = parse_args(QUICKSTART_ARGUMENT_CLASSES, argv, epilog=aliases)
     job = PretrainingJob(model=model, data=data, recipe=recipe, training=training, quickstart=quickstart)
     apply_recipe(job)
     check_quickstart_values(job)

@@ -155,8 +155,9 @@ def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset
     return frozenset(namespace.given)
 
 
-def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:
-    """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments.
+def parse_args(dataclass_types: tuple, argv: list[str] | None = None, epilog: str | None = None) -> tuple:
+    """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments. `epilog` closes
+    the --help text.
 
     Each returned dataclass records the fields the user gave (`is_given`), so that a preset or recipe applied next
     fills only the others. Parsing starts nothing of the job: it calls `start_job` once its arguments are final.
@@ -164,7 +165,7 @@ def parse_args(dataclass_types: tuple, argv: list[str] | None = None) -> tuple:
     import json
     import sys
 
-    parser = HfArgumentParser(dataclass_types)
+    parser = HfArgumentParser(dataclass_types, epilog=epilog)
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
         path = os.path.abspath(argv[0])
