@@ -364,20 +364,9 @@ def save_for_hub(
             "Its class must be registered for the Auto classes (`import albert_hf` does it)."
         )
     if tokenizer is not None:
-        register_tokenizer_for_remote_code()
-        tokenizer.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)  # `import albert_hf` registered it as remote code: tokenization.py travels
     write_model_card(folder, model, model_name=model_name or folder.resolve().name, **card_kwargs)
     return sorted(_relative_files(folder))
-
-
-def register_tokenizer_for_remote_code() -> None:
-    """Make albert_hf's `AlbertHFTokenizer` travel as remote code, like the model: `save_pretrained` then writes
-    tokenization.py and an `auto_map` in tokenizer_config.json, so `AutoTokenizer.from_pretrained(repo,
-    trust_remote_code=True)` works without albert_hf. Idempotent; `save_for_hub` and albert_hf's Trainers call it."""
-    from .tokenization import AlbertHFTokenizer
-
-    if AlbertHFTokenizer._auto_class is None:
-        AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
 def push_to_hub(
@@ -423,7 +412,6 @@ __all__ = [
     "latest_eval_metrics",
     "push_to_hub",
     "quality_metrics",
-    "register_tokenizer_for_remote_code",
     "render_model_card",
     "save_for_hub",
     "training_recipe",

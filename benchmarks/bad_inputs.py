@@ -101,7 +101,6 @@ class Case:
     argv: Callable[[Path], list[str]]
     succeeds: bool = False  # success (exit 0) is the right outcome
     protected: Callable[[Path], Path] | None = None  # a folder the run must leave as it was
-    setup: Callable[[Path], None] | None = None
     holder: bool = False  # another process holds the lock of <work>/locked while the case runs
     env: dict[str, str] = field(default_factory=dict)
 

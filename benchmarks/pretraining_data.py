@@ -54,7 +54,10 @@ def base_documents() -> list[list[str]]:
     from albert_hf.data.pretraining import split_sentences
 
     documents = []
-    for name, per_document in (("wikitext2_valid_paragraphs.txt", None), ("gutenberg_paragraphs.txt", 30)):
+    for name, per_document in (
+        ("wikitext2_valid_paragraphs.txt", None),
+        ("gutenberg_paragraphs.txt", PARAGRAPHS_PER_BOOK_DOCUMENT),
+    ):
         paragraphs: list[str] = []
         with open(SHARED / "corpus" / name, encoding="utf-8") as handle:
             for line in [*handle, ""]:

@@ -313,15 +313,12 @@ def test_multiple_choice_errors_name_file_and_line(tmp_path, record, message):
 
 
 def test_read_utf8_names_the_line_of_the_bad_byte(tmp_path):
-    from albert_hf.data.textfiles import decode_line, read_utf8
+    from albert_hf.data.textfiles import read_utf8
 
     path = write(tmp_path, "data.txt", b"ok\r\nstill ok \xe2\x82\xac\n\n" + LATIN1_BYTES + b"\n")
     with pytest.raises(ValueError, match=rf"{path}:4: not valid UTF-8 \(invalid continuation byte: byte b'\\xe9'\)"):
         read_utf8(path)
     assert read_utf8(write(tmp_path, "bom.tsv", b"\xef\xbb\xbfa\tb\r\n"), encoding="utf-8-sig") == "a\tb\r\n"
-    assert decode_line(b"caf\xc3\xa9\n", path, 7) == "café\n"
-    with pytest.raises(ValueError, match=rf"{path}:7: not valid UTF-8"):
-        decode_line(LATIN1_BYTES, path, 7)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ from albert_hf.hub import (
     latest_eval_metrics,
     push_to_hub,
     quality_metrics,
-    register_tokenizer_for_remote_code,
     render_model_card,
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
@@ -231,7 +230,6 @@ def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokeni
         raise EntryNotFoundError("README.md")  # a new repository: transformers then writes its default card
 
     monkeypatch.setattr(ModelCard, "load", no_card_on_the_hub)
-    register_tokenizer_for_remote_code()  # as save_for_hub and AlbertTrainer do: tokenization.py travels too
     model = albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5))
     model.push_to_hub("someone/tiny-ner")
     tokenizer.push_to_hub("someone/tiny-ner")

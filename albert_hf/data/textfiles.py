@@ -2,7 +2,7 @@
 
 Python's own error for a bad byte ("'utf-8' codec can't decode byte 0xe9 in position 48213") names neither the
 file nor the line, so a corpus or task file with one Latin-1 line fails without saying where. Every reader of
-`albert_hf.data` decodes through these two functions instead.
+`albert_hf.data` decodes through `read_utf8` instead.
 """
 
 from __future__ import annotations
@@ -18,14 +18,6 @@ def utf8_error(path: str | os.PathLike, line_number: int, error: UnicodeDecodeEr
         f"{os.fspath(path)}:{line_number}: not valid UTF-8 ({error.reason}: byte "
         f"{error.object[error.start : error.start + 1]!r}); data files must be UTF-8 encoded."
     )
-
-
-def decode_line(raw: bytes, path: str | os.PathLike, line_number: int, encoding: str = "utf-8") -> str:
-    """One line of a file opened in binary mode, decoded; invalid UTF-8 raises an error naming file and line."""
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as error:
-        raise utf8_error(path, line_number, error) from None
 
 
 def read_utf8(path: str | os.PathLike, encoding: str = "utf-8") -> str:

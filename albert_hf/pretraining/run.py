@@ -209,11 +209,11 @@ def build_trainer(
     )
 
 
-def check_first_batch(trainer: AlbertPretrainingTrainer, features: list[dict], num_sequences: int = 8) -> None:
-    """Collate the first training sequences (of `features`, the first instances) as training will and check the
-    batch (`check_batch`)."""
+def check_first_batch(trainer: AlbertPretrainingTrainer, features: list[dict]) -> None:
+    """Collate the first training sequences (the first 8 of `features`, the first instances) as training will and
+    check the batch (`check_batch`)."""
     if features:
-        batch = trainer.data_collator(features[:num_sequences])
+        batch = trainer.data_collator(features[:8])
         check_batch(batch, trainer.processing_class, trainer.model.config)
 
 

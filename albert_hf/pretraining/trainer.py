@@ -27,7 +27,7 @@ import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from ..errors import UserError
-from ..hub import CardInfo, register_tokenizer_for_remote_code
+from ..hub import CardInfo
 from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.reliability import ReliableTrainerMixin
@@ -137,7 +137,6 @@ class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Train
     def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.card_info = card_info
-        register_tokenizer_for_remote_code()  # checkpoints then carry tokenization.py, like modeling.py
         self._check_columns_reach_the_collator()
         model = self.accelerator.unwrap_model(self.model)
         forward = inspect.signature(model.forward).parameters

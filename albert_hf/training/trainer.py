@@ -20,7 +20,7 @@ from typing import Any
 from torch.utils.data import SequentialSampler
 from transformers import PreTrainedTokenizerBase, Trainer
 
-from ..hub import CardInfo, latest_eval_metrics, register_tokenizer_for_remote_code, write_model_card
+from ..hub import CardInfo, latest_eval_metrics, write_model_card
 from .reliability import ReliableTrainerMixin
 
 logger = logging.getLogger(__name__)
@@ -98,8 +98,6 @@ class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # ato
     def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.card_info = card_info
-        # Checkpoints and pushes then carry tokenization.py, like modeling.py.
-        register_tokenizer_for_remote_code()
 
 
 def _first(value: str | list[str] | None) -> str | None:
