@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_distributed import (
+from distributed_helpers import (
     CONFIGS,
     GLOBAL_BATCH,
     WORKERS,
@@ -30,7 +30,7 @@ from test_distributed import (
     tiny_config,
     torchrun,
 )
-from test_resume_distributed import engine_arguments as fsdp2_job_arguments
+from distributed_helpers import engine_arguments as fsdp2_job_arguments
 
 from albert_hf.modeling import AlbertForPreTraining
 

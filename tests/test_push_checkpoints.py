@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import transformers.trainer as trainer_module
-from test_reliability import RandomSequences, tiny_arguments, tiny_classifier
+from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
 
 from albert_hf.training.reliability import STAGING_DIR_NAME, checkpoint_problem, latest_checkpoint
 from albert_hf.training.trainer import ReliableTrainer

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
-from test_distributed import TOLERANCE, deepspeed_arguments, max_difference, run_torchrun
-from test_reliability import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, REPO_ROOT, TINY_MODEL, logged_losses
+from distributed_helpers import TOLERANCE, engine_arguments, max_difference, run_torchrun
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+from trainer_helpers import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.training.reliability import STAGING_DIR_NAME, latest_checkpoint
@@ -77,24 +76,6 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, engine:
         str(output_dir),
         *COMMON_ARGS,
         *engine_arguments(engine, output_dir.parent),
-    ]
-
-
-def engine_arguments(engine: str, folder: Path) -> list[str]:
-    """DeepSpeed's shipped JSON for zero2/zero3; for fsdp2 the `fsdp_config` of the shipped accelerate config
-    (examples/accelerate_configs/fsdp2.yaml: the encoder one unit, sharded state dict)."""
-    if engine != "fsdp2":
-        return deepspeed_arguments(engine, folder)
-    fsdp_config = yaml.safe_load((REPO_ROOT / "examples" / "accelerate_configs" / "fsdp2.yaml").read_text())
-    path = folder / "fsdp2.json"
-    path.write_text(json.dumps(fsdp_config["fsdp_config"]))
-    return [
-        "--fsdp",
-        "full_shard",
-        "--fsdp_config",
-        str(path),
-        "--accelerator_config",
-        '{"use_configured_state": true}',
     ]
 
 

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_reliability import (
+from trainer_helpers import (
     COMMON_ARGS,
     LAMB_RECIPE,
     TINY_MODEL,
