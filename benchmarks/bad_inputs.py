@@ -338,9 +338,11 @@ def table(outcomes: list[Outcome]) -> str:
     counts = Counter(o.verdict for o in outcomes)
     as_expected = sum(o.verdict == o.case.expected for o in outcomes)
     rows.append("")
+    # Every verdict, zeros included: "silent success 0, run lost 0" is the claim the table backs.
+    verdicts = ("clear error", "ok", "traceback shown", "silent success", "run lost", "other")
     rows.append(
         f"{len(outcomes)} cases, {as_expected} as expected: "
-        + ", ".join(f"{verdict} {count}" for verdict, count in sorted(counts.items()))
+        + ", ".join(f"{verdict} {counts[verdict]}" for verdict in verdicts)
     )
     return "\n".join(rows)
 
