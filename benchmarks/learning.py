@@ -4,6 +4,9 @@
                  compared with the majority class.
     --task conll: the real NER job (`albert_hf.tasks.ner.main`) on the local CoNLL-2003 files; the word-level scores on
                   the validation file (overall and per entity type) are compared with zero.
+    --task classify: `albert-hf classify` (`albert_hf.tasks.classify.main`) on the same SST-2 sentences written as a
+                  user's own table (train: parquet, dev: jsonl, labels as the names "negative"/"positive"): the labels
+                  are inferred from the table; the dev accuracy and macro-F1 are compared with the majority class.
 
 Each runs with the real 30k SentencePiece vocabulary and a small randomly initialised ALBERT, on CPU, then prints a
 table. Meant to finish within 15 minutes on 2 CPU cores:
@@ -12,6 +15,7 @@ table. Meant to finish within 15 minutes on 2 CPU cores:
         [--epochs 1]
     PYTHONPATH=. python benchmarks/learning.py --task conll [--data ../shared/data] [--max_train_samples 14041] \
         [--epochs 2]
+    PYTHONPATH=. python benchmarks/learning.py --task classify [--max_train_samples 30000] [--epochs 1]
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ SMALL_ALBERT = "embedding_size=64,hidden_size=64,num_attention_heads=2,intermedi
 TASKS = {
     "sst2": dict(title="SST-2", max_train_samples=30000, epochs=1.0, max_seq_length=128, unit="examples"),
     "conll": dict(title="CoNLL-2003", max_train_samples=14041, epochs=2.0, max_seq_length=256, unit="sentences"),
+    "classify": dict(title="SST-2 as a table", max_train_samples=30000, epochs=1.0, max_seq_length=128, unit="rows"),
 }
+SST2_LABEL_NAMES = ("negative", "positive")
 
 
 def parse_arguments() -> argparse.Namespace:
@@ -56,8 +62,30 @@ def parse_arguments() -> argparse.Namespace:
     return args
 
 
-def data_arguments(task: str, data: str) -> list[str]:
+def write_sst2_tables(data: str, folder: str) -> tuple[str, str]:
+    """SST-2's train and dev sentences as a user's own files: train.parquet and dev.jsonl, labels by name."""
+    from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+
+    splits = load_glue_tsv(os.path.join(data, "glue", "SST-2"), GLUE_TASKS["sst2"], ["train", "validation"])
+    paths = []
+    for split, path in (("train", "train.parquet"), ("validation", "dev.jsonl")):
+        rows = splits[split].map(lambda row: {"review": row["sentence1"], "sentiment": SST2_LABEL_NAMES[row["label"]]})
+        rows = rows.select_columns(["review", "sentiment"])
+        path = os.path.join(folder, path)
+        rows.to_parquet(path) if path.endswith(".parquet") else rows.to_json(path, lines=True, force_ascii=False)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def data_arguments(task: str, data: str, folder: str) -> list[str]:
     """The job's flags that choose its data and what it evaluates."""
+    if task == "classify":
+        train, dev = write_sst2_tables(data, folder)
+        return ["--train_file", train, "--validation_file", dev, "--text_column", "review"] + [
+            "--label_column",
+            "sentiment",
+            "--do_eval",
+        ]
     if task == "sst2":
         return ["--task_name", "sst2", "--data_dir", os.path.join(data, "glue", "SST-2"), "--do_eval"]
     conll = os.path.join(data, "conll2003")
@@ -73,6 +101,8 @@ def data_arguments(task: str, data: str) -> list[str]:
 def run_job(task: str, argv: list[str]) -> None:
     if task == "sst2":
         from albert_hf.tasks.glue import main
+    elif task == "classify":
+        from albert_hf.tasks.classify import main
     else:
         from albert_hf.tasks.ner import main
     main(argv)
@@ -80,6 +110,22 @@ def run_job(task: str, argv: list[str]) -> None:
 
 def result_rows(task: str, args: argparse.Namespace, output_dir: str) -> list[tuple[str, str]]:
     """The evaluation figures: SST-2 dev accuracy beside the majority class; CoNLL entity scores, overall, per type."""
+    if task == "classify":
+        import pandas
+
+        results = json.loads(Path(output_dir, "eval_results.json").read_text())
+        dev = pandas.read_json(Path(output_dir).parent / "dev.jsonl", lines=True)["sentiment"]
+        majority = dev.value_counts().iloc[0] / len(dev)
+        config = json.loads(Path(output_dir, "config.json").read_text())
+        return [
+            ("dev rows", f"{len(dev)}"),
+            ("labels inferred (id2label)", ", ".join(f"{i}: {name}" for i, name in config["id2label"].items())),
+            ("majority-class dev accuracy", f"{majority:.4f}"),
+            # Always the majority class: its F1 is 2p/(1+p) (precision p, recall 1), the other class's 0.
+            ("majority-class dev macro-F1", f"{majority / (1 + majority):.4f}"),
+            ("dev accuracy", f"{results['eval_accuracy']:.4f}"),
+            ("dev macro-F1", f"{results['eval_macro_f1']:.4f}"),
+        ]
     if task == "sst2":
         from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
 
@@ -108,8 +154,9 @@ def result_rows(task: str, args: argparse.Namespace, output_dir: str) -> list[tu
 def main() -> None:
     args = parse_arguments()
     task = TASKS[args.task]
-    output_dir = args.output_dir or tempfile.mkdtemp(prefix=f"learning_{args.task}_")
-    argv = data_arguments(args.task, args.data) + [
+    workdir = args.output_dir or tempfile.mkdtemp(prefix=f"learning_{args.task}_")
+    output_dir = os.path.join(workdir, "model")
+    argv = data_arguments(args.task, args.data, workdir) + [
         "--tokenizer_name_or_path",
         os.path.join(args.data, "spiece", "albert-30k-clean.model"),
         "--config_overrides",
@@ -148,7 +195,7 @@ def main() -> None:
     run_job(args.task, argv)
     elapsed = time.perf_counter() - start
 
-    evaluation = "eval" if args.task == "sst2" else "predict"
+    evaluation = "predict" if args.task == "conll" else "eval"
     rows = [
         (f"train {task['unit']}", f"{args.max_train_samples}"),
         ("epochs", f"{args.epochs:g}"),
