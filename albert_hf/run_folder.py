@@ -40,6 +40,7 @@ import sys
 from dataclasses import dataclass
 
 from .errors import UserError
+from .training.checkpoints import CHECKPOINT_NAME, WEIGHTS_FILE_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +49,6 @@ logger = logging.getLogger(__name__)
 LOCK_NAME = "_albert_hf.lock"
 # Options whose values the lock file does not repeat (it records the command line of the job holding the folder).
 _SECRET_OPTION = re.compile(r"^--\w*(token|password|secret)\w*$", re.IGNORECASE)
-_CHECKPOINT_FOLDER = re.compile(r"^checkpoint-\d+$")
-_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".index.json")
 # Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`): removed with the
 # run by --overwrite_output_dir, so that no file of the old run is left to be read as the new one's.
 _OTHER_RUN_FILES = frozenset(
@@ -83,7 +82,7 @@ class FolderInUseError(UserError):
 
 def _marks_a_run(name: str) -> bool:
     """Whether a file or folder named `name` is a model or a checkpoint: what makes a folder another run's."""
-    return name == "config.json" or name.endswith(_WEIGHTS_SUFFIXES) or bool(_CHECKPOINT_FOLDER.match(name))
+    return name == "config.json" or name.endswith(WEIGHTS_FILE_SUFFIXES) or bool(CHECKPOINT_NAME.match(name))
 
 
 def run_files(folder: str) -> list[str]:

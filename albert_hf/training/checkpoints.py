@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 
 import huggingface_hub.constants
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import MissingFileError, UnreadableFileError
 
@@ -33,6 +35,8 @@ ADAPTER_FILE_NAMES = ("adapter_model.safetensors", "adapter_model.bin")
 WEIGHTS_FILE_SUFFIXES = (".safetensors", ".bin", ".index.json")
 # Files `torch.save` writes (a zip archive since torch 1.6), e.g. optimizer.pt, rng_state.pth, pytorch_model.bin.
 TORCH_FILE_SUFFIXES = (".pt", ".pth", ".bin")
+# Trainer's checkpoint folders, `checkpoint-<global step>` (the name its `get_last_checkpoint` matches too).
+CHECKPOINT_NAME = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
 def weights_file_problem(path: str) -> str | None:
@@ -102,7 +106,7 @@ def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike, op
     expanded = os.path.expanduser(path)
     if os.path.isdir(expanded):
         for name in sorted(os.listdir(expanded)):
-            if name.endswith((".safetensors", ".bin", ".index.json")):
+            if name.endswith(WEIGHTS_FILE_SUFFIXES):
                 problem = weights_file_problem(os.path.join(expanded, name))
                 if problem is not None:
                     raise UnreadableFileError(f"Cannot load {named}: {problem}.")

@@ -64,6 +64,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, Trai
 from ..errors import UserError
 from .checkpoints import (
     ADAPTER_FILE_NAMES,
+    CHECKPOINT_NAME,
     TORCH_FILE_SUFFIXES,
     WEIGHTS_FILE_NAMES,
     WEIGHTS_FILE_SUFFIXES,
@@ -97,8 +98,6 @@ DEEPSPEED_STEP_PREFIX = "global_step"  # DeepSpeed's own checkpoint folder: mode
 MODEL_STAGING_DIR_NAME = ".model-staging"
 # Values of --resume_from_checkpoint that mean "the newest complete checkpoint of --output_dir, if any".
 RESUME_LATEST_VALUES = ("latest", "last", "true", "auto")
-
-_CHECKPOINT_NAME = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -159,7 +158,7 @@ def publish_checkpoint(staging_dir: str, final_dir: str) -> None:
 
 def checkpoint_step(path: str | os.PathLike) -> int | None:
     """N for a folder named `checkpoint-N`, else None."""
-    match = _CHECKPOINT_NAME.match(os.path.basename(os.path.normpath(path)))
+    match = CHECKPOINT_NAME.match(os.path.basename(os.path.normpath(path)))
     return int(match.group(1)) if match else None
 
 
