@@ -40,7 +40,19 @@ def _usage() -> str:
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
     lines += ["", "`albert-hf <command> --help` lists each command's options."]
     lines += [f"{DEBUG_FLAG} (anywhere) or ALBERT_HF_DEBUG=1: show the traceback of an error in what was given."]
+    lines += ["--version: the installed albert_hf's version."]
     return "\n".join(lines)
+
+
+def installed_version() -> str:
+    """The version pip installed (the distribution's metadata, as `pip show albert_hf` reads it), so the answer is
+    the one of the package that runs, whatever the checkout holds."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("albert_hf")
+    except PackageNotFoundError:
+        return "unknown (albert_hf runs from a checkout that pip did not install)"
 
 
 def debug_wanted(argv: list[str]) -> tuple[bool, list[str]]:
@@ -63,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     debug, argv = debug_wanted(list(sys.argv[1:] if argv is None else argv))
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
+        return 0
+    if argv[0] == "--version":
+        print(f"albert-hf {installed_version()}")
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:

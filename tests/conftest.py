@@ -53,6 +53,14 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("shared_data", data_roots(), indirect=True, scope="session")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that reads the data folder `data`: the only tests whose run differs between a bare clone (the
+    excerpts) and a checkout beside the full folder, so `-m data` is the set a bare clone must prove (.ci/run)."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.data)
+
+
 def pytest_report_header(config):
     where = SHARED_DATA if SHARED_DATA.is_dir() else f"{SHARED_DATA} absent"
     return f"albert_hf data roots: {', '.join(data_roots())} (full data: {where}; required: {REQUIRE_DATA})"
