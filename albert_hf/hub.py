@@ -23,14 +23,18 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import torch
 from huggingface_hub import CommitInfo, CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
 from transformers import PreTrainedTokenizerBase, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from .configuration import AlbertConfig
 from .data.pretraining import script_language
@@ -147,8 +151,56 @@ def latest_eval_metrics(log_history: Sequence[Mapping[str, Any]]) -> dict[str, f
     return metrics
 
 
-def training_recipe(training_args: TrainingArguments) -> dict[str, Any]:
-    """The hyperparameters a reader needs to reproduce a Trainer run, in the order a paper would list them."""
+def _innermost(wrapper: Any, attribute: str, kind: type) -> Any:
+    """The object `wrapper` wraps under `attribute`, unwrapped all the way down (accelerate's `AcceleratedOptimizer`
+    and `AcceleratedScheduler`, DeepSpeed's ZeRO optimizer hold the one that ran as `.optimizer` / `.scheduler`)."""
+    while isinstance(getattr(wrapper, attribute, None), kind):
+        wrapper = getattr(wrapper, attribute)
+    return wrapper
+
+
+def optimizer_recipe(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The optimizer that ran, read from the object itself (its class and parameter groups), not from the options
+    that might have chosen it: pretraining's LAMB is built by its Trainer whatever `--optim` says."""
+    optimizer = _innermost(optimizer, "optimizer", torch.optim.Optimizer)
+    groups = optimizer.param_groups
+
+    def values(key: str) -> str | None:
+        found = list(dict.fromkeys(str(group[key]) for group in groups if key in group))
+        return " / ".join(found) if found else None  # one value, or each parameter group's (e.g. no decay on biases)
+
+    rows = {"optimizer": type(optimizer).__name__}
+    # initial_lr: the peak rate, which a schedule's LambdaLR records before scaling `lr` step by step.
+    rows["learning_rate"] = values("initial_lr") or values("lr")
+    rows.update({key: values(key) for key in ("betas", "eps", "weight_decay")})
+    return {key: value for key, value in rows.items() if value is not None}
+
+
+def schedule_description(lr_scheduler: Any) -> str:
+    """The learning-rate schedule that ran: transformers' schedules (and albert_hf's) are a `LambdaLR` over a
+    function `_get_<name>_lr_lambda`, bound with its settings by `functools.partial`; any other scheduler by class."""
+    lr_scheduler = _innermost(lr_scheduler, "scheduler", torch.optim.lr_scheduler.LRScheduler)
+    factors = getattr(lr_scheduler, "lr_lambdas", None)
+    if not factors:
+        return type(lr_scheduler).__name__
+    function = getattr(factors[0], "func", factors[0])
+    name = getattr(function, "__name__", type(function).__name__).lstrip("_").removeprefix("get_")
+    name = name.removesuffix("_lr_lambda").removesuffix("_lambda")
+    settings = {key: value for key, value in getattr(factors[0], "keywords", {}).items() if key != "lr_init"}
+    return f"{name} ({', '.join(f'{key}={value}' for key, value in settings.items())})" if settings else name
+
+
+def training_recipe(
+    training_args: TrainingArguments,
+    optimizer: torch.optim.Optimizer | None = None,
+    lr_scheduler: Any = None,
+    steps_trained: int | None = None,
+) -> dict[str, Any]:
+    """The hyperparameters a reader needs to reproduce a Trainer run, in the order a paper would list them.
+
+    `optimizer`, `lr_scheduler` and `steps_trained` (the Trainer's after `train()`) describe the run as trained and
+    replace what the arguments say of them; without them the arguments' values are listed.
+    """
     args = training_args
     global_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
     recipe: dict[str, Any] = {
@@ -171,18 +223,24 @@ def training_recipe(training_args: TrainingArguments) -> dict[str, Any]:
     recipe["max_grad_norm"] = args.max_grad_norm
     recipe["precision"] = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
     recipe["seed"] = args.seed
+    if optimizer is not None:
+        for key in ("optimizer", "learning_rate", "weight_decay", "adam_betas", "adam_epsilon"):
+            recipe.pop(key)
+        recipe.update(optimizer_recipe(optimizer))
+    if lr_scheduler is not None:
+        recipe.pop("lr_scheduler_type")
+        recipe.pop("warmup_steps")
+        recipe["lr_schedule"] = schedule_description(lr_scheduler)
+    if steps_trained is not None:
+        recipe["steps_trained"] = steps_trained
     return recipe
 
 
 def eval_results_for_card(metrics: Mapping[str, float], info: CardInfo, pipeline_tag: str) -> list[EvalResult]:
-    """One `EvalResult` per metric (they become the card's `model-index`); none without a dataset to name."""
-    if not metrics:
+    """One `EvalResult` per metric (they become the card's `model-index`); none without a Hub dataset to name (the
+    results of a user's own files are in the card's text only)."""
+    if not metrics or not info.dataset_id:
         return []
-    if not info.dataset_id:
-        raise ValueError(
-            f"Evaluation results {sorted(metrics)} need a dataset to be reported against: set CardInfo.dataset_id "
-            "(e.g. 'nyu-mll/glue')."
-        )
     return [
         EvalResult(
             task_type=pipeline_tag,
@@ -197,6 +255,27 @@ def eval_results_for_card(metrics: Mapping[str, float], info: CardInfo, pipeline
         )
         for name, value in sorted(metrics.items())
     ]
+
+
+def is_hub_repo_id(name: str) -> bool:
+    """Whether `name` names a Hub repository (`albert/albert-base-v2`, `nyu-mll/glue`), not a folder of this machine:
+    a card's `base_model` and `datasets` must be Hub ids, or the Hub links them to nothing (or to someone else's)."""
+    if Path(name).expanduser().exists():
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def on_the_hub(info: CardInfo) -> CardInfo:
+    """`info` with a dataset that is not a Hub id (a local dataset folder) kept as a name, its folder's alone, rather
+    than as the card's `datasets` metadata."""
+    if info.dataset_id is None or is_hub_repo_id(info.dataset_id):
+        return info
+    local = Path(info.dataset_id).name
+    return replace(info, dataset_id=None, dataset_config=None, dataset_name=info.dataset_name or local)
 
 
 def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
@@ -248,6 +327,7 @@ def render_model_card(
     files: Iterable[str] = (),
     template: str | os.PathLike | None = None,
     tokenizer: PreTrainedTokenizerBase | None = None,
+    recipe: Mapping[str, Any] | None = None,
 ) -> ModelCard:
     """Fill `albert_hf/model_cards/template.md` for `model`: YAML metadata (with `model-index` when there are eval
     results), architecture, how to load it, the training recipe, the results, the files of the repository, the citation.
@@ -258,12 +338,19 @@ def render_model_card(
         info: dataset, base model, license, language, tags, description.
         eval_metrics: quality metrics by name (`{"accuracy": 0.87}`); see `quality_metrics`.
         training_args: the run's TrainingArguments, for the training recipe section.
+        recipe: the training recipe as trained (`training_recipe` with the run's optimizer and schedule); by default
+            the one `training_args` give.
         files: the files the repository holds, listed in the card.
         template: another Jinja2 template with the same variables.
         tokenizer: the model's tokenizer, whose normalization the card states (a Japanese vocabulary keeps accents:
             stripping them would turn が into か).
     """
-    info = info or CardInfo()
+    info = on_the_hub(info or CardInfo())
+    if recipe is None and training_args is not None:
+        recipe = training_recipe(training_args)
+    hub_base = info.base_model if info.base_model and is_hub_repo_id(info.base_model) else None
+    # A local start is named by its folder alone: the card is shared, the path of this machine means nothing there.
+    local_base = Path(info.base_model).name if info.base_model and hub_base is None else None
     class_name = type(model).__name__.removeprefix("FSDP")  # FSDP2 swaps in a subclass named FSDP<class>
     if class_name not in PIPELINE_TAGS:
         raise TypeError(f"render_model_card takes an albert_hf model, got {class_name}.")
@@ -271,7 +358,7 @@ def render_model_card(
     eval_results = eval_results_for_card(eval_metrics or {}, info, pipeline_tag)
     card_data = ModelCardData(
         model_name=model_name,
-        base_model=info.base_model,
+        base_model=hub_base,
         datasets=[info.dataset_id] if info.dataset_id else None,
         language=card_language(info, tokenizer),
         library_name="transformers",
@@ -296,11 +383,12 @@ def render_model_card(
         architecture=_architecture_rows(model) + _normalization_rows(tokenizer),
         sharing=model.config.sharing,
         max_position_embeddings=model.config.max_position_embeddings,
-        base_model=info.base_model,
+        base_model=hub_base,
+        local_base_model=local_base,
         dataset=info.dataset_display_name,
         eval_split=info.eval_split,
         eval_metrics=sorted((eval_metrics or {}).items()),
-        recipe=list(training_recipe(training_args).items()) if training_args is not None else [],
+        recipe=list(recipe.items()) if recipe is not None else [],
         files=sorted(files),
         citation=CITATION,
     )
@@ -314,7 +402,7 @@ def write_model_card(output_dir: str | os.PathLike, model: AlbertPreTrainedModel
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     card_kwargs.setdefault("model_name", output_dir.resolve().name)
-    card_kwargs.setdefault("files", _relative_files(output_dir) | {"README.md"})
+    card_kwargs.setdefault("files", uploaded_files(output_dir) | {"README.md"})
     path = output_dir / "README.md"
     render_model_card(model, **card_kwargs).save(path)
     return path
@@ -325,8 +413,18 @@ def write_model_card(output_dir: str | os.PathLike, model: AlbertPreTrainedModel
 # --------------------------------------------------------------------------------------------------------------------
 
 
+# What transformers' Trainer leaves out of an upload of its output folder (`Trainer.push_to_hub`): private files such
+# as the job's `_albert_hf.lock`, and the checkpoints. The card lists what a push of the folder sends.
+UPLOAD_IGNORE_PATTERNS = ("_*", f"{PREFIX_CHECKPOINT_DIR}-*")
+
+
 def _relative_files(folder: Path) -> set[str]:
     return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+def uploaded_files(folder: Path) -> set[str]:
+    """The files of `folder` that an upload of it sends (all but `UPLOAD_IGNORE_PATTERNS`)."""
+    return {name for name in _relative_files(folder) if not any(fnmatch(name, p) for p in UPLOAD_IGNORE_PATTERNS)}
 
 
 def check_tokenizer_fits(model: AlbertPreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:

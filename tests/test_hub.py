@@ -33,6 +33,7 @@ from albert_hf.hub import (
     push_to_hub,
     quality_metrics,
     render_model_card,
+    training_recipe,
 )
 from albert_hf.modeling import ALBERT_AUTO_CLASSES
 from albert_hf.training.trainer import AlbertTrainer
@@ -338,9 +339,63 @@ def test_card_without_results_or_recipe_still_validates():
     assert "Sharing `attention` is an albert_hf extension" in parsed.text
 
 
-def test_results_without_a_dataset_are_refused():
-    with pytest.raises(ValueError, match="CardInfo.dataset_id"):
-        render_model_card(albert_hf.AlbertModel(tiny_config()), model_name="x", eval_metrics={"f1": 0.5})
+def test_results_without_a_hub_dataset_are_in_the_text_not_the_model_index(tmp_path):
+    """A user's own data (or a local dataset folder) has no Hub id to report results against in the model-index;
+    the card's text still gives them, and the folder by its name alone."""
+    local = tmp_path / "my-data"
+    local.mkdir()
+    for info in (CardInfo(), CardInfo(dataset_id=str(local))):
+        card = ModelCard(
+            str(
+                render_model_card(
+                    albert_hf.AlbertModel(tiny_config()), model_name="x", info=info, eval_metrics={"f1": 0.5}
+                )
+            )
+        )
+        assert card.data.eval_results is None and card.data.datasets is None
+        assert "| f1 | 0.5000 |" in card.text and str(tmp_path) not in card.text
+    assert "my-data, `validation` split" in card.text
+
+
+@pytest.mark.parametrize(
+    "name, on_the_hub",
+    [
+        ("albert/albert-base-v2", True),
+        ("albert-base-v2", True),
+        ("../repo/quickstart-output", False),
+        ("/abs/x", False),
+    ],
+)
+def test_a_base_model_is_a_hub_id_only_when_it_names_no_local_folder(name, on_the_hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    card = render_model_card(albert_hf.AlbertModel(tiny_config()), model_name="x", info=CardInfo(base_model=name))
+    assert card.data.base_model == (name if on_the_hub else None)
+    assert ("not on the Hub" in card.text) != on_the_hub
+    (tmp_path / "albert-base-v2").mkdir()  # the same name, now a folder here: a local start
+    card = render_model_card(
+        albert_hf.AlbertModel(tiny_config()), model_name="x", info=CardInfo(base_model="albert-base-v2")
+    )
+    assert card.data.base_model is None and "local checkpoint (`albert-base-v2`, not on the Hub)" in card.text
+
+
+def test_recipe_names_the_optimizer_and_schedule_objects_that_ran():
+    from transformers import get_scheduler
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = albert_hf.Lamb(albert_hf.lamb_parameter_groups(model, 0.01), lr=0.003, betas=(0.9, 0.999), eps=1e-6)
+    schedule = albert_hf.get_albert_polynomial_decay_schedule(optimizer, num_warmup_steps=5, num_training_steps=50)
+    args = TrainingArguments(output_dir="unused", optim="adamw_torch", learning_rate=0.5, report_to=[])
+    recipe = training_recipe(args, optimizer=optimizer, lr_scheduler=schedule, steps_trained=50)
+    assert recipe["optimizer"] == "Lamb" and recipe["learning_rate"] == "0.003"  # the peak, not the warmup's 0
+    assert recipe["weight_decay"] == "0.01 / 0.0" and recipe["betas"] == "(0.9, 0.999)" and recipe["eps"] == "1e-06"
+    assert recipe["lr_schedule"] == (
+        "albert_polynomial_decay_schedule (num_warmup_steps=5, num_training_steps=50, power=1.0)"
+    )
+    assert recipe["steps_trained"] == 50 and "adam_betas" not in recipe and "lr_scheduler_type" not in recipe
+    adamw = torch.optim.AdamW(model.parameters(), lr=0.1)
+    constant = get_scheduler("constant", adamw)
+    recipe = training_recipe(args, optimizer=adamw, lr_scheduler=constant)
+    assert recipe["optimizer"] == "AdamW" and recipe["lr_schedule"] == "constant"
 
 
 RELEASED = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864, "xxlarge": 222_595_584}

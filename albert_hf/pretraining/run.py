@@ -205,7 +205,13 @@ def build_trainer(
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        card_info=CardInfo(language=data_args.language),
+        card_info=CardInfo(
+            language=data_args.language,
+            dataset_id=data_args.dataset_name,  # kept by the card only when it is a Hub id
+            dataset_config=data_args.dataset_config_name,
+            # the user's files by name: the paths of this machine mean nothing to a reader of the card
+            dataset_name=", ".join(dict.fromkeys(Path(name).name for name in data_args.train_files or [])) or None,
+        ),
     )
 
 
@@ -326,6 +332,7 @@ def quickstart_main(argv: list[str] | None = None) -> int:
     plot_path = plot_learning_curves(
         result.trainer.state.log_history, Path(result.job.training.output_dir) / "learning_curves.png", result.baselines
     )
+    result.trainer.create_model_card()  # again, now that the folder holds the curves the card lists
     print(quickstart_report(result, plot_path, time.time() - started))
     return 0
 

@@ -15,9 +15,9 @@ macro-F1), scores a regression (Pearson and Spearman). The names are saved as th
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 from datasets import Dataset
@@ -189,16 +189,16 @@ class ClassifyJob(SequenceClassificationJob):
         return regression_metrics if self.label_space.kind == REGRESSION else classification_metrics
 
     def card_info(self) -> CardInfo:
-        """The dataset, or for local tables the file the results were measured on (the card's results must name
-        one) and all the files."""
+        """The Hub dataset, or the names of the user's own tables: their file names alone, as the paths of this
+        machine mean nothing to a reader of the card (and no Hub dataset id, which local files do not have)."""
         args = self.task_args
-        tables = [getattr(self.data_args, option) for option in ("validation_file", "train_file", "test_file")]
-        tables = [table for table in tables if table]
+        tables = [getattr(self.data_args, option) for option in ("train_file", "validation_file", "test_file")]
+        names = list(dict.fromkeys(Path(table).name for table in tables if table))
         return CardInfo(
             base_model=self.model_args.model_name_or_path,
-            dataset_id=args.dataset_name or (os.path.basename(tables[0]) if tables else None),
+            dataset_id=args.dataset_name,  # the card keeps it only when it is a Hub id (hub.render_model_card)
             dataset_config=args.dataset_config_name,
-            dataset_name=args.dataset_name or ", ".join(tables) or None,
+            dataset_name=", ".join(names) or None,
         )
 
     def predict(self, trainer: Trainer) -> None:

@@ -14,7 +14,9 @@ import torch
 from torch.optim.lr_scheduler import LambdaLR
 
 
-def _albert_lr_factor(step: int, *, num_warmup_steps: int, num_training_steps: int, power: float) -> float:
+def _get_albert_polynomial_decay_schedule_lr_lambda(
+    step: int, *, num_warmup_steps: int, num_training_steps: int, power: float
+) -> float:
     if step < num_warmup_steps:
         return step / num_warmup_steps
     remaining = 1.0 - min(step, num_training_steps) / num_training_steps
@@ -41,8 +43,12 @@ def get_albert_polynomial_decay_schedule(
         )
     if power <= 0:
         raise ValueError(f"power must be positive, got {power}.")
-    # A partial of a module-level function (not a lambda) so that the scheduler can be pickled.
+    # A partial of a module-level function (not a lambda) so that the scheduler can be pickled; named as transformers
+    # names its schedules' functions, so the model card names this one from the scheduler (hub.schedule_description).
     lr_lambda = partial(
-        _albert_lr_factor, num_warmup_steps=num_warmup_steps, num_training_steps=num_training_steps, power=power
+        _get_albert_polynomial_decay_schedule_lr_lambda,
+        num_warmup_steps=num_warmup_steps,
+        num_training_steps=num_training_steps,
+        power=power,
     )
     return LambdaLR(optimizer, lr_lambda, last_epoch)

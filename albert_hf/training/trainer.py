@@ -20,7 +20,7 @@ from typing import Any
 from torch.utils.data import SequentialSampler
 from transformers import PreTrainedTokenizerBase, Trainer
 
-from ..hub import CardInfo, latest_eval_metrics, write_model_card
+from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
 from .reliability import ReliableTrainerMixin
 
 logger = logging.getLogger(__name__)
@@ -84,10 +84,17 @@ class AlbertModelCardMixin:
             # The full repository id, when pushing, so the card's loading snippet works as written.
             model_name=self.hub_model_id or model_name or Path(self.args.output_dir).resolve().name,
             info=info,
-            # A model-index names the dataset of its results: without one (a user's own corpus), they stay in
-            # eval_results.json.
-            eval_metrics=latest_eval_metrics(self.state.log_history) if info.dataset_id else None,
-            training_args=self.args,
+            # Every evaluation the run logged (eval_results.json holds the last); the card's model-index reports them
+            # only against a Hub dataset, its text always.
+            eval_metrics=latest_eval_metrics(self.state.log_history),
+            # The run as trained: the optimizer and schedule objects that ran (pretraining builds LAMB itself, so
+            # `--optim` need not name it), and the steps taken; before training, what the arguments say.
+            recipe=training_recipe(
+                self.args,
+                optimizer=self.optimizer,
+                lr_scheduler=self.lr_scheduler,
+                steps_trained=self.state.global_step or None,
+            ),
             tokenizer=self.processing_class if isinstance(self.processing_class, PreTrainedTokenizerBase) else None,
         )
 
