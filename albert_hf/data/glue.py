@@ -24,6 +24,7 @@ import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import DataError, MissingFileError, UserError
+from .caching import map_fingerprint
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -343,7 +344,8 @@ def tokenize_glue(
         encoded["truncated"] = find_truncated(tokenizer, texts, encoded["attention_mask"], max_seq_length)
         return encoded
 
-    encoded = dataset.map(encode, batched=True, remove_columns=text_columns)
+    fingerprint = map_fingerprint(dataset, encode, tokenizer, max_seq_length=max_seq_length, pad=pad_to_max_length)
+    encoded = dataset.map(encode, batched=True, remove_columns=text_columns, new_fingerprint=fingerprint)
     num_truncated = int(np.sum(encoded["truncated"])) if len(encoded) else 0
     return encoded.remove_columns("truncated"), num_truncated
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 import torch
 from datasets.fingerprint import Hasher
 
+from .caching import tokenizer_fingerprint
 from .pretraining import (
     FILES_START,
     DocumentRows,
@@ -47,7 +48,6 @@ from .pretraining import (
     read_documents,
     resolve_sentence_splitter,
     tokenize_batch,
-    tokenizer_fingerprint,
 )
 
 TOKENIZED_TYPE = pa.list_(pa.list_(pa.int32()))

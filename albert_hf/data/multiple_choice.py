@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from datasets import Dataset
 
 from ..errors import DataError, MissingFileError
+from .caching import map_fingerprint
 from .glue import find_truncated
 from .sources import require_columns
 from .textfiles import read_utf8
@@ -247,6 +248,7 @@ def tokenize_multiple_choice(
         grouped["truncated"] = [any(pair_truncated[s : s + n]) for s, n in zip(starts, num_choices)]
         return grouped
 
-    encoded = dataset.map(encode, batched=True, remove_columns=["context", "choices"])
+    fingerprint = map_fingerprint(dataset, encode, tokenizer, max_seq_length=max_seq_length, pad=pad_to_max_length)
+    encoded = dataset.map(encode, batched=True, remove_columns=["context", "choices"], new_fingerprint=fingerprint)
     num_truncated = sum(encoded["truncated"]) if len(encoded) else 0
     return encoded.remove_columns("truncated"), num_truncated

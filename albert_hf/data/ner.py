@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datasets import Dataset
 
 from ..errors import DataError, MissingFileError
+from .caching import map_fingerprint
 from .sources import require_columns
 from .textfiles import read_utf8
 
@@ -356,7 +357,8 @@ def tokenize_and_align(
             encoded["truncated"].append(None in first_token_positions(word_ids, len(tokens)))
         return encoded
 
-    encoded = dataset.map(encode, batched=True)
+    settings = dict(labels=list(label_list), max_seq_length=max_seq_length, all=label_all_tokens, pad=pad_to_max_length)
+    encoded = dataset.map(encode, batched=True, new_fingerprint=map_fingerprint(dataset, encode, tokenizer, **settings))
     num_truncated = sum(encoded["truncated"]) if len(encoded) else 0
     return encoded.remove_columns("truncated"), num_truncated
 

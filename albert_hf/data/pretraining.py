@@ -49,9 +49,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datasets import Dataset, Features, IterableDataset, List, Value
 from datasets.exceptions import DatasetGenerationError
-from datasets.fingerprint import Hasher
 
 from ..errors import DataError, MissingFileError, UserError
+from .caching import map_fingerprint
 
 Objective = Literal["sop", "nsp"]
 OBJECTIVES = ("sop", "nsp")
@@ -457,15 +457,12 @@ def tokenize_documents(
     kwargs = {}
     if isinstance(documents, Dataset):
         # An explicit fingerprint, so the cache is reused even for tokenizers that `datasets` cannot hash.
-        kwargs["new_fingerprint"] = Hasher.hash(
-            [
-                documents._fingerprint,
-                "tokenize_documents",
-                "encode_sentences",
-                tokenizer_fingerprint(tokenizer),
-                documents_per_batch,
-                *([] if word_segmenter is None else [word_segmenter.name]),
-            ]
+        kwargs["new_fingerprint"] = map_fingerprint(
+            documents,
+            tokenize_batch,
+            tokenizer,
+            documents_per_batch=documents_per_batch,
+            word_segmenter=None if word_segmenter is None else word_segmenter.name,
         )
     return _map(
         documents,
@@ -478,25 +475,6 @@ def tokenize_documents(
         desc="Tokenizing documents",
         **kwargs,
     )
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """A stable hash of what a tokenizer does, for `datasets`' cache.
-
-    `datasets` hashes the tokenizer object itself where it can; a tokenizer with a Python normalizer step cannot be
-    serialized that way, and is then identified by its class, SentencePiece model, vocabulary and settings.
-    """
-    try:
-        return Hasher.hash(tokenizer)
-    except Exception:  # noqa: BLE001 - any serialization failure: fall back to the tokenizer's definition
-        return Hasher.hash(
-            [
-                type(tokenizer).__qualname__,
-                getattr(tokenizer, "sp_model_proto", None),
-                sorted(tokenizer.get_vocab().items()),
-                str(sorted((key, str(value)) for key, value in tokenizer.init_kwargs.items())),
-            ]
-        )
 
 
 def _sentence_id_batches(tokenized: Dataset) -> Iterator[pa.Array | pa.ChunkedArray]:

@@ -7,7 +7,7 @@ per line) gives documents of the same form.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import itertools
 import logging
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ from ..data.pretraining import (
 from ..data.sources import data_format, expand_data_files, is_saved_dataset, load_rows, source_name
 from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..errors import UserError
+from ..tasks.common import is_given
 from .arguments import PretrainingDataArguments, QuickstartArguments
 
 logger = logging.getLogger(__name__)
@@ -177,9 +178,15 @@ def make_instances(
     )
     if isinstance(tokenized, Dataset):  # never truncate silently: the report counts what was cut
         long_sentences = count_long_sentences(tokenized, data_args.max_seq_length)
-        if long_sentences:
+        if long_sentences and is_given(data_args, "max_seq_length"):
             logger.warning(
                 "%d sentences are longer than --max_seq_length %d: they are truncated.",
+                long_sentences,
+                data_args.max_seq_length,
+            )
+        elif long_sentences:  # the recipe's length, not the user's: counted (and reported), not a warning
+            logger.info(
+                "%d sentences are longer than the recipe's sequences of %d tokens: they are truncated.",
                 long_sentences,
                 data_args.max_seq_length,
             )
@@ -299,7 +306,8 @@ def prepare_datasets(
     if eval_documents is not None:
         # Cut once (more passes would only pair the same held-out sentences again), with a different seed from
         # training, so that held-out pairs are not cut like any training pass.
-        once = dataclasses.replace(data_args, dupe_factor=1)
+        once = copy.copy(data_args)  # a copy keeps the record of which options the user gave (`is_given`)
+        once.dupe_factor = 1
         evaluation, skipped = make_instances(eval_documents, tokenizer, once, seed + 1, word_segmenter=segmenter)
         check_instances_made(evaluation, eval_documents, skipped, "held-out")
         if data_args.max_eval_instances is not None:

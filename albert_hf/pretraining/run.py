@@ -37,6 +37,7 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
+from ..training.job_logs import TrainingProgressLog
 from ..training.reliability import resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from .arguments import (
@@ -198,7 +199,7 @@ def build_trainer(
         pad_to_multiple_of=data_args.pad_to_multiple_of,
         seed=training_args.seed,
     )
-    return AlbertPretrainingTrainer(
+    trainer = AlbertPretrainingTrainer(
         model=model,
         args=training_args,
         data_collator=collator,
@@ -213,6 +214,12 @@ def build_trainer(
             dataset_name=", ".join(dict.fromkeys(Path(name).name for name in data_args.train_files or [])) or None,
         ),
     )
+    # The loss every --logging_steps and the held-out figures at each evaluation, one line each as they happen,
+    # in place of the dictionaries Trainer's progress bar prints.
+    trainer.add_callback(TrainingProgressLog)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(ProgressBarsOnly)
+    return trainer
 
 
 def check_first_batch(trainer: AlbertPretrainingTrainer, features: list[dict]) -> None:
@@ -294,7 +301,7 @@ class QuickstartResult:
 
 
 class ProgressBarsOnly(ProgressCallback):
-    """Trainer's progress bars without the log dictionaries printed under them (the quickstart ends with a report)."""
+    """Trainer's progress bars without the log dictionaries printed under them (`TrainingProgressLog` logs them)."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         pass
@@ -316,9 +323,6 @@ def run_quickstart(job: PretrainingJob, quiet: bool = False) -> QuickstartResult
     say("[2/4] Cutting documents into sentence-order instances")
     run = build_run(job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"))
     say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
-    if not quiet:
-        run.trainer.remove_callback(ProgressCallback)
-        run.trainer.add_callback(ProgressBarsOnly)
     metrics = train_and_save(run)
     baselines = held_out_baselines(run.trainer, run.eval_dataset)
     return QuickstartResult(run=run, metrics=metrics, baselines=baselines, seconds=time.time() - started)

@@ -206,12 +206,20 @@ def start_job(training_args, transformers_level: int | None = None, model_args: 
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
     all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging, then check the model and tokenizer
     sources and lock and check --output_dir (`albert_hf.run_folder.open_run_folder`)."""
+    import torch
+
     from ..distributed import init_distributed
     from ..run_folder import open_run_folder
+    from ..training.job_logs import warn_if_busy
 
     sync_deepspeed_config(training_args)
     init_distributed(training_args)
     setup_logging(training_args, transformers_level)
+    if not torch.accelerator.is_available():
+        # Pinned memory speeds copies to an accelerator; without one torch warns at every DataLoader instead.
+        training_args.dataloader_pin_memory = False
+        if training_args.should_log:
+            warn_if_busy()
     open_run_folder(training_args, model_args)
 
 
@@ -239,7 +247,10 @@ def setup_logging(training_args, transformers_level: int | None = None) -> None:
 
     import transformers
 
+    from ..training.job_logs import quiet_library_noise
+
     level = logging.INFO if training_args.should_log else logging.WARNING
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)
     logging.getLogger("albert_hf").setLevel(level)
     transformers.utils.logging.set_verbosity(level if transformers_level is None else transformers_level)
+    quiet_library_noise()

@@ -21,6 +21,7 @@ from datasets import Dataset, load_dataset
 from transformers import TrainingArguments, default_data_collator
 from transformers.trainer_utils import speed_metrics
 
+from ..data.caching import map_fingerprint
 from ..data.squad import (
     check_squad_examples,
     count_unanswerable,
@@ -248,16 +249,14 @@ class SquadJob(FineTuningJob):
     def encode(self, split: str, examples: Dataset) -> Dataset:
         """Windows of `examples`: labelled for training, with ids and offsets for evaluation."""
         prepare = prepare_train_features if split == "train" else prepare_eval_features
+        settings = {"max_seq_length": self.data_args.max_seq_length, "doc_stride": self.data_args.doc_stride}
         with self.training_args.main_process_first(desc=f"{split} windows"):
             return examples.map(
                 prepare,
                 batched=True,
                 remove_columns=examples.column_names,
-                fn_kwargs={
-                    "tokenizer": self.tokenizer,
-                    "max_seq_length": self.data_args.max_seq_length,
-                    "doc_stride": self.data_args.doc_stride,
-                },
+                fn_kwargs={"tokenizer": self.tokenizer, **settings},
+                new_fingerprint=map_fingerprint(examples, prepare, self.tokenizer, **settings),
                 desc=f"Cutting {split} contexts into windows",
             )
 
