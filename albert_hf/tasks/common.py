@@ -204,8 +204,9 @@ def fill_unset(arguments: tuple, values: dict[str, Any]) -> None:
 def start_job(training_args, transformers_level: int | None = None, model_args: ModelArguments | None = None) -> None:
     """Start a job whose arguments are final: give DeepSpeed the final values, join the launcher's process group
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
-    all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging, then check the model and tokenizer
-    sources and lock and check --output_dir (`albert_hf.run_folder.open_run_folder`)."""
+    all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: no pinned
+    memory, and the advice for a busy machine), then check the model and tokenizer sources and lock and check
+    --output_dir (`albert_hf.run_folder.open_run_folder`)."""
     import torch
 
     from ..distributed import init_distributed
@@ -215,7 +216,8 @@ def start_job(training_args, transformers_level: int | None = None, model_args: 
     sync_deepspeed_config(training_args)
     init_distributed(training_args)
     setup_logging(training_args, transformers_level)
-    if not torch.accelerator.is_available():
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6; before it, CUDA was the one torch pinned for
+    if not (accelerator.is_available() if accelerator is not None else torch.cuda.is_available()):
         # Pinned memory speeds copies to an accelerator; without one torch warns at every DataLoader instead.
         training_args.dataloader_pin_memory = False
         if training_args.should_log:
