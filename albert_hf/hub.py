@@ -202,9 +202,20 @@ def training_recipe(
     replace what the arguments say of them; without them the arguments' values are listed.
     """
     args = training_args
+    if optimizer is not None:
+        optimizer_rows = optimizer_recipe(optimizer)
+    else:
+        optimizer_rows = {
+            "optimizer": str(getattr(args.optim, "value", args.optim)),
+            "learning_rate": args.learning_rate,
+            "weight_decay": args.weight_decay,
+            "adam_betas": f"({args.adam_beta1}, {args.adam_beta2})",
+            "adam_epsilon": args.adam_epsilon,
+        }
     global_batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
     recipe: dict[str, Any] = {
-        "learning_rate": args.learning_rate,
+        "optimizer": optimizer_rows.pop("optimizer"),
+        "learning_rate": optimizer_rows.pop("learning_rate"),
         "global_train_batch_size": global_batch,
         "per_device_train_batch_size": args.per_device_train_batch_size,
         "gradient_accumulation_steps": args.gradient_accumulation_steps,
@@ -214,25 +225,17 @@ def training_recipe(
         recipe["max_steps"] = args.max_steps
     else:
         recipe["num_train_epochs"] = args.num_train_epochs
-    recipe["warmup_steps"] = args.warmup_steps
-    recipe["lr_scheduler_type"] = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
-    recipe["optimizer"] = str(getattr(args.optim, "value", args.optim))
-    recipe["weight_decay"] = args.weight_decay
-    recipe["adam_betas"] = f"({args.adam_beta1}, {args.adam_beta2})"
-    recipe["adam_epsilon"] = args.adam_epsilon
+    if steps_trained is not None:
+        recipe["steps_trained"] = steps_trained
+    if lr_scheduler is not None:
+        recipe["lr_schedule"] = schedule_description(lr_scheduler)
+    else:
+        recipe["warmup_steps"] = args.warmup_steps
+        recipe["lr_scheduler_type"] = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
+    recipe.update(optimizer_rows)  # weight decay, betas, epsilon
     recipe["max_grad_norm"] = args.max_grad_norm
     recipe["precision"] = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
     recipe["seed"] = args.seed
-    if optimizer is not None:
-        for key in ("optimizer", "learning_rate", "weight_decay", "adam_betas", "adam_epsilon"):
-            recipe.pop(key)
-        recipe.update(optimizer_recipe(optimizer))
-    if lr_scheduler is not None:
-        recipe.pop("lr_scheduler_type")
-        recipe.pop("warmup_steps")
-        recipe["lr_schedule"] = schedule_description(lr_scheduler)
-    if steps_trained is not None:
-        recipe["steps_trained"] = steps_trained
     return recipe
 
 
