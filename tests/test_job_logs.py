@@ -118,3 +118,23 @@ def test_progress_log_gives_the_loss_and_the_held_out_figures_as_they_happen(cap
         "step 40/2000: loss 6.213, learning_rate 0.00125",
         "step 400/2000 held-out: eval_loss 5.5, eval_mlm_accuracy 0.125",
     ]
+
+
+def test_the_quickstart_logs_its_loss_and_held_out_figures_while_it_trains(caplog, tmp_path):
+    from albert_hf.pretraining.run import quickstart_arguments, run_quickstart
+
+    with caplog.at_level(logging.INFO, logger="albert_hf.training.job_logs"):
+        result = run_quickstart(quickstart_arguments(["--fast", "--output_dir", str(tmp_path)]), quiet=True)
+    lines = [record.getMessage() for record in caplog.records if record.name == "albert_hf.training.job_logs"]
+    history = result.trainer.state.log_history
+    steps = result.trainer.state.max_steps
+    expected = [f"step {entry['step']}/{steps}: loss {entry['loss']:.4g}" for entry in history if "loss" in entry]
+    expected_eval = [
+        f"step {entry['step']}/{steps} held-out: eval_loss {entry['eval_loss']:.4g}"
+        for entry in history
+        if "eval_loss" in entry
+    ]
+    assert len(expected) >= 2 and len(expected_eval) >= 2
+    assert [line for line in lines if ": loss " in line] == [line for line in lines if line.startswith(tuple(expected))]
+    assert sum(line.startswith(tuple(expected)) for line in lines) == len(expected)
+    assert sum(line.startswith(tuple(expected_eval)) for line in lines) == len(expected_eval)

@@ -26,7 +26,7 @@ from typing import Any
 
 from datasets import Dataset
 from transformers import set_seed
-from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..data.collator import DataCollatorForSOP
 from ..data.instance_stream import stream_position_obstacle
@@ -217,6 +217,7 @@ def build_trainer(
     # The loss every --logging_steps and the held-out figures at each evaluation, one line each as they happen,
     # in place of the dictionaries Trainer's progress bar prints.
     trainer.add_callback(TrainingProgressLog)
+    trainer.pop_callback(PrinterCallback)  # --disable_tqdm's printer of the same dictionaries
     if trainer.pop_callback(ProgressCallback) is not None:
         trainer.add_callback(ProgressBarsOnly)
     return trainer
