@@ -138,3 +138,8 @@ def test_the_quickstart_logs_its_loss_and_held_out_figures_while_it_trains(caplo
     assert [line for line in lines if ": loss " in line] == [line for line in lines if line.startswith(tuple(expected))]
     assert sum(line.startswith(tuple(expected)) for line in lines) == len(expected)
     assert sum(line.startswith(tuple(expected_eval)) for line in lines) == len(expected_eval)
+    # The recipe's sequence length truncates sentences (counted at info level); only a --max_seq_length the user gave
+    # is named as an option in a warning.
+    truncation = [record for record in caplog.records if "are truncated" in record.getMessage()]
+    assert truncation and all(record.levelno == logging.INFO for record in truncation)
+    assert not any("--max_seq_length" in record.getMessage() for record in caplog.records)
