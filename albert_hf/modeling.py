@@ -785,6 +785,59 @@ def patience_exit_depths(
     return depths
 
 
+def run_with_exits(
+    hidden_states: torch.Tensor,  # (B, T, H) after the embedding projection
+    mask: torch.Tensor | None,  # the layers' attention mask, batch first (or None / batch 1: broadcast)
+    apply_layer: Callable[[int, torch.Tensor, torch.Tensor | None], torch.Tensor],
+    exit_logits: Callable[[torch.Tensor, int], torch.Tensor],
+    max_depth: int,
+    patience: int,
+    regression: bool,
+    threshold: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adaptive-depth loop, written once for PyTorch and for the ONNX Runtime driver (which passes its sessions as
+    `apply_layer(application, hidden, mask)` and `exit_logits(hidden, depth)`): (B, C) logits and (B,) depths.
+
+    Runs at most `max_depth` layer applications. With `patience` p > 0, an example leaves once p consecutive exits
+    agreed with the one before them ([`patience_exit_depths`] states the same rule over all exits at once); its rows
+    are then dropped from the hidden states and the mask (`index_select`), so later applications run on the
+    remaining examples only. p = 0: fixed depth, only the exit at `max_depth` is computed.
+    """
+    batch_size, device = hidden_states.shape[0], hidden_states.device
+    active = torch.arange(batch_size, device=device)  # original row of each remaining example
+    depths = torch.full((batch_size,), max_depth, dtype=torch.long, device=device)
+    logits_out = previous = counter = None
+    for application in range(max_depth):
+        depth = application + 1
+        hidden_states = apply_layer(application, hidden_states, mask)
+        if patience == 0 and depth < max_depth:
+            continue
+        logits = exit_logits(hidden_states, depth)  # (b, C) for the b remaining examples
+        if logits_out is None:
+            logits_out = logits.new_empty(batch_size, logits.shape[-1])
+        if depth == max_depth:
+            logits_out[active] = logits
+            break
+        if previous is None:
+            counter = torch.zeros(len(active), dtype=torch.long, device=device)
+        else:
+            agree = exits_agree(previous, logits, regression, threshold)
+            counter = torch.where(agree, counter + 1, torch.zeros_like(counter))
+        stop = counter >= patience
+        if stop.any():
+            logits_out[active[stop]] = logits[stop]
+            depths[active[stop]] = depth
+            keep = (~stop).nonzero().squeeze(-1)
+            if len(keep) == 0:
+                break
+            active, logits, counter = active[keep], logits[keep], counter[keep]
+            hidden_states = hidden_states.index_select(0, keep)
+            if mask is not None and mask.shape[0] > 1:
+                mask = mask.index_select(0, keep)
+        previous = logits
+    return logits_out, depths
+
+
 class AlbertForSequenceClassification(AlbertPreTrainedModel):
     """Pooled [CLS] -> dropout -> linear. Regression (num_labels=1), single- or multi-label by `problem_type`.
 
@@ -890,54 +943,20 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         return SequenceClassifierOutputWithExits(loss=loss, logits=logits, exit_layers=depth)
 
     def adaptive_forward(self, inputs: tuple, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Eval-mode forward that stops each example at its exit: (B, C) logits and (B,) depths.
-
-        Runs at most `num_layers_at_inference` (default L) applications. With `early_exit_patience` p > 0, an example
-        leaves once p consecutive exits agreed with the one before them; its rows are then dropped from the hidden
-        states and the mask (`index_select`), so the layer runs on the remaining examples only.
-        """
+        """Eval-mode forward that stops each example at its exit ([`run_with_exits`]): (B, C) logits, (B,) depths."""
         config = self.config
-        max_depth = config.num_layers_at_inference or config.num_layer_applications
-        patience = config.early_exit_patience if config.early_exit else 0
-        regression = self.num_labels == 1
         embeddings, mask = self.albert.embed(*inputs)
         encoder = self.albert.encoder
-        hidden_states = encoder.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
-        batch_size, device = hidden_states.shape[0], hidden_states.device
-        active = torch.arange(batch_size, device=device)  # original row of each remaining example
-        logits_out = depths = None
-        previous = counter = None
-        for application in range(max_depth):
-            depth = application + 1
-            hidden_states, _ = encoder.apply_layer(application, hidden_states, mask, **kwargs)
-            if patience == 0 and depth < max_depth:
-                continue
-            logits = self.exit_logits(hidden_states, depth)  # (b, C), b remaining examples
-            if logits_out is None:
-                logits_out = logits.new_empty(batch_size, logits.shape[-1])
-                depths = torch.full((batch_size,), max_depth, dtype=torch.long, device=device)
-            if depth == max_depth:
-                logits_out[active] = logits
-                break
-            if previous is None:
-                stop = torch.zeros(len(active), dtype=torch.bool, device=device)
-                counter = torch.zeros(len(active), dtype=torch.long, device=device)
-            else:
-                agree = exits_agree(previous, logits, regression, config.early_exit_regression_threshold)
-                counter = torch.where(agree, counter + 1, torch.zeros_like(counter))
-                stop = counter >= patience
-            if stop.any():
-                logits_out[active[stop]] = logits[stop]
-                depths[active[stop]] = depth
-                keep = (~stop).nonzero().squeeze(-1)
-                if len(keep) == 0:
-                    break
-                active, logits, counter = active[keep], logits[keep], counter[keep]
-                hidden_states = hidden_states.index_select(0, keep)
-                if mask is not None and mask.shape[0] > 1:
-                    mask = mask.index_select(0, keep)
-            previous = logits
-        return logits_out, depths
+        return run_with_exits(
+            encoder.embedding_hidden_mapping_in(embeddings),
+            mask,
+            lambda application, hidden, mask: encoder.apply_layer(application, hidden, mask, **kwargs)[0],
+            self.exit_logits,
+            max_depth=config.num_layers_at_inference or config.num_layer_applications,
+            patience=config.early_exit_patience if config.early_exit else 0,
+            regression=self.num_labels == 1,
+            threshold=config.early_exit_regression_threshold,
+        )
 
     def sequence_classification_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
         """MSE, cross-entropy or BCE as transformers chooses them; sums over `num_items_in_batch` when given."""
@@ -1106,6 +1125,7 @@ __all__ = [
     "SequenceClassifierOutputWithExits",
     "exits_agree",
     "patience_exit_depths",
+    "run_with_exits",
     "AlbertForTokenClassification",
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",
