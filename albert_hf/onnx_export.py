@@ -320,6 +320,7 @@ def export_exit_onnx(model, folder: str | Path, batch_size: int = 2, seq_len: in
     try:
         for stem, (module, example, inputs, outputs, dynamic) in graphs.items():
             path = folder / f"{stem}.onnx"
+            module.eval()
             with torch.no_grad():
                 torch.onnx.export(
                     module,
