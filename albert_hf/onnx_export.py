@@ -13,6 +13,14 @@ word embeddings (a `Gather`) are stored as int8 too. `quantize_pytorch` is `torc
 over the `nn.Linear` modules (embeddings stay fp32 there: PyTorch's dynamic quantization has no embedding kernel).
 
     albert-hf export --model_name_or_path out/sst2 --output_dir out/sst2-onnx --quantize int8
+
+Adaptive depth (a sequence classifier with `early_exit` or `num_layers_at_inference`) cannot be one static graph: the
+number of layer applications depends on the example. `export_exit_onnx` writes three graphs instead, the embeddings,
+ONE application of the shared layer (stored once by construction) and all exit heads (the depth is an input), and
+`OnnxExitModel` drives them with the same loop as PyTorch (`modeling.run_with_exits`): the layer session runs once
+per application on the examples that have not exited. `quantize_exit_onnx` makes int8 copies of the embeddings and
+layer graphs, optionally keeping named modules ("ffn", "ffn_output") in fp32; `layer_quantization_error` measures
+the int8 error at every depth, which grows with each application of the same quantized layer.
 """
 
 from __future__ import annotations
