@@ -251,13 +251,20 @@ def test_save_load_and_pipeline_keep_the_settings(tmp_path, tokenizer):
 
 @pytest.fixture(scope="module")
 def exported_exits(tmp_path_factory):
-    from albert_hf.onnx_export import export_exit_onnx, quantize_exit_onnx
+    """`albert-hf export --quantize int8` of a saved classifier with exits: the looped form, (model, folder)."""
+    from albert_hf.onnx_export import export
 
     model = tiny(seed=5, early_exit=True)
-    folder = tmp_path_factory.mktemp("exits_onnx")
-    written = export_exit_onnx(model, folder)
-    assert sorted(path.name for path in written.values()) == ["embeddings.onnx", "exits.onnx", "layer.onnx"]
-    quantize_exit_onnx(folder)
+    source, folder = tmp_path_factory.mktemp("with_exits"), tmp_path_factory.mktemp("exits_onnx")
+    model.save_pretrained(source)
+    written = export(source, folder, quantize="int8")
+    assert sorted(path.name for path in written.values()) == [
+        "embeddings.int8.onnx",
+        "embeddings.onnx",
+        "exits.onnx",
+        "layer.int8.onnx",
+        "layer.onnx",
+    ]
     return model, folder
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 
 from conftest import REPO_ROOT
 
@@ -12,6 +13,7 @@ from conftest import REPO_ROOT
 def load_benchmark():
     spec = importlib.util.spec_from_file_location("inference_benchmark", REPO_ROOT / "benchmarks" / "inference.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
