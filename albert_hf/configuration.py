@@ -47,6 +47,18 @@ class AlbertConfig(PretrainedConfig):
             group), `"attention"` (attention shared, every layer application has its own FFN), `"ffn"` (FFN shared,
             own attention), `"none"` (BERT-style: nothing shared; implies `num_hidden_groups == num_hidden_layers`,
             which keeps the stock transformers key layout).
+        early_exit: sequence classification only: an exit classifier reads the pooled [CLS] after every application
+            of the layers, and training minimises the PABEE loss (the exits' losses weighted by their depth). Off:
+            the model, its keys and its logits are exactly those of transformers' ALBERT.
+        early_exit_shared_classifier: with `early_exit`, all exits use the final `classifier` (one head shared by
+            every depth) instead of one classifier per depth.
+        early_exit_patience: inference (eval mode) with exits: an example stops once its prediction has stayed the
+            same for `early_exit_patience` consecutive exits after the one that first gave it (PABEE's patience: p + 1
+            agreeing exits; for regression, consecutive exits within `early_exit_regression_threshold`). 0: off.
+        early_exit_regression_threshold: largest change of a regression score between consecutive exits that counts
+            as agreement.
+        num_layers_at_inference: run at most this many layer applications in eval mode and classify with the exit at
+            that depth (fixed depth; with `early_exit_patience`, the deepest exit). None: all of them.
     """
 
     model_type = "albert_hf"
@@ -72,6 +84,11 @@ class AlbertConfig(PretrainedConfig):
     eos_token_id: int | list[int] | None = 3
     tie_word_embeddings: bool = True
     sharing: str = "all"
+    early_exit: bool = False
+    early_exit_shared_classifier: bool = False
+    early_exit_patience: int = 0
+    early_exit_regression_threshold: float = 0.01
+    num_layers_at_inference: int | None = None
 
     def __post_init__(self, **kwargs):
         # BERT-style "no sharing" is exactly ALBERT with one group per layer application: say so in the config so the
@@ -128,6 +145,32 @@ class AlbertConfig(PretrainedConfig):
                 raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}.")
         if self.layer_norm_eps <= 0:
             raise ValueError(f"AlbertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps!r}.")
+        self.validate_early_exit()
+
+    def validate_early_exit(self):
+        """Refuse adaptive-depth settings that cannot mean anything, naming the field."""
+        patience = self.early_exit_patience
+        if not isinstance(patience, int) or isinstance(patience, bool) or patience < 0:
+            raise ValueError(f"AlbertConfig.early_exit_patience must be an integer >= 0 (0: off), got {patience!r}.")
+        if patience > 0 and not self.early_exit:
+            raise ValueError(
+                "AlbertConfig.early_exit_patience needs exit classifiers: set early_exit=True (and train them) too."
+            )
+        if self.early_exit_shared_classifier and not self.early_exit:
+            raise ValueError("AlbertConfig.early_exit_shared_classifier needs early_exit=True.")
+        if not self.early_exit_regression_threshold >= 0:
+            raise ValueError(
+                "AlbertConfig.early_exit_regression_threshold must be >= 0, got "
+                f"{self.early_exit_regression_threshold!r}."
+            )
+        depth = self.num_layers_at_inference
+        if depth is not None and (
+            not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= self.num_layer_applications
+        ):
+            raise ValueError(
+                f"AlbertConfig.num_layers_at_inference must be None or an integer in [1, {self.num_layer_applications}] "
+                f"(num_hidden_layers * inner_group_num), got {depth!r}."
+            )
 
     # Cross-layer sharing: the one place that says which blocks the encoder holds once per group and which once per
     # layer application. The model builds its modules from these answers; parameter, adapter and memory counts

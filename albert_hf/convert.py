@@ -26,7 +26,20 @@ from .modeling import AlbertForPreTraining, AlbertModel, AlbertPreTrainedModel
 logger = logging.getLogger(__name__)
 
 # Fields of our config that stock transformers' AlbertConfig does not have (or must not inherit).
-_ALBERT_HF_ONLY_FIELDS = ("sharing", "auto_map", "model_type", "architectures", "transformers_version", "_name_or_path")
+_ALBERT_HF_ONLY_FIELDS = (
+    "sharing",
+    "auto_map",
+    "model_type",
+    "architectures",
+    "transformers_version",
+    "_name_or_path",
+    # adaptive depth: stock ALBERT has no exits and always runs every layer
+    "early_exit",
+    "early_exit_shared_classifier",
+    "early_exit_patience",
+    "early_exit_regression_threshold",
+    "num_layers_at_inference",
+)
 
 
 def check_exportable(config: AlbertConfig) -> None:
@@ -66,6 +79,11 @@ def export_to_transformers(
     sentence pairs all-zero segments).
     """
     output_dir = Path(output_dir)
+    if model.config.early_exit or model.config.num_layers_at_inference is not None:
+        raise ValueError(
+            "Stock transformers ALBERT has no exits and runs every layer: export a model with early_exit=False and "
+            "num_layers_at_inference=None (its last exit is the usual classifier)."
+        )
     stock_config = to_transformers_config(model.config)
     stock_class = getattr(transformers, type(model).__name__)
     stock_model = stock_class(stock_config)

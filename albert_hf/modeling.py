@@ -353,6 +353,19 @@ class AlbertTransformer(nn.Module):
             return self.unshared_ffn[application]
         return None
 
+    def apply_layer(
+        self,
+        application: int,
+        hidden_states: torch.Tensor,  # (B, T, H)
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Layer application `application` (0 .. L - 1): the one step that full depth and early exit both repeat."""
+        group, inner = self.config.group_layer(application)
+        layer = self.albert_layer_groups[group].albert_layers[inner]
+        return layer(hidden_states, attention_mask, output_attentions, partner=self.partner(application), **kwargs)
+
     def forward(
         self,
         embeddings: torch.Tensor,  # (B, T, E)
@@ -365,10 +378,8 @@ class AlbertTransformer(nn.Module):
         all_hidden_states = [hidden_states] if output_hidden_states else None
         all_attentions = [] if output_attentions else None
         for application in range(self.config.num_layer_applications):
-            group, inner = self.config.group_layer(application)
-            layer = self.albert_layer_groups[group].albert_layers[inner]
-            hidden_states, weights = layer(
-                hidden_states, attention_mask, output_attentions, partner=self.partner(application), **kwargs
+            hidden_states, weights = self.apply_layer(
+                application, hidden_states, attention_mask, output_attentions, **kwargs
             )
             if output_hidden_states:
                 all_hidden_states.append(hidden_states)
@@ -474,6 +485,32 @@ class AlbertModel(AlbertPreTrainedModel):
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.word_embeddings = value
 
+    def embed(
+        self,
+        input_ids: torch.LongTensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.LongTensor | None,
+        position_ids: torch.LongTensor | None,
+        inputs_embeds: torch.Tensor | None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Checked inputs -> embeddings (B, T, E) and the one attention mask every layer application reads."""
+        check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
+        # transformers builds for the others (None when nothing is padded).
+        if attention_implementation(self.config, output_attentions) == "eager":
+            mask = additive_mask(attention_mask, embeddings.dtype)
+        else:
+            mask = create_bidirectional_mask(
+                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+            )
+        return embeddings, mask
+
+    def pool(self, sequence_output: torch.Tensor) -> torch.Tensor:
+        """tanh(dense([CLS])): (B, T, H) -> (B, H)."""
+        return self.pooler_activation(self.pooler(sequence_output[:, 0]))
+
     @can_return_tuple
     def forward(
         self,
@@ -491,24 +528,14 @@ class AlbertModel(AlbertPreTrainedModel):
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
-        check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
-
-        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
-        # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
-        # transformers builds for the others (None when nothing is padded).
-        if attention_implementation(self.config, output_attentions) == "eager":
-            mask = additive_mask(attention_mask, embeddings.dtype)
-        else:
-            mask = create_bidirectional_mask(
-                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
-            )
+        embeddings, mask = self.embed(
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions
+        )
         encoder_outputs = self.encoder(
             embeddings, mask, output_attentions, output_hidden_states, **_model_kwargs(kwargs)
         )
         sequence_output = encoder_outputs.last_hidden_state  # (B, T, H)
-        pooled_output = None
-        if self.pooler is not None:
-            pooled_output = self.pooler_activation(self.pooler(sequence_output[:, 0]))  # (B, H)
+        pooled_output = self.pool(sequence_output) if self.pooler is not None else None
 
         return BaseModelOutputWithPooling(
             last_hidden_state=sequence_output,
@@ -712,8 +739,117 @@ class AlbertForMaskedLM(_AlbertWithMLMHead):
         )
 
 
+# --------------------------------------------------------------------------------------------------------------------
+# Adaptive depth (early exit) for sequence classification
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SequenceClassifierOutputWithExits(SequenceClassifierOutput):
+    """[`SequenceClassifierOutput`] of a forward pass that may stop early (exits on, or a fixed depth).
+
+    exit_layers: (B,) how many layer applications each example ran before its logits were taken (1 .. L).
+    """
+
+    exit_layers: torch.LongTensor | None = None
+
+
+def exits_agree(previous: torch.Tensor, current: torch.Tensor, regression: bool, threshold: float) -> torch.Tensor:
+    """(B,) whether two consecutive exits' logits (B, C) agree: same argmax, or for a regression (C = 1) scores
+    within `threshold` of each other."""
+    if regression:
+        return (current - previous).abs().squeeze(-1) <= threshold
+    return current.argmax(-1) == previous.argmax(-1)
+
+
+def patience_exit_depths(
+    exit_logits: torch.Tensor, patience: int, regression: bool = False, threshold: float = 0.0
+) -> torch.Tensor:
+    """(B,) the depth (1 .. L) at which patience-based exit stops each example, from the logits of every exit
+    (L, B, C): the first depth whose exit agrees with the `patience` exits before it, else L.
+
+    The definition the adaptive forward pass implements one layer at a time (PABEE, Zhou et al. 2020, Eq. 5:
+    a counter of consecutive agreements, reset on a change, stops at `patience`); written here over all exits at once
+    for analysis and as its reference.
+    """
+    num_exits, batch_size = exit_logits.shape[:2]
+    depths = torch.full((batch_size,), num_exits, dtype=torch.long)
+    counter = torch.zeros(batch_size, dtype=torch.long)
+    done = torch.zeros(batch_size, dtype=torch.bool)
+    for depth in range(2, num_exits + 1):
+        agree = exits_agree(exit_logits[depth - 2], exit_logits[depth - 1], regression, threshold)
+        counter = torch.where(agree, counter + 1, torch.zeros_like(counter))
+        newly = ~done & (counter >= patience)
+        depths[newly] = depth
+        done |= newly
+    return depths
+
+
+def run_with_exits(
+    hidden_states: torch.Tensor,  # (B, T, H) after the embedding projection
+    mask: torch.Tensor | None,  # the layers' attention mask, batch first (or None / batch 1: broadcast)
+    apply_layer: Callable[[int, torch.Tensor, torch.Tensor | None], torch.Tensor],
+    exit_logits: Callable[[torch.Tensor, int], torch.Tensor],
+    max_depth: int,
+    patience: int,
+    regression: bool,
+    threshold: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adaptive-depth loop, written once for PyTorch and for the ONNX Runtime driver (which passes its sessions as
+    `apply_layer(application, hidden, mask)` and `exit_logits(hidden, depth)`): (B, C) logits and (B,) depths.
+
+    Runs at most `max_depth` layer applications. With `patience` p > 0, an example leaves once p consecutive exits
+    agreed with the one before them ([`patience_exit_depths`] states the same rule over all exits at once); its rows
+    are then dropped from the hidden states and the mask (`index_select`), so later applications run on the
+    remaining examples only. p = 0: fixed depth, only the exit at `max_depth` is computed.
+    """
+    batch_size, device = hidden_states.shape[0], hidden_states.device
+    active = torch.arange(batch_size, device=device)  # original row of each remaining example
+    depths = torch.full((batch_size,), max_depth, dtype=torch.long, device=device)
+    logits_out = previous = counter = None
+    for application in range(max_depth):
+        depth = application + 1
+        hidden_states = apply_layer(application, hidden_states, mask)
+        if patience == 0 and depth < max_depth:
+            continue
+        logits = exit_logits(hidden_states, depth)  # (b, C) for the b remaining examples
+        if logits_out is None:
+            logits_out = logits.new_empty(batch_size, logits.shape[-1])
+        if depth == max_depth:
+            logits_out[active] = logits
+            break
+        if previous is None:
+            counter = torch.zeros(len(active), dtype=torch.long, device=device)
+        else:
+            agree = exits_agree(previous, logits, regression, threshold)
+            counter = torch.where(agree, counter + 1, torch.zeros_like(counter))
+        stop = counter >= patience
+        if stop.any():
+            logits_out[active[stop]] = logits[stop]
+            depths[active[stop]] = depth
+            keep = (~stop).nonzero().squeeze(-1)
+            if len(keep) == 0:
+                break
+            active, logits, counter = active[keep], logits[keep], counter[keep]
+            hidden_states = hidden_states.index_select(0, keep)
+            if mask is not None and mask.shape[0] > 1:
+                mask = mask.index_select(0, keep)
+        previous = logits
+    return logits_out, depths
+
+
 class AlbertForSequenceClassification(AlbertPreTrainedModel):
-    """Pooled [CLS] -> dropout -> linear. Regression (num_labels=1), single- or multi-label by `problem_type`."""
+    """Pooled [CLS] -> dropout -> linear. Regression (num_labels=1), single- or multi-label by `problem_type`.
+
+    Adaptive depth (`config.early_exit`, see [`AlbertConfig`]): the shared layer is the same function at every
+    application, so a classifier can read the pooled [CLS] after each one. Exit `d` (after d applications) is
+    `exit_classifiers[d - 1]` for d < L and the usual `classifier` at d = L (so a checkpoint without exits still has
+    its last exit), or `classifier` at every depth with `early_exit_shared_classifier`. Training minimises PABEE's
+    weighted sum of the exits' losses, exit d weighing d / (1 + ... + L). In eval mode the loop stops each example at
+    its exit (patience) or at `num_layers_at_inference`, and removes exited rows from the batch, so they cost nothing
+    more. With `early_exit` off and no `num_layers_at_inference`, nothing of this runs: same modules, keys and logits as
+    transformers' ALBERT.
+    """
 
     def __init__(self, config: AlbertConfig):
         super().__init__(config)
@@ -721,7 +857,27 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         self.albert = AlbertModel(config)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        if config.early_exit and not config.early_exit_shared_classifier:
+            self.exit_classifiers = nn.ModuleList(
+                [nn.Linear(config.hidden_size, config.num_labels) for _ in range(config.num_layer_applications - 1)]
+            )
         self.post_init()
+
+    def exit_classifier(self, depth: int) -> nn.Linear:
+        """The classifier of the exit after `depth` layer applications (1 .. L)."""
+        if depth == self.config.num_layer_applications or not hasattr(self, "exit_classifiers"):
+            return self.classifier
+        return self.exit_classifiers[depth - 1]
+
+    def exit_logits(self, sequence_output: torch.Tensor, depth: int) -> torch.Tensor:
+        """(B, T, H) hidden states after `depth` applications -> (B, num_labels) logits of that exit."""
+        return self.exit_classifier(depth)(self.dropout(self.albert.pool(sequence_output)))
+
+    def uses_exits(self) -> bool:
+        """Whether this forward pass runs the exits (training with exits, or inference at adaptive/fixed depth)."""
+        if self.training:
+            return self.config.early_exit
+        return self.config.early_exit or self.config.num_layers_at_inference is not None
 
     @can_return_tuple
     def forward(
@@ -735,6 +891,9 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         num_items_in_batch: torch.Tensor | int | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> SequenceClassifierOutput:
+        if self.uses_exits():
+            inputs = (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+            return self.forward_with_exits(inputs, labels, num_items_in_batch, **kwargs)
         outputs = self.albert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
@@ -742,6 +901,61 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         loss = self.sequence_classification_loss(logits, labels, num_items_in_batch) if labels is not None else None
         return SequenceClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+
+    def all_exit_logits(self, inputs: tuple, **kwargs) -> torch.Tensor:
+        """(L, B, num_labels): every exit's logits for every example, at full depth (training; analysis)."""
+        embeddings, mask = self.albert.embed(*inputs)
+        encoder = self.albert.encoder
+        hidden_states = encoder.embedding_hidden_mapping_in(embeddings)
+        logits = []
+        for application in range(self.config.num_layer_applications):
+            hidden_states, _ = encoder.apply_layer(application, hidden_states, mask, **kwargs)
+            logits.append(self.exit_logits(hidden_states, application + 1))
+        return torch.stack(logits)
+
+    def forward_with_exits(
+        self, inputs: tuple, labels: torch.Tensor | None, num_items_in_batch, **kwargs
+    ) -> SequenceClassifierOutputWithExits:
+        if kwargs.get("output_attentions") or kwargs.get("output_hidden_states"):
+            raise ValueError(
+                "output_attentions / output_hidden_states are not available with early exit or "
+                "num_layers_at_inference (examples leave the batch at different depths); turn those off first."
+            )
+        not_for_layers = ("return_dict", "output_attentions", "output_hidden_states")
+        kwargs = _model_kwargs({k: v for k, v in kwargs.items() if k not in not_for_layers})
+        if self.training:
+            exit_logits = self.all_exit_logits(inputs, **kwargs)  # (L, B, C)
+            loss = None
+            if labels is not None:
+                # PABEE: sum_d d * loss_d / sum_d d; deeper exits weigh more.
+                weights = range(1, len(exit_logits) + 1)
+                losses = [
+                    w * self.sequence_classification_loss(lg, labels, num_items_in_batch)
+                    for w, lg in zip(weights, exit_logits)
+                ]
+                loss = sum(losses) / sum(weights)
+            batch_size = exit_logits.shape[1]
+            depth = torch.full((batch_size,), len(exit_logits), dtype=torch.long, device=exit_logits.device)
+            return SequenceClassifierOutputWithExits(loss=loss, logits=exit_logits[-1], exit_layers=depth)
+        logits, depth = self.adaptive_forward(inputs, **kwargs)
+        loss = self.sequence_classification_loss(logits, labels, num_items_in_batch) if labels is not None else None
+        return SequenceClassifierOutputWithExits(loss=loss, logits=logits, exit_layers=depth)
+
+    def adaptive_forward(self, inputs: tuple, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Eval-mode forward that stops each example at its exit ([`run_with_exits`]): (B, C) logits, (B,) depths."""
+        config = self.config
+        embeddings, mask = self.albert.embed(*inputs)
+        encoder = self.albert.encoder
+        return run_with_exits(
+            encoder.embedding_hidden_mapping_in(embeddings),
+            mask,
+            lambda application, hidden, mask: encoder.apply_layer(application, hidden, mask, **kwargs)[0],
+            self.exit_logits,
+            max_depth=config.num_layers_at_inference or config.num_layer_applications,
+            patience=config.early_exit_patience if config.early_exit else 0,
+            regression=self.num_labels == 1,
+            threshold=config.early_exit_regression_threshold,
         )
 
     def sequence_classification_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
@@ -908,6 +1122,10 @@ __all__ = [
     "AlbertForPreTrainingOutput",
     "AlbertForMaskedLM",
     "AlbertForSequenceClassification",
+    "SequenceClassifierOutputWithExits",
+    "exits_agree",
+    "patience_exit_depths",
+    "run_with_exits",
     "AlbertForTokenClassification",
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",

@@ -13,6 +13,14 @@ word embeddings (a `Gather`) are stored as int8 too. `quantize_pytorch` is `torc
 over the `nn.Linear` modules (embeddings stay fp32 there: PyTorch's dynamic quantization has no embedding kernel).
 
     albert-hf export --model_name_or_path out/sst2 --output_dir out/sst2-onnx --quantize int8
+
+Adaptive depth (a sequence classifier with `early_exit` or `num_layers_at_inference`) cannot be one static graph: the
+number of layer applications depends on the example. `export_exit_onnx` writes three graphs instead, the embeddings,
+ONE application of the shared layer (stored once by construction) and all exit heads (the depth is an input), and
+`OnnxExitModel` drives them with the same loop as PyTorch (`modeling.run_with_exits`): the layer session runs once
+per application on the examples that have not exited. `quantize_exit_onnx` makes int8 copies of the embeddings and
+layer graphs, optionally keeping named modules ("ffn", "ffn_output") in fp32; `layer_quantization_error` measures
+the int8 error at every depth, which grows with each application of the same quantized layer.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .errors import MissingFileError, UserError
@@ -125,7 +134,7 @@ def verify_onnx(model: AlbertPreTrainedModel, path: str | Path, inputs: dict[str
     return max(float(abs(a - b.numpy()).max()) for a, b in zip(onnx_outputs, torch_outputs))
 
 
-def quantize_onnx(fp32_path: str | Path, int8_path: str | Path) -> Path:
+def quantize_onnx(fp32_path: str | Path, int8_path: str | Path, keep_fp32: tuple[str, ...] = ()) -> Path:
     """Dynamic int8 quantization of an fp32 ONNX file from `export_onnx` (MatMul weights and the embedding Gather).
 
     Weights are quantized per tensor, signed int8 (QInt8), which onnxruntime's x86 kernels (MatMulInteger) run with
@@ -141,10 +150,30 @@ def quantize_onnx(fp32_path: str | Path, int8_path: str | Path) -> Path:
         graph = onnx.load(str(fp32_path))
         fold_weight_transposes(graph)
         onnx.save(graph, str(folded))
-        quantize_dynamic(folded, partial, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"])
+        excluded = nodes_of_modules(graph, keep_fp32) if keep_fp32 else []
+        quantize_dynamic(
+            folded,
+            partial,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gather"],
+            nodes_to_exclude=excluded,
+        )
         deduplicate_initializers(partial)
         os.replace(partial, int8_path)
     return int8_path
+
+
+def nodes_of_modules(model, module_names: tuple[str, ...]) -> list[str]:
+    """Names of the nodes that the exporter traced inside a module whose attribute name is one of `module_names`
+    (e.g. "ffn_output"), read from the module scopes torch's exporter stores with each node."""
+    import ast
+
+    selected = []
+    for node in model.graph.node:
+        scopes = next((p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"), "[]")
+        if any(scope.rsplit(".", 1)[-1] in module_names for scope in ast.literal_eval(scopes)):
+            selected.append(node.name)
+    return selected
 
 
 def fold_weight_transposes(model) -> int:
@@ -190,6 +219,225 @@ def fold_weight_transposes(model) -> int:
     return len(renamed)
 
 
+# --------------------------------------------------------------------------------------------------------------------
+# Adaptive depth: the shared layer as one graph, applied in a loop by a Python driver of three sessions
+# --------------------------------------------------------------------------------------------------------------------
+
+EXIT_GRAPHS = ("embeddings", "layer", "exits")  # file stems: embeddings.onnx, layer.onnx, exits.onnx
+
+
+class _EmbeddingsGraph(torch.nn.Module):
+    """(input_ids, attention_mask, token_type_ids) -> hidden states (B, T, H) entering the first layer, and the
+    additive attention mask (B, 1, 1, T) every application reads."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.albert = model.albert
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        from .modeling import additive_mask
+
+        embeddings = self.albert.embeddings(input_ids, token_type_ids)
+        mask = additive_mask(attention_mask, embeddings.dtype)
+        return self.albert.encoder.embedding_hidden_mapping_in(embeddings), mask
+
+
+class _LayerGraph(torch.nn.Module):
+    """One application of the shared layer: (hidden (B, T, H), mask (B, 1, 1, T)) -> hidden."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model.albert.encoder
+
+    def forward(self, hidden_states, mask):
+        return self.encoder.apply_layer(0, hidden_states, mask)[0]
+
+
+class _ExitsGraph(torch.nn.Module):
+    """Every exit in one graph: (hidden (B, T, H), depth ()) -> that exit's logits (B, C); the classifiers are stacked
+    (L, C, H) and the depth picks one (Gather), so one session serves all depths."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.albert = model.albert
+        depths = range(1, model.config.num_layer_applications + 1)
+        classifiers = [model.exit_classifier(depth) for depth in depths]
+        self.weight = torch.nn.Parameter(torch.stack([c.weight.detach() for c in classifiers]), requires_grad=False)
+        self.bias = torch.nn.Parameter(torch.stack([c.bias.detach() for c in classifiers]), requires_grad=False)
+
+    def forward(self, hidden_states, depth):
+        pooled = self.albert.pool(hidden_states)  # (B, H)
+        index = depth - 1
+        return pooled @ self.weight[index].transpose(0, 1) + self.bias[index]
+
+
+def check_loopable(model) -> None:
+    """The looped export applies one layer graph L times: only a model whose every application uses the same weights
+    (sharing "all", one group, one inner layer) can be written so."""
+    config = model.config
+    if not hasattr(model, "exit_classifier"):
+        raise UserError(f"The looped export with exits is for sequence classification, not {type(model).__name__}.")
+    if config.sharing != "all" or config.num_hidden_groups != 1 or config.inner_group_num != 1:
+        raise UserError(
+            "The looped export needs one layer shared by every application (sharing='all', num_hidden_groups=1, "
+            f"inner_group_num=1); this model has sharing={config.sharing!r}, num_hidden_groups="
+            f"{config.num_hidden_groups}, inner_group_num={config.inner_group_num}."
+        )
+
+
+def export_exit_onnx(model, folder: str | Path, batch_size: int = 2, seq_len: int = 16) -> dict[str, Path]:
+    """Write embeddings.onnx, layer.onnx (the shared layer, once) and exits.onnx of an
+    `AlbertForSequenceClassification` to `folder`, for [`OnnxExitModel`]; returns {stem: path}.
+
+    The layer graph is the shared layer by construction, so its weights are stored once whatever the depth.
+    Exported with eager attention (an additive mask), which every attention kernel equals in eval mode.
+    """
+    check_loopable(model)
+    model = model.eval()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    hidden = model.config.hidden_size
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=model.config.max_position_embeddings)
+    ids = torch.randint(5, model.config.vocab_size, (batch_size, seq_len))
+    graphs = {
+        "embeddings": (
+            _EmbeddingsGraph(model),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            ["input_ids", "attention_mask", "token_type_ids"],
+            ["hidden_states", "mask"],
+            ({0: batch, 1: sequence},) * 3,
+        ),
+        "layer": (
+            _LayerGraph(model),
+            (torch.randn(batch_size, seq_len, hidden), torch.zeros(batch_size, 1, 1, seq_len)),
+            ["hidden_states", "mask"],
+            ["output"],
+            ({0: batch, 1: sequence}, {0: batch, 3: sequence}),
+        ),
+        "exits": (
+            _ExitsGraph(model),
+            (torch.randn(batch_size, seq_len, hidden), torch.tensor(1)),
+            ["hidden_states", "depth"],
+            ["logits"],
+            ({0: batch, 1: sequence}, None),
+        ),
+    }
+    written = {}
+    implementation = model.config._attn_implementation
+    model.config._attn_implementation = "eager"
+    try:
+        for stem, (module, example, inputs, outputs, dynamic) in graphs.items():
+            path = folder / f"{stem}.onnx"
+            module.eval()
+            with torch.no_grad():
+                torch.onnx.export(
+                    module,
+                    example,
+                    str(path),
+                    input_names=inputs,
+                    output_names=outputs,
+                    dynamic_shapes=dynamic,
+                    dynamo=True,
+                    external_data=False,
+                    verbose=False,
+                )
+            deduplicate_initializers(path)
+            written[stem] = path
+    finally:
+        model.config._attn_implementation = implementation
+    return written
+
+
+def quantize_exit_onnx(folder: str | Path, keep_fp32: tuple[str, ...] = ()) -> dict[str, Path]:
+    """int8 (dynamic) copies of the embeddings and layer graphs: `embeddings.int8.onnx`, `layer.int8.onnx` (the exit
+    heads stay fp32: a few hundred multiply-adds per example). `keep_fp32`: module names (e.g. "ffn_output", "ffn")
+    whose matrix products stay fp32, where the per-depth error of [`layer_quantization_error`] says so."""
+    folder = Path(folder)
+    return {
+        stem: quantize_onnx(folder / f"{stem}.onnx", folder / f"{stem}.int8.onnx", keep_fp32=keep_fp32)
+        for stem in ("embeddings", "layer")
+    }
+
+
+class OnnxExitModel:
+    """Adaptive-depth inference with ONNX Runtime: the embeddings session once, the layer session once per
+    application, the exits session where an exit is read, driven by the same loop as PyTorch ([`run_with_exits`]).
+
+    `config`: the model's AlbertConfig (its `early_exit_patience`, `num_layers_at_inference`, threshold and labels);
+    `patience` / `num_layers` override them per call. `int8`: load the quantized graphs.
+    """
+
+    def __init__(self, folder: str | Path, config, int8: bool = False, threads: int | None = None):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        folder = Path(folder)
+        self.config = config
+        self.sessions = {}
+        for stem in EXIT_GRAPHS:
+            path = folder / (f"{stem}.int8.onnx" if int8 and stem != "exits" else f"{stem}.onnx")
+            if not path.is_file():
+                raise MissingFileError(f"{path}: missing; write it with export_exit_onnx (and quantize_exit_onnx).")
+            self.sessions[stem] = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def apply_layer(self, application: int, hidden_states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        feed = {"hidden_states": hidden_states.numpy(), "mask": mask.numpy()}
+        return torch.from_numpy(self.sessions["layer"].run(None, feed)[0])
+
+    def exit_logits(self, hidden_states: torch.Tensor, depth: int) -> torch.Tensor:
+        feed = {"hidden_states": hidden_states.numpy(), "depth": np.array(depth, dtype=np.int64)}
+        return torch.from_numpy(self.sessions["exits"].run(None, feed)[0])
+
+    def __call__(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        patience: int | None = None,
+        num_layers: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(B, C) logits and (B,) exit depths of a batch (numpy or torch int64 arrays)."""
+        from .modeling import run_with_exits
+
+        config = self.config
+        input_ids = np.asarray(input_ids, dtype=np.int64)
+        attention_mask = np.ones_like(input_ids) if attention_mask is None else np.asarray(attention_mask, np.int64)
+        token_type_ids = np.zeros_like(input_ids) if token_type_ids is None else np.asarray(token_type_ids, np.int64)
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        hidden_states, mask = (torch.from_numpy(a) for a in self.sessions["embeddings"].run(None, feed))
+        if patience is None:
+            patience = config.early_exit_patience if config.early_exit else 0
+        logits, depths = run_with_exits(
+            hidden_states,
+            mask,
+            self.apply_layer,
+            self.exit_logits,
+            max_depth=num_layers or config.num_layers_at_inference or config.num_layer_applications,
+            patience=patience,
+            regression=config.num_labels == 1,
+            threshold=config.early_exit_regression_threshold,
+        )
+        return logits.numpy(), depths.numpy()
+
+
+def layer_quantization_error(fp32: OnnxExitModel, int8: OnnxExitModel, batches: list[dict]) -> list[float]:
+    """Largest absolute difference of the logits, int8 against fp32, at each fixed depth 1 .. L over `batches`
+    (dicts of input_ids / attention_mask / token_type_ids): how the quantized shared layer's error grows with the
+    number of times it is applied."""
+    errors = []
+    for depth in range(1, fp32.config.num_layer_applications + 1):
+        worst = 0.0
+        for batch in batches:
+            reference, _ = fp32(**batch, patience=0, num_layers=depth)
+            quantized, _ = int8(**batch, patience=0, num_layers=depth)
+            worst = max(worst, float(np.abs(reference - quantized).max()))
+        errors.append(worst)
+    return errors
+
+
 def quantize_pytorch(model: AlbertPreTrainedModel) -> torch.nn.Module:
     """A copy of `model` (eval mode) whose `nn.Linear` layers run in int8 (torch dynamic quantization, qint8).
 
@@ -228,7 +476,10 @@ def export(
 ) -> dict[str, Path]:
     """Export a saved albert_hf model (any head) to `output_dir`; returns {"onnx": ..., "onnx_int8": ..., ...}.
 
-    Always writes `model.onnx` (fp32, shared layer once) and the model's config and tokenizer files (so the folder
+    A sequence classifier with exits or a fixed depth (`early_exit`, `num_layers_at_inference`) is written in the
+    looped form instead ([`export_exit_onnx`]: embeddings.onnx, layer.onnx, exits.onnx, and with int8
+    embeddings.int8.onnx, layer.int8.onnx), which [`OnnxExitModel`] runs with the config's settings.
+    Otherwise always writes `model.onnx` (fp32, shared layer once) and the model's config and tokenizer files (so the folder
     is self-contained for inference); with `quantize="int8"` also `model.int8.onnx` (onnxruntime dynamic int8) and,
     unless `pytorch_int8=False`, `pytorch_model.int8.pt` (torch dynamic int8 state dict, see `load_pytorch_int8`).
     """
@@ -258,6 +509,12 @@ def export(
     for item in source.iterdir():  # config, tokenizer and card: what an inference folder needs besides weights
         if item.is_file() and item.suffix in (".json", ".model", ".txt", ".md"):
             shutil.copy2(item, output_dir / item.name)
+    if getattr(config, "early_exit", False) or getattr(config, "num_layers_at_inference", None) is not None:
+        # Adaptive depth cannot live in one static graph: the looped form, run by OnnxExitModel.
+        written = export_exit_onnx(model, output_dir)
+        if quantize == "int8":
+            written.update({f"{stem}_int8": path for stem, path in quantize_exit_onnx(output_dir).items()})
+        return written
     written = {"onnx": output_dir / "model.onnx"}
     partial = output_dir / "model.onnx.partial"
     export_onnx(model, partial)

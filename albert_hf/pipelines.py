@@ -15,7 +15,9 @@ and the best span over all windows wins. Scores are those of the removed pipelin
 `select_starts_ends`): per window, softmax of the start and of the end logits over the context tokens (and [CLS]),
 score = p(start) * p(end) for spans of at most `max_answer_len` tokens. With `handle_impossible_answer=True` the null
 answer ([CLS], [CLS]) competes with its lowest score over the windows, and wins with `{"answer": "", "start": 0,
-"end": 0}`. Other pipelines (fill-mask, text-classification, token-classification) need nothing from albert_hf.
+"end": 0}`. Other pipelines (fill-mask, text-classification, token-classification) need nothing from albert_hf; a
+classifier's adaptive-depth settings (`early_exit_patience`, `num_layers_at_inference`) live in its config, so
+`pipeline("text-classification", model=...)` runs at the depth the config says (tests/test_early_exit.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from ..data.sources import load_rows, require_columns, source_name
 from ..errors import UserError
 from ..hub import CardInfo
 from .finetuning import FineTuningArguments, first_output, output_path
-from .glue import SequenceClassificationJob
+from .glue import EarlyExitArguments, SequenceClassificationJob
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ FILE_OPTIONS = {"train": "train_file", "validation": "validation_file", "test": 
 
 
 @dataclass
-class ClassifyArguments:
+class ClassifyArguments(EarlyExitArguments):
     """Where the table's texts and labels are."""
 
     dataset_name: str | None = field(

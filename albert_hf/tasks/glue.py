@@ -39,8 +39,37 @@ from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_tr
 logger = logging.getLogger(__name__)
 
 
+@dataclass(kw_only=True)
+class EarlyExitArguments:
+    """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification jobs, written into the saved
+    config; an option not given keeps the checkpoint's (or the preset's) value."""
+
+    early_exit: bool = field(
+        default=False,
+        metadata={
+            "help": "Train an exit classifier after every application of the shared layer (PABEE's loss: the exits' "
+            "losses weighted by depth); inference can then stop early (docs/performance.md)."
+        },
+    )
+    early_exit_shared_classifier: bool = field(
+        default=False, metadata={"help": "With --early_exit: one classifier shared by every exit."}
+    )
+    early_exit_patience: int | None = field(
+        default=None,
+        metadata={"help": "Inference: stop once the prediction stayed the same for this many further exits (0: off)."},
+    )
+    num_layers_at_inference: int | None = field(
+        default=None, metadata={"help": "Inference: run at most this many layer applications (fixed depth)."}
+    )
+
+    def early_exit_config(self) -> dict:
+        """The config fields given on the command line (the switches only when on)."""
+        names = ("early_exit", "early_exit_shared_classifier", "early_exit_patience", "num_layers_at_inference")
+        return {name: getattr(self, name) for name in names if getattr(self, name) not in (None, False)}
+
+
 @dataclass
-class GlueArguments:
+class GlueArguments(EarlyExitArguments):
     task_name: str = field(metadata={"help": f"GLUE task: {', '.join(name for name in GLUE_TASKS if name != 'ax')}."})
     dataset_name: str = field(
         default="nyu-mll/glue", metadata={"help": "Hub dataset used when neither --data_dir nor files are given."}
@@ -107,7 +136,7 @@ class SequenceClassificationJob(FineTuningJob):
     label_space: LabelSpace  # the task's labels: class names in id order, or a regression (a property of the task)
 
     def config_fields(self) -> dict:
-        return self.label_space.config_kwargs()
+        return {**self.label_space.config_kwargs(), **self.task_args.early_exit_config()}
 
     def encode(self, split: str, examples: Dataset) -> Dataset:
         max_seq_length = self.data_args.max_seq_length
