@@ -231,3 +231,34 @@ def test_ner_on_japanese_running_text_learns(tmp_path, tokenizers):
     assert all_o["f1"] == 0.0 and eval_f1 > 0.3 and predict_f1 == pytest.approx(eval_f1)
     written = read_conll(str(output_dir / "predictions_test.txt"), tag_column=1)
     assert [s["tokens"] for s in written] == fixture("ja", "valid")["tokens"]  # the user's own words, U+3000 too
+
+
+@pytest.mark.parametrize("alignment", ["auto", "words"])
+def test_tables_are_read_as_running_text_unless_told(alignment, tokenizers, tmp_path):
+    """The table reader (--tokens_column/--tags_column) goes through the same choice: `auto` on Japanese is running
+    text, `--alignment words` keeps one "▁" per word."""
+    from albert_hf.tasks.ner import NerJob
+
+    sentences = fixture("ja", "valid").select(range(30))
+    table = tmp_path / "dev.jsonl"
+    table.write_text(
+        "".join(
+            json.dumps({"words": t, "tags": g}, ensure_ascii=False) + "\n"
+            for t, g in zip(sentences["tokens"], sentences["ner_tags"])
+        ),
+        encoding="utf-8",
+    )
+    argv = ["--validation_file", str(table), "--tokens_column", "words", "--tags_column", "tags", "--do_eval"]
+    argv += ["--alignment", alignment, "--output_dir", str(tmp_path / "out"), "--model_name_or_path", "unused"]
+    job = NerJob.from_argv(argv)
+    job.load_data()
+    assert job.raw["validation"].to_list() == sentences.to_list()  # U+3000 tokens included
+    job.tokenizer = tokenizers["ja"]
+    job.__dict__["label_list"] = build_label_list(sentences)
+    encoded = job.encode("validation", job.raw["validation"])
+    texts = [join_words(words)[0] for words in sentences["tokens"]]
+    if alignment == "auto":
+        assert job.alignment == ALIGN_RUNNING_TEXT and encoded["input_ids"] == job.tokenizer(texts)["input_ids"]
+    else:
+        split = job.tokenizer(list(sentences["tokens"]), is_split_into_words=True)["input_ids"]
+        assert job.alignment == ALIGN_WORDS and encoded["input_ids"] == split
