@@ -262,3 +262,31 @@ def test_tables_are_read_as_running_text_unless_told(alignment, tokenizers, tmp_
     else:
         split = job.tokenizer(list(sentences["tokens"]), is_split_into_words=True)["input_ids"]
         assert job.alignment == ALIGN_WORDS and encoded["input_ids"] == split
+
+
+def test_words_that_are_spaces_get_a_tag_with_one_piece_per_word_too(tokenizer):
+    """`--alignment words` on English: a word the tokenizer drops (U+3000, U+00A0) is read from the token before it,
+    not counted as cut (first in its sentence: from the first token, the only one there is); the words past
+    truncation are counted."""
+    from albert_hf.data.ner import CONLL2003_LABELS
+
+    data = Dataset.from_list(
+        [
+            {
+                "tokens": ["Mr", "\u00a0", "Peter", "\u3000", "Blackburn"],
+                "ner_tags": ["O", "O", "B-PER", "I-PER", "I-PER"],
+            },
+            {"tokens": ["\u3000", "Peter"], "ner_tags": ["O", "B-PER"]},
+            {"tokens": ["word"] * 30, "ner_tags": ["O"] * 30},
+        ]
+    )
+    labels = list(CONLL2003_LABELS)
+    encoded, truncated = tokenize_and_align(data, tokenizer, labels, 12, alignment=ALIGN_WORDS)
+    assert truncated == 1
+    first = encoded[0]
+    mr, peter, blackburn = (first["word_ids"].index(word) for word in (0, 2, 4))
+    assert first["word_positions"] == [mr, peter - 1, peter, blackburn - 1, blackburn]
+    tags, missing = word_predictions(first["labels"], first["word_ids"], 5, labels, first["word_positions"])
+    assert (tags, missing) == (["O", "O", "B-PER", "I-PER", "I-PER"], 0)
+    assert encoded[1]["word_positions"] == [1, 1]
+    assert encoded[2]["word_positions"].count(None) == 30 - 10

@@ -352,7 +352,7 @@ def words_split_positions(word_ids: Sequence[int | None], num_words: int) -> lis
     for word in range(min(last, num_words)):
         if positions[word] is None:
             before = [p for p, w in enumerate(word_ids) if w is not None and w < word]
-            positions[word] = before[-1] if before else positions[word + 1]
+            positions[word] = before[-1] if before else next(p for p, w in enumerate(word_ids) if w is not None)
     return positions
 
 
