@@ -215,7 +215,7 @@ def test_ner_on_japanese_running_text_learns(tmp_path, tokenizers):
     argv = ["ner", "--data_dir", str(FIXTURES / "ja"), "--test_file", str(FIXTURES / "ja" / "valid.txt")]
     argv += ["--do_train", "--do_eval", "--do_predict", "--tokenizer_name_or_path", str(tmp_path / "tokenizer")]
     argv += ["--config_overrides", TINY_ONE_LAYER_OVERRIDES, "--output_dir", str(output_dir), "--report_to", "none"]
-    argv += ["--num_train_epochs", "3", "--learning_rate", "3e-3", "--per_device_train_batch_size", "16"]
+    argv += ["--num_train_epochs", "2", "--learning_rate", "3e-3", "--per_device_train_batch_size", "16"]
     argv += ["--max_seq_length", "64", "--save_strategy", "no", "--logging_steps", "15", "--seed", "1"]
     argv += ["--disable_tqdm", "true", "--use_cpu", "true"]
     assert cli_main(argv) == 0
