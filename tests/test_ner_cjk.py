@@ -24,6 +24,7 @@ from albert_hf.data.ner import (
     word_predictions,
     write_conll_predictions,
 )
+from albert_hf.errors import DataError
 from albert_hf.metrics.ner import ner_metrics
 
 FIXTURES = Path(__file__).parent / "data" / "ner_cjk"
@@ -196,7 +197,10 @@ def test_conll_columns_split_on_spaces_and_tabs_only(tmp_path):
     write_conll_predictions(str(out), tokens, tags, tags)
     assert out.read_text(encoding="utf-8").splitlines()[1] == "\u3000 I-PER I-PER"
     assert read_conll(str(out)) == sentences  # written back unchanged
-    assert [s["tokens"] for s in read_conll(str(FIXTURES / "ja" / "train.txt"))].count(["\u3000"]) == 0
+    alone = tmp_path / "alone.txt"
+    alone.write_text("山田 B-PER\n\u3000\n", encoding="utf-8")  # a token without its tag, not a blank line
+    with pytest.raises(DataError, match=r"alone.txt:2: expected a word and a tag"):
+        read_conll(str(alone))
     assert sum(tokens.count("\u3000") for tokens in fixture("ja", "train")["tokens"]) > 0
 
 
