@@ -11,10 +11,25 @@ converting IOB2 leaves it unchanged, so every file goes through the same convers
 ALBERT's SentencePiece splits a word into one or more sub-tokens. The word's label goes on its first sub-token and
 the others get -100 (ignored by the loss and the metric), or with `label_all_tokens` the others get the word's label
 too (with B-X turned into I-X). Predictions are read back from each word's first sub-token.
+
+How the words become the model's input (`alignment`) depends on how the language writes them:
+
+- "words": each word is encoded as if a space preceded it (`is_split_into_words`), as English and every other
+  language with spaces between words is written: one "▁" per word.
+- "running_text": for scripts written without spaces (Japanese, Chinese) that would put a "▁" before every word, a
+  text the model never saw in pretraining. The words are joined as the language writes them ([`join_words`]), the
+  text is tokenized once with offsets, and each piece belongs to the word its first character is in: the ids are
+  exactly the running text's. A piece that spans a word boundary belongs to the word it starts in; a word with no
+  piece of its own (one inside such a piece, or a word that is only a space) is predicted from the piece covering
+  it, or the one before it ([`running_text_positions`]), so every word gets a tag.
+- "auto" (the default) chooses "running_text" where the script of the sentences is one written without spaces, as
+  whole-word masking chooses its segmenter ([`unspaced_language`]), else "words": spaced text is encoded exactly as
+  before.
 """
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import logging
@@ -24,10 +39,11 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
-from ..errors import DataError, MissingFileError
+from ..errors import DataError, MissingFileError, UserError
 from .caching import map_fingerprint
 from .sources import require_columns
 from .textfiles import read_utf8
+from .word_segmentation import UNSPACED_CHARACTER, unspaced_language
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +52,9 @@ CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "
 IGNORE_INDEX = -100  # label of sub-tokens that neither the loss nor the metric sees
 _TAG_PATTERN = re.compile(r"^(O|[BI]-\S+)$")
 _DOCSTART = "-DOCSTART-"
+# CoNLL columns are separated by ASCII spaces and tabs only: a token may be any other Unicode space (U+3000, U+00A0),
+# which Japanese and Chinese corpora do hold, and is kept as a token.
+_COLUMN_SEPARATOR = re.compile("[ \t]+")
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -77,7 +96,7 @@ def read_conll_with_lines(path: str, tag_column: int = -1) -> list[tuple[dict[st
 
     with io.StringIO(read_utf8(path), newline=None) as handle:  # bad bytes: the error names file and line
         for line_number, line in enumerate(handle, start=1):
-            columns = line.split()
+            columns = conll_columns(line)
             if not columns:
                 end_sentence()
                 continue
@@ -102,6 +121,12 @@ def read_conll_with_lines(path: str, tag_column: int = -1) -> list[tuple[dict[st
             lines.append(line_number)
     end_sentence()
     return sentences
+
+
+def conll_columns(line: str) -> list[str]:
+    """The columns of one CoNLL line, split on ASCII spaces and tabs only ([] for a blank line)."""
+    stripped = line.rstrip("\r\n").strip(" \t")
+    return _COLUMN_SEPARATOR.split(stripped) if stripped else []
 
 
 def _column_count_problem(where: str, line: str, found: int, expected: tuple[int, int, bool]) -> str:
@@ -288,6 +313,21 @@ def align_labels(
     return labels
 
 
+def label_borrowed_pieces(
+    labels: list[int], word_ids: Sequence[int | None], positions: Sequence[int | None], word_label_ids: Sequence[int]
+) -> list[int]:
+    """Trains the pieces that predict a word without a piece of its own: a word read from another word's later piece
+    (one spanning both words, or the piece before a word that is only a space) puts its label there, so the model
+    learns what the word is read from. A word read from another word's first piece leaves that word's label."""
+    owned = first_token_positions(word_ids, len(positions))
+    taken = {position for position in owned if position is not None}
+    for word, position in enumerate(positions):
+        if owned[word] is None and position is not None and position not in taken:
+            labels[position] = word_label_ids[word]
+            taken.add(position)
+    return labels
+
+
 def continuation_label_ids(label_list: Sequence[str]) -> list[int]:
     """For each label id, the id of the label that continues it (B-X -> I-X when I-X exists; others unchanged)."""
     index = {label: i for i, label in enumerate(label_list)}
@@ -303,21 +343,159 @@ def first_token_positions(word_ids: Sequence[int | None], num_words: int) -> lis
     return positions
 
 
-def word_predictions(
-    token_label_ids: Sequence[int], word_ids: Sequence[int | None], num_words: int, label_list: Sequence[str]
-) -> tuple[list[str], int]:
-    """Word tags read from each word's first sub-token; words without a sub-token (truncated) get "O".
+def words_split_positions(word_ids: Sequence[int | None], num_words: int) -> list[int | None]:
+    """For each word of an `is_split_into_words` encoding, the token that predicts it: its first sub-token. A word
+    that has none but lies before the last word encoded (a word that is only a space, which the tokenizer drops) is
+    predicted from the token before it, as in running text; only the words past the last one encoded (cut by
+    truncation) get None."""
+    positions = first_token_positions(word_ids, num_words)
+    last = max((word for word in word_ids if word is not None), default=-1)
+    for word in range(min(last, num_words)):
+        if positions[word] is None:
+            before = [p for p, w in enumerate(word_ids) if w is not None and w < word]
+            positions[word] = before[-1] if before else next(p for p, w in enumerate(word_ids) if w is not None)
+    return positions
 
-    Returns the tags and how many words had no sub-token, so callers can report them.
+
+def word_predictions(
+    token_label_ids: Sequence[int],
+    word_ids: Sequence[int | None],
+    num_words: int,
+    label_list: Sequence[str],
+    positions: Sequence[int | None] | None = None,
+) -> tuple[list[str], int]:
+    """Word tags read from the sub-token that predicts each word: `positions` (one per word, as `tokenize_and_align`
+    stores them), by default each word's first sub-token. Words without one (truncated) get "O".
+
+    A word predicted from the same sub-token as the word before it (running text: a piece that spans both) continues
+    that word's entity: B-X read there becomes I-X. Returns the tags and how many words had no sub-token, so callers
+    can report them.
     """
-    tags, missing = [], 0
-    for position in first_token_positions(word_ids, num_words):
+    if positions is None:
+        positions = first_token_positions(word_ids, num_words)
+    tags, missing, previous = [], 0, None
+    for position in positions:
         if position is None:
             tags.append("O")
             missing += 1
         else:
-            tags.append(label_list[token_label_ids[position]])
+            tag = label_list[token_label_ids[position]]
+            tags.append("I-" + tag[2:] if position == previous and tag.startswith("B-") else tag)
+        previous = position
     return tags, missing
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# words of scripts without spaces: running text
+
+ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS = "auto", "running_text", "words"
+ALIGNMENTS = (ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS)
+
+
+def resolve_alignment(alignment: str, sentences: Sequence[Sequence[str]]) -> str:
+    """ "running_text" or "words" (see the module's docstring); "auto" asks the script of the first 200 sentences."""
+    if alignment not in ALIGNMENTS:
+        raise UserError(f"alignment {alignment!r}: expected one of {', '.join(ALIGNMENTS)}.")
+    if alignment != ALIGN_AUTO:
+        return alignment
+    texts = [join_words(words)[0] for words in sentences[:200]]
+    return ALIGN_RUNNING_TEXT if unspaced_language(texts) else ALIGN_WORDS
+
+
+def _spaced(character: str) -> bool:
+    return not character.isspace() and not UNSPACED_CHARACTER.match(character)
+
+
+def join_words(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The words written as running text, and each word's (start, end) in it.
+
+    Words are joined with nothing between them, except one space between two words whose neighbouring characters are
+    both of spaced scripts (Latin letters, digits, ASCII punctuation, hangul, ...): 東京 + の + Google + 社 gives
+    "東京のGoogle社", New + York + に gives "New Yorkに", iPhone + 15 gives "iPhone 15". Kana, ideographs, CJK
+    punctuation and full-width forms (ＡＢＣ１２３) never take a space; a word that is a space (U+3000) is kept as it is.
+    """
+    text, spans = "", []
+    for word in words:
+        if text and word and _spaced(text[-1]) and _spaced(word[0]):
+            text += " "
+        spans.append((len(text), len(text) + len(word)))
+        text += word
+    return text, spans
+
+
+def running_text_positions(
+    piece_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
+) -> tuple[list[int], list[int | None]]:
+    """(the word of each piece, the piece that predicts each word) for pieces at `piece_offsets` of a text whose words
+    lie at `word_spans` (as [`join_words`] gives them).
+
+    A piece belongs to the word its first character is in (a space before a word counts as that word's). A word's
+    predicting piece is its first piece; for a word with no piece of its own, the last piece that starts before it
+    (the one covering it, or for a word that is only a space, the piece before it), else the first piece.
+    """
+    ends = [end for _, end in word_spans]
+    last_word = len(word_spans) - 1
+    piece_words = [min(bisect.bisect_right(ends, start), last_word) for start, _ in piece_offsets]
+    piece_starts = [start for start, _ in piece_offsets]
+    positions: list[int | None] = first_token_positions(piece_words, len(word_spans))
+    for word, (start, _) in enumerate(word_spans):
+        if positions[word] is None and piece_offsets:
+            positions[word] = max(0, bisect.bisect_left(piece_starts, start) - 1)
+    return piece_words, positions
+
+
+def encode_running_text(
+    sentences: Sequence[Sequence[str]], tokenizer, max_seq_length: int, pad_to_max_length: bool = False
+) -> dict[str, list]:
+    """Each sentence's words joined as running text and tokenized once with offsets (truncated to `max_seq_length`):
+    the tokenizer's input_ids, token_type_ids and attention_mask, with word_ids (per token) and word_positions (per
+    word; None for a word cut by truncation)."""
+    texts, spans = zip(*(join_words(words) for words in sentences)) if sentences else ((), ())
+    encoded = tokenizer(
+        list(texts),
+        truncation=True,
+        max_length=max_seq_length,
+        padding="max_length" if pad_to_max_length else False,
+        return_token_type_ids=True,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+    )
+    truncated = _truncated(tokenizer, texts, encoded["special_tokens_mask"], max_seq_length)
+    columns = {key: encoded[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
+    columns["word_ids"], columns["word_positions"] = [], []
+    for offsets, special, word_spans, cut in zip(
+        encoded["offset_mapping"], encoded["special_tokens_mask"], spans, truncated
+    ):
+        content = [position for position, is_special in enumerate(special) if not is_special]
+        piece_words, positions = running_text_positions([offsets[i] for i in content], word_spans)
+        word_ids: list[int | None] = [None] * len(special)
+        for position, word in zip(content, piece_words):
+            word_ids[position] = word
+        if cut:  # words past the last kept piece lost their text to truncation
+            end = offsets[content[-1]][1] if content else 0
+            owned = set(piece_words)
+            positions = [
+                None if word not in owned and start >= end else position
+                for word, (position, (start, _)) in enumerate(zip(positions, word_spans))
+            ]
+        columns["word_ids"].append(word_ids)
+        columns["word_positions"].append([None if p is None else content[p] for p in positions])
+    return columns
+
+
+def _truncated(
+    tokenizer, texts: Sequence[str], special_masks: Sequence[Sequence[int]], max_seq_length: int
+) -> list[bool]:
+    """Whether truncation cut each text: only texts that fill `max_seq_length` are tokenized again, untruncated."""
+    full = [
+        i
+        for i, mask in enumerate(special_masks)
+        if len(mask) - sum(mask) >= max_seq_length - tokenizer.num_special_tokens_to_add()
+    ]
+    lengths = tokenizer([texts[i] for i in full], add_special_tokens=False)["input_ids"] if full else []
+    kept = {i: len(mask) - sum(mask) for i, mask in enumerate(special_masks)}
+    cut = {i for i, ids in zip(full, lengths) if len(ids) > kept[i]}
+    return [i in cut for i in range(len(texts))]
 
 
 def tokenize_and_align(
@@ -327,16 +505,27 @@ def tokenize_and_align(
     max_seq_length: int,
     label_all_tokens: bool = False,
     pad_to_max_length: bool = False,
+    alignment: str = ALIGN_WORDS,
 ) -> tuple[Dataset, int]:
-    """Tokenize pre-split words and align labels; keeps `word_ids` for reading predictions back.
+    """Tokenize the words of each sentence and align labels; keeps `word_ids` (per token) and `word_positions` (the
+    token each word is predicted from) for reading predictions back.
 
-    Returns the dataset (input_ids, token_type_ids, attention_mask, labels, word_ids) and the number of sentences
-    that max_seq_length truncated.
+    `alignment`: "words" (one "▁" per word) or "running_text" (see the module's docstring; resolve "auto" first with
+    [`resolve_alignment`]). Returns the dataset (input_ids, token_type_ids, attention_mask, labels, word_ids,
+    word_positions) and the number of sentences that max_seq_length truncated.
     """
+    if alignment not in (ALIGN_WORDS, ALIGN_RUNNING_TEXT):
+        raise ValueError(f"alignment {alignment!r}: expected 'words' or 'running_text' (resolve 'auto' first).")
     label_to_id = {label: i for i, label in enumerate(label_list)}
     continuation = continuation_label_ids(label_list)
 
-    def encode(batch: dict[str, list]) -> dict[str, list]:
+    def word_label_ids(tags: Sequence[str]) -> list[int]:
+        unknown = [tag for tag in tags if tag not in label_to_id]
+        if unknown:
+            raise DataError(f"tags {sorted(set(unknown))} are not in the label list {list(label_list)}.")
+        return [label_to_id[tag] for tag in tags]
+
+    def encode_words(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(
             batch["tokens"],
             is_split_into_words=True,
@@ -345,19 +534,37 @@ def tokenize_and_align(
             padding="max_length" if pad_to_max_length else False,
             return_token_type_ids=True,
         )
-        encoded["labels"], encoded["word_ids"], encoded["truncated"] = [], [], []
+        encoded["labels"], encoded["word_ids"], encoded["word_positions"] = [], [], []
         for i, (tokens, tags) in enumerate(zip(batch["tokens"], batch["ner_tags"])):
-            unknown = [tag for tag in tags if tag not in label_to_id]
-            if unknown:
-                raise DataError(f"tags {sorted(set(unknown))} are not in the label list {list(label_list)}.")
-            word_ids = encoded.word_ids(i)
-            word_label_ids = [label_to_id[tag] for tag in tags]
-            encoded["labels"].append(align_labels(word_ids, word_label_ids, label_all_tokens, continuation))
+            word_ids, label_ids = encoded.word_ids(i), word_label_ids(tags)
+            positions = words_split_positions(word_ids, len(tokens))
+            labels = align_labels(word_ids, label_ids, label_all_tokens, continuation)
+            encoded["labels"].append(label_borrowed_pieces(labels, word_ids, positions, label_ids))
             encoded["word_ids"].append(word_ids)
-            encoded["truncated"].append(None in first_token_positions(word_ids, len(tokens)))
+            encoded["word_positions"].append(positions)
         return encoded
 
-    settings = dict(labels=list(label_list), max_seq_length=max_seq_length, all=label_all_tokens, pad=pad_to_max_length)
+    def encode_running(batch: dict[str, list]) -> dict[str, list]:
+        encoded = encode_running_text(batch["tokens"], tokenizer, max_seq_length, pad_to_max_length)
+        encoded["labels"] = []
+        for word_ids, positions, tags in zip(encoded["word_ids"], encoded["word_positions"], batch["ner_tags"]):
+            label_ids = word_label_ids(tags)
+            labels = align_labels(word_ids, label_ids, label_all_tokens, continuation)
+            encoded["labels"].append(label_borrowed_pieces(labels, word_ids, positions, label_ids))
+        return encoded
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        encoded = (encode_running if alignment == ALIGN_RUNNING_TEXT else encode_words)(batch)
+        encoded["truncated"] = [None in positions for positions in encoded["word_positions"]]
+        return encoded
+
+    settings = dict(
+        labels=list(label_list),
+        max_seq_length=max_seq_length,
+        all=label_all_tokens,
+        pad=pad_to_max_length,
+        alignment=alignment,
+    )
     encoded = dataset.map(encode, batched=True, new_fingerprint=map_fingerprint(dataset, encode, tokenizer, **settings))
     num_truncated = sum(encoded["truncated"]) if len(encoded) else 0
     return encoded.remove_columns("truncated"), num_truncated

@@ -27,6 +27,7 @@ import bisect
 import dataclasses
 import functools
 import importlib
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -159,6 +160,23 @@ def piece_rule_table(tokenizer) -> np.ndarray:
     table = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
     table[sorted(set(tokenizer.all_special_ids))] = True
     return table
+
+
+def unspaced_language(texts: Sequence[str]) -> str | None:
+    """The language of `texts` when its script writes no spaces between words (Japanese, Chinese: the languages a
+    segmenter ships for), else None. Whole-word masking and token classification ask the same question."""
+    language = script_language(texts)
+    return language if language in SEGMENTERS else None
+
+
+# Characters of scripts written without spaces between words: CJK radicals, symbols and punctuation (the
+# ideographic space included), kana, bopomofo, the ideographs and their extensions, compatibility forms, and the
+# full-width and half-width forms Japanese and Chinese text uses for Latin letters, digits and kana. Hangul is not
+# among them: Korean separates its words with spaces.
+UNSPACED_CHARACTER = re.compile(
+    "[\u2e80-\u2fff\u3000-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]"
+)
 
 
 def resolve_word_segmenter(

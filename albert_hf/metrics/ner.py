@@ -8,7 +8,7 @@ import numpy as np
 from seqeval.metrics import accuracy_score, classification_report
 from transformers import EvalPrediction
 
-from ..data.ner import IGNORE_INDEX
+from ..data.ner import IGNORE_INDEX, word_predictions
 from . import load as load_metric_module
 
 
@@ -52,11 +52,17 @@ def tags_from_token_ids(
     return references, predictions
 
 
-def ner_compute_metrics(label_list: Sequence[str]) -> Callable[[EvalPrediction], dict[str, float]]:
+def ner_compute_metrics(
+    label_list: Sequence[str],
+    word_positions: Sequence[Sequence[int | None]] | None = None,
+    word_tags: Sequence[Sequence[str]] | None = None,
+) -> Callable[[EvalPrediction], dict[str, float]]:
     """A Trainer `compute_metrics`: token logits [batch, seq_len, num_labels] and aligned labels -> `ner_metrics`.
 
-    With first-sub-token labels (how evaluation sets are built) the labelled positions are exactly the words. Scored
-    through the package's `evaluate` module "seqeval" (same numbers as `ner_metrics`).
+    With first-sub-token labels (how evaluation sets are built) the labelled positions are exactly the words. Running
+    text has words without a piece of their own, which no label marks: there `word_positions` (each evaluation row's
+    token predicting each word, in the evaluation set's order) and `word_tags` (its gold tags) score every word, as
+    `--do_predict` does. Scored through the package's `evaluate` module "seqeval" (same numbers as `ner_metrics`).
     """
 
     metric = None
@@ -65,7 +71,15 @@ def ner_compute_metrics(label_list: Sequence[str]) -> Callable[[EvalPrediction],
         nonlocal metric
         logits = eval_prediction.predictions
         logits = logits[0] if isinstance(logits, tuple) else logits
-        references, predictions = tags_from_token_ids(np.argmax(logits, axis=-1), eval_prediction.label_ids, label_list)
+        predicted_ids = np.argmax(logits, axis=-1)
+        if word_positions is None:
+            references, predictions = tags_from_token_ids(predicted_ids, eval_prediction.label_ids, label_list)
+        else:
+            references = [list(tags) for tags in word_tags]
+            predictions = [
+                word_predictions(row, (), len(positions), label_list, positions)[0]
+                for row, positions in zip(predicted_ids, word_positions)
+            ]
         if metric is None:  # loaded at the first evaluation, then reused
             metric = load_metric_module("seqeval")
         return metric.compute(predictions=predictions, references=references)

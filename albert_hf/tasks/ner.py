@@ -23,11 +23,15 @@ from transformers import DataCollatorForTokenClassification, Trainer
 
 from ..configuration import AlbertConfig
 from ..data.ner import (
+    ALIGN_AUTO,
+    ALIGN_RUNNING_TEXT,
+    ALIGNMENTS,
     build_label_list,
     check_tags_seen_in_training,
     from_hub_layout,
     load_ner_file,
     ner_sentences_from_rows,
+    resolve_alignment,
     tokenize_and_align,
     word_predictions,
     write_conll_predictions,
@@ -81,6 +85,15 @@ class NerArguments:
     )
     tag_names: str | None = field(
         default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
+    )
+    alignment: str = field(
+        default=ALIGN_AUTO,
+        metadata={
+            "help": "How words become the model's input: 'running_text' joins them as a language without spaces "
+            "writes them (Japanese, Chinese) and tokenizes the text once, 'words' encodes each word as if a space "
+            "preceded it (one '▁' per word, as English is written), 'auto' chooses from the script of the data.",
+            "choices": list(ALIGNMENTS),
+        },
     )
 
     def reads_tables(self) -> bool:
@@ -151,12 +164,13 @@ def checkpoint_label_order(model_args: ModelArguments, labels: list[str]) -> lis
 def predict_words(
     trainer: Trainer, model_inputs: Dataset, sentences: Dataset, label_list: list[str]
 ) -> tuple[list[list[str]], int]:
-    """Word-level tags for every sentence (first sub-token of each word), and the count of words cut by truncation."""
+    """Word-level tags for every sentence (from the sub-token that predicts each word: its first), and the count of
+    words cut by truncation."""
     logits = trainer.predict(model_inputs, metric_key_prefix="predict").predictions
     predicted_ids = np.argmax(first_output(logits), axis=-1)  # [sentences, seq_len]
     tags, num_cut = [], 0
-    for row, word_ids, tokens in zip(predicted_ids, sentences["word_ids"], sentences["tokens"]):
-        words, missing = word_predictions(row, word_ids, len(tokens), label_list)
+    for row, word_ids, positions in zip(predicted_ids, sentences["word_ids"], sentences["word_positions"]):
+        words, missing = word_predictions(row, word_ids, len(positions), label_list, positions)
         tags.append(words)
         num_cut += missing
     return tags, num_cut
@@ -175,6 +189,14 @@ class NerJob(FineTuningJob):
         labels = checkpoint_label_order(self.model_args, build_label_list(*self.raw.values()))
         logger.info("Labels: %s", labels)
         return labels
+
+    @cached_property
+    def alignment(self) -> str:
+        """'running_text' or 'words', chosen once for every split (from the training data when there is one)."""
+        sentences = self.raw["train"] if "train" in self.raw else next(iter(self.raw.values()))
+        alignment = resolve_alignment(self.task_args.alignment, sentences["tokens"][:200])
+        logger.info("Words to input: %s (--alignment %s)", alignment, self.task_args.alignment)
+        return alignment
 
     def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
         return load_ner_splits(self.data_args, self.task_args, splits)
@@ -201,7 +223,13 @@ class NerJob(FineTuningJob):
         all_tokens = self.task_args.label_all_tokens and split == "train"
         max_seq_length = self.data_args.max_seq_length
         encoded, num_truncated = tokenize_and_align(
-            examples, self.tokenizer, self.label_list, max_seq_length, all_tokens, self.data_args.pad_to_max_length
+            examples,
+            self.tokenizer,
+            self.label_list,
+            max_seq_length,
+            all_tokens,
+            self.data_args.pad_to_max_length,
+            self.alignment,
         )
         log_truncation(split, num_truncated, len(examples), max_seq_length)
         return encoded
@@ -214,6 +242,11 @@ class NerJob(FineTuningJob):
         return DataCollatorForTokenClassification(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def compute_metrics(self):
+        validation = self.features.get("validation")
+        if self.alignment == ALIGN_RUNNING_TEXT and validation is not None:
+            return ner_compute_metrics(
+                self.label_list, validation["word_positions"], self.raw["validation"]["ner_tags"]
+            )
         return ner_compute_metrics(self.label_list)
 
     def card_info(self) -> CardInfo:
