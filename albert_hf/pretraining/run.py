@@ -83,11 +83,14 @@ def build_run(
     tokenizer=None,
     documents: tuple[Dataset, Dataset | None] | None = None,
     say=logger.info,
+    started: bool = False,
 ) -> PretrainingRun:
-    """Start the job, then make its tokenizer (`tokenizer`, else --tokenizer_name_or_path or the checkpoint's),
-    instances (of `documents`, (training, held-out), else of the files of the arguments), model and Trainer; check
-    a first batch and log what masking does to it. `say` receives the lines for the user."""
-    check_job(job)
+    """Start the job (unless `started`: the caller did, with `check_job`), then make its tokenizer (`tokenizer`,
+    else --tokenizer_name_or_path or the checkpoint's), instances (of `documents`, (training, held-out), else of the
+    files of the arguments), model and Trainer; check a first batch and log what masking does to it. `say` receives
+    the lines for the user."""
+    if not started:
+        check_job(job)
     set_seed(job.training.seed)
     tokenizer = load_tokenizer(job.model) if tokenizer is None else tokenizer
     train_dataset, eval_dataset, stats = prepare_datasets(
@@ -304,11 +307,16 @@ def run_quickstart(job: PretrainingJob, quiet: bool = False) -> QuickstartResult
     documents = quickstart_documents(job.quickstart)
     held_out_count = quickstart_held_out_count(documents, job.quickstart)
     train, held_out = hold_out(documents, held_out_count, job.training.seed, "--held_out_fraction")
+    # The output folder is locked and checked before the tokenizer is trained into it: a finished run's spiece.model
+    # is never replaced unless --overwrite_output_dir.
+    check_job(job)
     tokenizer = None
     if job.model.tokenizer_name_or_path is None and job.model.model_name_or_path is None:
         tokenizer = train_quickstart_tokenizer(job, train, say)
     say("[2/4] Cutting documents into sentence-order instances")
-    run = build_run(job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"))
+    run = build_run(
+        job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"), started=True
+    )
     say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
     if not quiet:
         run.trainer.remove_callback(ProgressCallback)

@@ -511,6 +511,26 @@ def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> l
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# Secrets
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def hand_hub_token_to_environment(training_args) -> None:
+    """Move `--hub_token` out of the arguments into this process's `HF_TOKEN`, so that no file holds it.
+
+    Trainer pickles its whole `TrainingArguments` into `training_args.bin` of the output folder and of every
+    checkpoint (the files `push_to_hub` uploads), token included. Every Hub call of Trainer passes
+    `token=args.hub_token`, and huggingface_hub resolves a `None` token from `HF_TOKEN` at each call, so with the token
+    there the pushes authenticate as before, and the pickled arguments hold `hub_token=None`. The environment variable
+    lives in this process (and the processes it starts) only; nothing albert_hf writes reads it.
+    """
+    token = getattr(training_args, "hub_token", None)
+    if token:
+        os.environ["HF_TOKEN"] = token
+        training_args.hub_token = None
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Atomic writes of a folder's files
 # --------------------------------------------------------------------------------------------------------------------
 
@@ -562,6 +582,10 @@ class ReliableTrainerMixin(TrainerInternalHooks):
     # While a checkpoint is being written: the staging folder its upload waits for; else None.
     _staging_root: str | None = None
     _push_requested: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
+        super().__init__(*args, **kwargs)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
         """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
