@@ -37,7 +37,7 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
-from ..training.reliability import resolve_resume_checkpoint
+from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
 from .arguments import (
     PretrainingDataArguments,
@@ -135,9 +135,11 @@ FINGERPRINTED_DATA_OPTIONS = (
 
 def run_fingerprint(job: PretrainingJob) -> dict[str, Any]:
     """What `--resume_from_checkpoint` refuses to change (`run_fingerprint_extra` of the Trainer): the text, how it
-    becomes instances and is masked, and the tokenizer."""
+    becomes instances and is masked, and the tokenizer; each local data file by its content
+    (`data_files_fingerprint`), so that other data at the same path is refused too."""
     fingerprint = {name: getattr(job.data, name) for name in FINGERPRINTED_DATA_OPTIONS}
     fingerprint["tokenizer"] = job.model.tokenizer_name_or_path or job.model.model_name_or_path
+    fingerprint.update(data_files_fingerprint([*(job.data.train_files or []), job.data.dataset_name]))
     return fingerprint
 
 

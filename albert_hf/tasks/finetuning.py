@@ -22,7 +22,7 @@ from transformers import Trainer, TrainingArguments, set_seed
 from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
-from ..training.reliability import resolve_resume_checkpoint
+from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length
 from ..training.trainer import FineTuningTrainer
 from .common import (
@@ -338,7 +338,8 @@ class FineTuningJob:
 
     def run_fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the run that wrote the checkpoint, besides the model config, optimizer
-        and batch the Trainer adds itself: the task, the training data and its length limits, the tokenizer."""
+        and batch the Trainer adds itself: the task, the training data (each local file also by its content,
+        `data_files_fingerprint`) and its length limits, the tokenizer."""
         names = ("train_file", "data_dir", "dataset_name", "dataset_config_name")
         train_data = {
             name: value
@@ -352,6 +353,7 @@ class FineTuningJob:
             "max_seq_length": self.data_args.max_seq_length,
             "max_train_samples": self.data_args.max_train_samples,
             "tokenizer": self.model_args.tokenizer_name_or_path or self.model_args.model_name_or_path,
+            **data_files_fingerprint(train_data.values()),
         }
 
     def load_data(self) -> None:
