@@ -376,16 +376,19 @@ atexit.register(release_held_locks)
 
 
 def open_run_folder(training_args, model_args=None) -> None:
-    """Check the job's model and tokenizer sources, then on the main process lock `--output_dir`, check it
+    """Check the job's model and tokenizer sources (readable, a model folder with weights, none of them NaN or
+    inf), then on the main process lock `--output_dir`, check it
     (`check_output_folder`) and with --overwrite_output_dir remove the old run's files; every process raises the
     main process's error, if any."""
-    from .training.checkpoints import check_pretrained_source
+    from .training.checkpoints import check_finite_weights, check_pretrained_source
 
     model_source = getattr(model_args, "model_name_or_path", None)
     tokenizer_source = getattr(model_args, "tokenizer_name_or_path", None)
-    for option, source in (("--model_name_or_path", model_source), ("--tokenizer_name_or_path", tokenizer_source)):
-        if source:
-            check_pretrained_source(source, option=option)
+    if tokenizer_source:
+        check_pretrained_source(tokenizer_source, option="--tokenizer_name_or_path", needs_weights=False)
+    if model_source:
+        check_pretrained_source(model_source, option="--model_name_or_path")
+        check_finite_weights(model_source, option="--model_name_or_path")
     error = None
     if training_args.process_index == 0:
         try:

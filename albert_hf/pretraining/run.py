@@ -38,7 +38,12 @@ from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
-from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
+from ..training.sanity import (
+    check_batch,
+    check_sequence_length,
+    check_tokenizer_matches_config,
+    check_unknown_share,
+)
 from .arguments import (
     PretrainingDataArguments,
     PretrainingJob,
@@ -101,6 +106,8 @@ def build_run(
     trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset)
     trainer.run_fingerprint_extra = run_fingerprint(job)
     first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
+    # Before training: a vocabulary that does not cover the text would train on <unk> for days.
+    check_unknown_share(first, tokenizer, job.data.max_unknown_share, warn=logger.warning)
     if job.training.sanity_checks:
         check_first_batch(trainer, first)
     if trainer.is_world_process_zero():

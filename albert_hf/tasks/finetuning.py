@@ -23,7 +23,7 @@ from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
-from ..training.sanity import check_sequence_length
+from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from ..training.trainer import FineTuningTrainer
 from .common import (
     ModelArguments,
@@ -309,6 +309,11 @@ class FineTuningJob:
         config = build_config(self.model_args, finetuning_task=self.task_name, **self.config_fields(), **preset_config)
         # Before anything is encoded or trained: longer inputs would index positions the model has no embedding for.
         check_sequence_length(self.data_args.max_seq_length, config, config_source(self.model_args))
+        # The one rule between a tokenizer and a model's embeddings, as pretraining asks it: ids past the embedding
+        # fail in the lookup, and a trained model's rows beyond the tokenizer's were learned for other pieces (a
+        # fresh model's spare rows are only unused).
+        if self.model_args.model_name_or_path or len(self.tokenizer) > config.vocab_size:
+            check_tokenizer_fits_vocabulary(self.tokenizer, config.vocab_size, config_source(self.model_args))
         model = build_model(self.model_class, self.model_args, config)
         self.features = {split: self.encode(split, dataset) for split, dataset in self.raw.items()}
 

@@ -42,8 +42,11 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
     from ..onnx_export import export_parser, run_export
+    from ..training.checkpoints import check_finite_weights, check_pretrained_source
 
     args = _with_overwrite_option(export_parser()).parse_args(argv)
+    check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
+    check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
     open_output_folder(
         args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=EXPORT_FILES
     )
