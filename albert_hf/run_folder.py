@@ -166,7 +166,8 @@ def check_output_folder(
     returns the names --overwrite_output_dir is to remove there ([] when nothing is to be removed).
 
     `writes` names the files the command itself writes besides a model (the tokenizer's files for
-    `train-tokenizer`, `model.onnx` for `export`): one of them already there is finished work too."""
+    `train-tokenizer`, `model.onnx` for `export`): one of them already there is finished work too. Such a command
+    trains nothing, so its refusal does not offer --resume_from_checkpoint."""
     model_folder, tokenizer_folder = _source_folder(model_source), _source_folder(tokenizer_source)
     if model_folder and _same_folder(model_folder, output_dir):
         raise OutputFolderError(
@@ -184,10 +185,10 @@ def check_output_folder(
     if not found or resume:
         return []
     if not overwrite:
+        resuming = "" if writes else "--resume_from_checkpoint latest to continue that run, "
         raise OutputFolderError(
             f"--output_dir {output_dir} holds another run's files ({_shown(found)}). Pass another --output_dir, "
-            "--resume_from_checkpoint latest to continue that run, or --overwrite_output_dir to remove its model, "
-            "checkpoints and results first."
+            f"{resuming}or --overwrite_output_dir to remove its model, checkpoints and results first."
         )
     return removable_run_files(output_dir, writes)
 

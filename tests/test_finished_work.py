@@ -108,9 +108,10 @@ def test_cli_train_tokenizer_into_a_model_folder_is_refused_unless_overwrite(fin
     folder = copy_of(finished_model, tmp_path / "model")
     before = snapshot(folder)
     refused = run_cli(tokenizer_argv(folder))
-    assert_one_line_error(
+    line = assert_one_line_error(
         refused, "train-tokenizer", f"--output_dir {folder} holds another run's files (config.json, model.safetensors"
     )
+    assert "--overwrite_output_dir" in line and "--resume_from_checkpoint" not in line  # nothing to resume here
     assert snapshot(folder) == before  # the model's 30k spiece.model is still the one its config describes
 
     overwritten = run_cli(tokenizer_argv(folder, "--overwrite_output_dir"))
