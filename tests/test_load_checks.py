@@ -139,3 +139,23 @@ def test_cli_pretraining_on_text_the_vocabulary_does_not_cover_is_refused_with_t
     assert "above --max_unknown_share 0.2" in line and "--max_unknown_share (1 allows any share)" in line
     share = float(line.split("<unk> is ")[1].split("%")[0]) / 100
     assert share > 0.2
+
+
+def test_non_finite_tensors_of_a_bin_file_are_named_and_a_code_pickle_is_refused(tmp_path):
+    from albert_hf.errors import UnreadableFileError
+    from albert_hf.training.checkpoints import check_finite_weights
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    weights = {"a.weight": torch.ones(3), "b.bias": torch.tensor([0.0, -math.inf]), "steps": torch.tensor([7])}
+    torch.save(weights, folder / "pytorch_model.bin")
+    with pytest.raises(UnreadableFileError, match=r"pytorch_model.bin holds NaN or inf in 1 tensor\(s\): b.bias\."):
+        check_finite_weights(folder, option="--model_name_or_path")
+
+    class RunsCode:
+        def __reduce__(self):
+            return (print, ("code ran",))
+
+    torch.save({"a.weight": RunsCode()}, folder / "pytorch_model.bin", _use_new_zipfile_serialization=True)
+    with pytest.raises(UnreadableFileError, match="cannot be loaded as plain weights"):
+        check_finite_weights(folder)

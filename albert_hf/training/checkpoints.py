@@ -153,8 +153,16 @@ def non_finite_tensors(path: str) -> list[str]:
 
         with safe_open(path, framework="pt") as handle:
             return [name for name in handle.keys() if not _all_finite(handle.get_tensor(name))]
-    state_dict = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    return [name for name, tensor in state_dict.items() if not _all_finite(tensor)]
+    try:
+        # weights_only: a pickle that would run code is refused, never executed. mmap needs the zip format of
+        # torch >= 1.6; older files are read whole.
+        try:
+            state_dict = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:
+            state_dict = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - corrupt zip, refused pickle, ...: all mean "cannot load"
+        raise UnreadableFileError(f"{path} cannot be loaded as plain weights: {error}") from None
+    return [name for name, tensor in state_dict.items() if isinstance(tensor, torch.Tensor) and not _all_finite(tensor)]
 
 
 def _all_finite(tensor) -> bool:
