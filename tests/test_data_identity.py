@@ -105,3 +105,14 @@ def test_cli_resume_after_the_data_changed_at_the_same_path_is_refused_naming_th
         f"{key}: {saved[key]!r} in the checkpoint, 'sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()}' now",
     )
     assert not (output_dir / "checkpoint-2").exists()
+
+
+def test_fine_tuning_jobs_fingerprint_the_files_of_their_training_data(tmp_path):
+    from albert_hf.tasks.glue import GlueJob
+
+    data_dir = FIXTURES / "glue" / "RTE"
+    job = GlueJob.from_argv(["--task_name", "rte", "--data_dir", str(data_dir), "--output_dir", str(tmp_path)])
+    fingerprint = job.run_fingerprint()
+    train = data_dir / "train.tsv"
+    assert fingerprint[f"data file {train}"] == "sha256 " + hashlib.sha256(train.read_bytes()).hexdigest()
+    assert fingerprint["train_data"]["data_dir"] == str(data_dir)
