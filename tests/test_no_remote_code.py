@@ -36,10 +36,11 @@ LOAD = """
 import sys, json
 {import_line}
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer
-folder, trust, autos = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3].split(",")
-kwargs = {{}} if trust is None else {{"trust_remote_code": trust}}
-loaded = [globals()[auto].from_pretrained(folder, **kwargs) for auto in autos]
-print(json.dumps([type(obj).__module__ + "." + type(obj).__name__ for obj in loaded]))
+folder, trusts, autos = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3].split(",")
+for trust in trusts:
+    kwargs = {{}} if trust is None else {{"trust_remote_code": trust}}
+    loaded = [globals()[auto].from_pretrained(folder, **kwargs) for auto in autos]
+    print(json.dumps([type(obj).__module__ + "." + type(obj).__name__ for obj in loaded]))
 """
 MODEL_AUTOS = "AutoConfig,AutoModel,AutoModelForSequenceClassification"
 INSTALLED_MODEL_CLASSES = [
@@ -69,11 +70,13 @@ def planted_folder(tmp_path_factory) -> tuple[Path, Path]:
     return folder, marker
 
 
-def load(folder: Path, trust, import_albert_hf: bool, modules_cache: Path, autos: str) -> subprocess.CompletedProcess:
+def load(folder: Path, trusts: list, import_albert_hf: bool, modules_cache: Path, autos: str):
+    """Load `folder` with each Auto class of `autos` for each `trust_remote_code` value of `trusts` (None: not
+    passed), in one fresh process; one line of loaded classes per value."""
     script = LOAD.format(import_line="import albert_hf" if import_albert_hf else "")
     env = {**CLI_ENV, "HF_MODULES_CACHE": str(modules_cache)}
     return subprocess.run(
-        [sys.executable, "-c", script, str(folder), json.dumps(trust), autos],
+        [sys.executable, "-c", script, str(folder), json.dumps(trusts), autos],
         capture_output=True,
         text=True,
         env=env,
@@ -81,32 +84,23 @@ def load(folder: Path, trust, import_albert_hf: bool, modules_cache: Path, autos
     )
 
 
-def loaded_classes(result: subprocess.CompletedProcess) -> list[str]:
+def loaded_classes(result: subprocess.CompletedProcess) -> list[list[str]]:
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in result.stdout.strip().splitlines() if line.startswith("[")]
 
 
-@pytest.mark.parametrize("trust", [True, False, None], ids=["trust", "no-trust", "unset"])
-def test_with_albert_hf_imported_config_and_models_never_run_the_folders_code(planted_folder, tmp_path, trust):
+def test_with_albert_hf_imported_no_code_of_the_folder_runs(planted_folder, tmp_path):
     folder, marker = planted_folder
-    result = load(folder, trust, import_albert_hf=True, modules_cache=tmp_path / "modules", autos=MODEL_AUTOS)
-    assert loaded_classes(result) == INSTALLED_MODEL_CLASSES
-    assert not marker.exists(), marker.read_text()
-
-
-@pytest.mark.parametrize("trust", [False, None], ids=["no-trust", "unset"])
-def test_with_albert_hf_imported_the_tokenizer_without_trust_remote_code_runs_no_folder_code(
-    planted_folder, tmp_path, trust
-):
-    folder, marker = planted_folder
-    result = load(folder, trust, import_albert_hf=True, modules_cache=tmp_path / "modules", autos="AutoTokenizer")
-    assert loaded_classes(result) == ["albert_hf.tokenization.AlbertHFTokenizer"]
+    models = load(folder, [True, False, None], True, tmp_path / "modules", MODEL_AUTOS)
+    assert loaded_classes(models) == [INSTALLED_MODEL_CLASSES] * 3  # trust_remote_code True, False, unset
+    tokenizers = load(folder, [False, None], True, tmp_path / "modules", "AutoTokenizer")
+    assert loaded_classes(tokenizers) == [["albert_hf.tokenization.AlbertHFTokenizer"]] * 2
     assert not marker.exists(), marker.read_text()
 
 
 def test_the_tokenizer_with_trust_remote_code_runs_the_folders_code_as_documented(planted_folder, tmp_path):
     folder, marker = planted_folder
-    result = load(folder, True, import_albert_hf=True, modules_cache=tmp_path / "modules", autos="AutoTokenizer")
+    result = load(folder, [True], True, tmp_path / "modules", "AutoTokenizer")
     assert result.returncode != 0 and "code from the checkpoint folder ran: tokenization.py" in result.stderr
     assert marker.read_text().splitlines() == ["tokenization.py"]
     marker.unlink()
@@ -114,7 +108,7 @@ def test_the_tokenizer_with_trust_remote_code_runs_the_folders_code_as_documente
 
 def test_without_albert_hf_trust_remote_code_runs_the_folders_code(planted_folder, tmp_path):
     folder, marker = planted_folder
-    result = load(folder, True, import_albert_hf=False, modules_cache=tmp_path / "modules", autos=MODEL_AUTOS)
+    result = load(folder, [True], False, tmp_path / "modules", MODEL_AUTOS)
     assert result.returncode != 0 and "code from the checkpoint folder ran" in result.stderr, result.stderr[-3000:]
     assert marker.read_text().splitlines() == ["configuration.py"]
     marker.unlink()
