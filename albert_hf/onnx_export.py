@@ -526,8 +526,9 @@ def export(
     return written
 
 
-def export_main(argv: list[str] | None = None) -> int:
-    """`albert-hf export`: ONNX (and int8) files of a saved model."""
+def export_parser() -> argparse.ArgumentParser:
+    """The options of `albert-hf export` (the command, with its output-folder guard, is
+    `albert_hf.tasks.folder_commands.export_main`; `run_export` does the work)."""
     parser = argparse.ArgumentParser(
         prog="albert-hf export",
         description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
@@ -537,7 +538,11 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output_dir", required=True, help="folder for model.onnx (+ int8 files)")
     parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None, help="also write int8 models")
     parser.add_argument("--no_pytorch_int8", action="store_true", help="with --quantize: skip the PyTorch int8 file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Export with parsed `export_parser` options and print what was written; the exit code."""
     written = export(args.model_name_or_path, args.output_dir, args.quantize, pytorch_int8=not args.no_pytorch_int8)
     for kind, path in written.items():
         print(f"{kind}: {path} ({path.stat().st_size / 2**20:.1f} MiB)")

@@ -11,6 +11,13 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
 * The folder is the one `--model_name_or_path` loads from: always refused (overwriting it would destroy the model
   the job starts from). The folder `--tokenizer_name_or_path` loads from: refused unless resuming, since removing its
   files would remove the tokenizer.
+* `--resume_from_checkpoint latest` over a folder holding a finished model and no complete checkpoint (runs that save
+  none, e.g. the quickstart's): refused, since the run would start from step 0 and replace that model
+  (`check_resume_target`).
+* The commands that write a folder without training go through the same guard (`open_output_folder`):
+  `train-tokenizer` and `export` (albert_hf/tasks/folder_commands.py). The files such a command writes count as
+  finished work too: a tokenizer trained into a model's folder would replace the `spiece.model` its embeddings were
+  trained with.
 * An empty or absent folder, or one holding only logs or files no job writes, is used as it is. transformers' old
   run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
   could be lost there.
@@ -47,8 +54,11 @@ logger = logging.getLogger(__name__)
 # "_" first: Trainer's upload of the output folder to the Hub (push_to_hub) leaves out names starting with "_", so the
 # lock of a running job never lands in a model repository.
 LOCK_NAME = "_albert_hf.lock"
-# Options whose values the lock file does not repeat (it records the command line of the job holding the folder).
-_SECRET_OPTION = re.compile(r"^--\w*(token|password|secret)\w*$", re.IGNORECASE)
+# Options whose values the lock file does not repeat (it records the command line of the job holding the folder):
+# any spelling (`--hub_token`, `--hub-token`, `--HUB_TOKEN`), and the abbreviations argparse accepts for
+# `--hub_token` (`--hub_tok`, `--hub-t`).
+_SECRET_OPTION = re.compile(r"^--[\w-]*(token|password|secret)[\w-]*$", re.IGNORECASE)
+_SECRET_OPTION_NAMES = ("--hub_token",)
 # Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`): removed with the
 # run by --overwrite_output_dir, so that no file of the old run is left to be read as the new one's.
 _OTHER_RUN_FILES = frozenset(
@@ -58,10 +68,15 @@ _OTHER_RUN_FILES = frozenset(
         "trainer_state.json",
         "generation_config.json",
         "spiece.model",
+        "spiece.vocab",
         "tokenizer.json",
         "tokenizer_config.json",
         "special_tokens_map.json",
         "added_tokens.json",
+        # The remote code save_pretrained copies beside a model and its tokenizer (`trust_remote_code=True`).
+        "modeling.py",
+        "configuration.py",
+        "tokenization.py",
     }
 )
 _RESULTS_FILE = re.compile(r"^(all|train|eval|predict|test)(_\w+)?_results\.json$")
@@ -92,21 +107,22 @@ def run_files(folder: str) -> list[str]:
     return sorted(name for name in os.listdir(folder) if _marks_a_run(name))
 
 
-def removable_run_files(folder: str) -> list[str]:
+def removable_run_files(folder: str, writes: tuple[str, ...] = ()) -> list[str]:
     """Names in `folder` that --overwrite_output_dir removes: the run's model, checkpoints and the files a job
-    writes beside them (training state, results, tokenizer). Logs (`runs/`), the lock and other files stay."""
+    writes beside them (training state, results, tokenizer), and the files `writes` names. Logs (`runs/`), the lock
+    and other files stay."""
     if not os.path.isdir(folder):
         return []
     return sorted(
         name
         for name in os.listdir(folder)
-        if _marks_a_run(name) or name in _OTHER_RUN_FILES or _RESULTS_FILE.match(name)
+        if _marks_a_run(name) or name in _OTHER_RUN_FILES or name in writes or _RESULTS_FILE.match(name)
     )
 
 
-def remove_run_files(folder: str) -> list[str]:
+def remove_run_files(folder: str, writes: tuple[str, ...] = ()) -> list[str]:
     """Remove the run files of `folder` (`removable_run_files`), logging each; returns the names removed."""
-    removed = removable_run_files(folder)
+    removed = removable_run_files(folder, writes)
     for name in removed:
         path = os.path.join(folder, name)
         logger.warning("--overwrite_output_dir: removing %s", path)
@@ -144,9 +160,14 @@ def check_output_folder(
     tokenizer_source: str | None = None,
     overwrite: bool = False,
     resume: bool = False,
+    writes: tuple[str, ...] = (),
 ) -> list[str]:
     """Raise `OutputFolderError` when a job may not write into `output_dir` (the rules of the module docstring);
-    returns the names --overwrite_output_dir is to remove there ([] when nothing is to be removed)."""
+    returns the names --overwrite_output_dir is to remove there ([] when nothing is to be removed).
+
+    `writes` names the files the command itself writes besides a model (the tokenizer's files for
+    `train-tokenizer`, `model.onnx` for `export`): one of them already there is finished work too. Such a command
+    trains nothing, so its refusal does not offer --resume_from_checkpoint."""
     model_folder, tokenizer_folder = _source_folder(model_source), _source_folder(tokenizer_source)
     if model_folder and _same_folder(model_folder, output_dir):
         raise OutputFolderError(
@@ -160,17 +181,48 @@ def check_output_folder(
             "replace the tokenizer it reads. Pass another --output_dir, or --resume_from_checkpoint to continue the "
             "run saved there."
         )
-    found = run_files(output_dir)
+    found = finished_files(output_dir, writes)
     if not found or resume:
         return []
     if not overwrite:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        resuming = "" if writes else "--resume_from_checkpoint latest to continue that run, "
         raise OutputFolderError(
-            f"--output_dir {output_dir} holds another run's files ({shown}). Pass another --output_dir, "
-            "--resume_from_checkpoint latest to continue that run, or --overwrite_output_dir to remove its model, "
-            "checkpoints and results first."
+            f"--output_dir {output_dir} holds another run's files ({_shown(found)}). Pass another --output_dir, "
+            f"{resuming}or --overwrite_output_dir to remove its model, checkpoints and results first."
         )
-    return removable_run_files(output_dir)
+    return removable_run_files(output_dir, writes)
+
+
+def finished_files(folder: str, writes: tuple[str, ...] = ()) -> list[str]:
+    """Names in `folder` that are finished work: another run's model, weights or checkpoints, and any of the files
+    `writes` names (what the command about to run would write over), sorted."""
+    present = set(run_files(folder))
+    if writes and os.path.isdir(folder):
+        present |= set(writes) & set(os.listdir(folder))
+    return sorted(present)
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
+    """Refuse `--resume_from_checkpoint latest` (or True) over a folder holding a finished model and no complete
+    checkpoint: there is nothing to resume, and starting afresh would overwrite that model. (Runs that save no
+    checkpoint, e.g. the quickstart's, leave just their model.) A path or None is left to resumption itself."""
+    from .training.reliability import RESUME_LATEST_VALUES, latest_checkpoint
+
+    latest = resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES
+    if not latest or latest_checkpoint(output_dir) is not None:
+        return
+    found = run_files(output_dir)
+    if found:
+        raise OutputFolderError(
+            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds a finished model "
+            f"({_shown(found)}) and no complete checkpoint to resume from, so the run would start from step 0 and "
+            "replace that model. Pass another --output_dir, or --overwrite_output_dir without "
+            "--resume_from_checkpoint to replace it."
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -214,12 +266,20 @@ def _command_line(argv: list[str]) -> str:
         name, equals, _ = arg.partition("=")
         if hide_next:
             shown.append("***")
-        elif equals and _SECRET_OPTION.match(name):
+        elif equals and _is_secret_option(name):
             shown.append(f"{name}=***")
         else:
             shown.append(arg)
-        hide_next = bool(_SECRET_OPTION.match(arg))
+        hide_next = _is_secret_option(arg)
     return " ".join(shown)
+
+
+def _is_secret_option(arg: str) -> bool:
+    """Whether `arg` names an option whose value is a secret, in any spelling or abbreviation argparse accepts."""
+    if _SECRET_OPTION.match(arg):
+        return True
+    name = arg.lower().replace("-", "_").replace("__", "--", 1)
+    return any(len(name) > len("--hub_") and secret.startswith(name) for secret in _SECRET_OPTION_NAMES)
 
 
 def _is_this_process(holder: dict) -> bool:
@@ -317,16 +377,19 @@ atexit.register(release_held_locks)
 
 
 def open_run_folder(training_args, model_args=None) -> None:
-    """Check the job's model and tokenizer sources, then on the main process lock `--output_dir`, check it
+    """Check the job's model and tokenizer sources (readable, a model folder with weights, none of them NaN or
+    inf), then on the main process lock `--output_dir`, check it
     (`check_output_folder`) and with --overwrite_output_dir remove the old run's files; every process raises the
     main process's error, if any."""
-    from .training.checkpoints import check_pretrained_source
+    from .training.checkpoints import check_finite_weights, check_pretrained_source
 
     model_source = getattr(model_args, "model_name_or_path", None)
     tokenizer_source = getattr(model_args, "tokenizer_name_or_path", None)
-    for option, source in (("--model_name_or_path", model_source), ("--tokenizer_name_or_path", tokenizer_source)):
-        if source:
-            check_pretrained_source(source, option=option)
+    if tokenizer_source:
+        check_pretrained_source(tokenizer_source, option="--tokenizer_name_or_path", needs_weights=False)
+    if model_source:
+        check_pretrained_source(model_source, option="--model_name_or_path")
+        check_finite_weights(model_source, option="--model_name_or_path")
     error = None
     if training_args.process_index == 0:
         try:
@@ -339,21 +402,33 @@ def open_run_folder(training_args, model_args=None) -> None:
 
 
 def _lock_and_prepare(training_args, model_args, model_source, tokenizer_source) -> None:
-    output_dir = training_args.output_dir
+    resume = training_args.resume_from_checkpoint
+    overwrite = bool(getattr(model_args, "overwrite_output_dir", False))
+    if resume:
+        check_resume_target(training_args.output_dir, resume)
+    open_output_folder(training_args.output_dir, overwrite, model_source, tokenizer_source, resume=bool(resume))
+
+
+def open_output_folder(
+    output_dir: str,
+    overwrite: bool = False,
+    model_source: str | None = None,
+    tokenizer_source: str | None = None,
+    resume: bool = False,
+    writes: tuple[str, ...] = (),
+) -> FolderLock:
+    """Lock `output_dir` for this process, check it (`check_output_folder`) and with `overwrite` remove the finished
+    work there; the lock is released again when the folder is refused. The one guard of every command that writes a
+    folder: the training jobs (through `open_run_folder`), `train-tokenizer` and `export`."""
     lock = acquire_lock(output_dir)
     try:
-        to_remove = check_output_folder(
-            output_dir,
-            model_source,
-            tokenizer_source,
-            overwrite=bool(getattr(model_args, "overwrite_output_dir", False)),
-            resume=bool(training_args.resume_from_checkpoint),
-        )
+        to_remove = check_output_folder(output_dir, model_source, tokenizer_source, overwrite, resume, writes)
     except UserError:
         lock.release()
         raise
     if to_remove:
-        remove_run_files(output_dir)
+        remove_run_files(output_dir, writes)
+    return lock
 
 
 def _main_process_verdict(error: UserError | None, training_args) -> UserError | None:

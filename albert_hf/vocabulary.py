@@ -337,8 +337,9 @@ class _RowLines:
             yield from text.splitlines()
 
 
-def train_tokenizer_main(argv: list[str] | None = None) -> int:
-    """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe."""
+def train_tokenizer_parser() -> argparse.ArgumentParser:
+    """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
+    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `run_train_tokenizer` does the work)."""
     parser = argparse.ArgumentParser(
         prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0]
     )
@@ -381,7 +382,11 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input_sentence_size", type=int, default=10_000_000)
     parser.add_argument("--num_threads", type=int, help="SentencePiece's training threads (default: every core)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run_train_tokenizer(args: argparse.Namespace) -> int:
+    """Train and save the tokenizer of parsed `train_tokenizer_parser` options; the exit code."""
     tokenizer = train_tokenizer(
         _command_line_input(args),
         args.output_dir,
@@ -421,5 +426,6 @@ __all__ = [
     "choose_accent_stripping",
     "count_accent_stripping_damage",
     "train_tokenizer",
-    "train_tokenizer_main",
+    "run_train_tokenizer",
+    "train_tokenizer_parser",
 ]

@@ -13,8 +13,9 @@ import sentencepiece as spm
 from tokenization_reference import preprocess_text, reference_ids
 
 from albert_hf.errors import UserError
+from albert_hf.tasks.folder_commands import train_tokenizer_main
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.vocabulary import train_tokenizer, train_tokenizer_main
+from albert_hf.vocabulary import train_tokenizer
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
 SPECIAL_IDS = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}

@@ -210,6 +210,14 @@ class PretrainingDataArguments:
         },
     )
     max_eval_instances: int | None = field(default=None, metadata={"help": "Evaluate on at most this many."})
+    max_unknown_share: float = field(
+        default=0.2,
+        metadata={
+            "help": "Refuse to start when more than this share of the first training instances' tokens is <unk> (the "
+            "vocabulary does not cover the text: another language or script); a share above 1% is warned about. "
+            "1 allows any share."
+        },
+    )
     language: list[str] | None = field(
         default=None,
         metadata={

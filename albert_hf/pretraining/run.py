@@ -38,8 +38,13 @@ from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
 from ..training.job_logs import TrainingProgressLog
-from ..training.reliability import resolve_resume_checkpoint
-from ..training.sanity import check_batch, check_sequence_length, check_tokenizer_matches_config
+from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
+from ..training.sanity import (
+    check_batch,
+    check_sequence_length,
+    check_tokenizer_matches_config,
+    check_unknown_share,
+)
 from .arguments import (
     PretrainingDataArguments,
     PretrainingJob,
@@ -84,11 +89,14 @@ def build_run(
     tokenizer=None,
     documents: tuple[Dataset, Dataset | None] | None = None,
     say=logger.info,
+    started: bool = False,
 ) -> PretrainingRun:
-    """Start the job, then make its tokenizer (`tokenizer`, else --tokenizer_name_or_path or the checkpoint's),
-    instances (of `documents`, (training, held-out), else of the files of the arguments), model and Trainer; check
-    a first batch and log what masking does to it. `say` receives the lines for the user."""
-    check_job(job)
+    """Start the job (unless `started`: the caller did, with `check_job`), then make its tokenizer (`tokenizer`,
+    else --tokenizer_name_or_path or the checkpoint's), instances (of `documents`, (training, held-out), else of the
+    files of the arguments), model and Trainer; check a first batch and log what masking does to it. `say` receives
+    the lines for the user."""
+    if not started:
+        check_job(job)
     set_seed(job.training.seed)
     tokenizer = load_tokenizer(job.model) if tokenizer is None else tokenizer
     train_dataset, eval_dataset, stats = prepare_datasets(
@@ -99,6 +107,8 @@ def build_run(
     trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset)
     trainer.run_fingerprint_extra = run_fingerprint(job)
     first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
+    # Before training: a vocabulary that does not cover the text would train on <unk> for days.
+    check_unknown_share(first, tokenizer, job.data.max_unknown_share, warn=logger.warning)
     if job.training.sanity_checks:
         check_first_batch(trainer, first)
     if trainer.is_world_process_zero():
@@ -133,9 +143,11 @@ FINGERPRINTED_DATA_OPTIONS = (
 
 def run_fingerprint(job: PretrainingJob) -> dict[str, Any]:
     """What `--resume_from_checkpoint` refuses to change (`run_fingerprint_extra` of the Trainer): the text, how it
-    becomes instances and is masked, and the tokenizer."""
+    becomes instances and is masked, and the tokenizer; each local data file by its content
+    (`data_files_fingerprint`), so that other data at the same path is refused too."""
     fingerprint = {name: getattr(job.data, name) for name in FINGERPRINTED_DATA_OPTIONS}
     fingerprint["tokenizer"] = job.model.tokenizer_name_or_path or job.model.model_name_or_path
+    fingerprint.update(data_files_fingerprint([*(job.data.train_files or []), job.data.dataset_name]))
     return fingerprint
 
 
@@ -318,11 +330,16 @@ def run_quickstart(job: PretrainingJob, quiet: bool = False) -> QuickstartResult
     documents = quickstart_documents(job.quickstart)
     held_out_count = quickstart_held_out_count(documents, job.quickstart)
     train, held_out = hold_out(documents, held_out_count, job.training.seed, "--held_out_fraction")
+    # The output folder is locked and checked before the tokenizer is trained into it: a finished run's spiece.model
+    # is never replaced unless --overwrite_output_dir.
+    check_job(job)
     tokenizer = None
     if job.model.tokenizer_name_or_path is None and job.model.model_name_or_path is None:
         tokenizer = train_quickstart_tokenizer(job, train, say)
     say("[2/4] Cutting documents into sentence-order instances")
-    run = build_run(job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"))
+    run = build_run(
+        job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"), started=True
+    )
     say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
     metrics = train_and_save(run)
     baselines = held_out_baselines(run.trainer, run.eval_dataset)

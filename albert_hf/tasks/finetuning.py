@@ -22,8 +22,8 @@ from transformers import Trainer, TrainingArguments, set_seed
 from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
-from ..training.reliability import resolve_resume_checkpoint
-from ..training.sanity import check_sequence_length
+from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
+from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from ..training.trainer import FineTuningTrainer
 from .common import (
     ModelArguments,
@@ -309,6 +309,11 @@ class FineTuningJob:
         config = build_config(self.model_args, finetuning_task=self.task_name, **self.config_fields(), **preset_config)
         # Before anything is encoded or trained: longer inputs would index positions the model has no embedding for.
         check_sequence_length(self.data_args.max_seq_length, config, config_source(self.model_args))
+        # The one rule between a tokenizer and a model's embeddings, as pretraining asks it: ids past the embedding
+        # fail in the lookup, and a trained model's rows beyond the tokenizer's were learned for other pieces (a
+        # fresh model's spare rows are only unused).
+        if self.model_args.model_name_or_path or len(self.tokenizer) > config.vocab_size:
+            check_tokenizer_fits_vocabulary(self.tokenizer, config.vocab_size, config_source(self.model_args))
         model = build_model(self.model_class, self.model_args, config)
         self.features = {split: self.encode(split, dataset) for split, dataset in self.raw.items()}
 
@@ -338,7 +343,8 @@ class FineTuningJob:
 
     def run_fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the run that wrote the checkpoint, besides the model config, optimizer
-        and batch the Trainer adds itself: the task, the training data and its length limits, the tokenizer."""
+        and batch the Trainer adds itself: the task, the training data (each local file also by its content,
+        `data_files_fingerprint`) and its length limits, the tokenizer."""
         names = ("train_file", "data_dir", "dataset_name", "dataset_config_name")
         train_data = {
             name: value
@@ -352,6 +358,7 @@ class FineTuningJob:
             "max_seq_length": self.data_args.max_seq_length,
             "max_train_samples": self.data_args.max_train_samples,
             "tokenizer": self.model_args.tokenizer_name_or_path or self.model_args.model_name_or_path,
+            **data_files_fingerprint(train_data.values()),
         }
 
     def load_data(self) -> None:

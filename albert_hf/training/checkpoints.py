@@ -91,12 +91,16 @@ def _sharded_weights_problem(index_path: str) -> str | None:
     return None
 
 
-def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike, option: str | None = None) -> None:
+def check_pretrained_source(
+    pretrained_model_name_or_path: str | os.PathLike, option: str | None = None, needs_weights: bool = True
+) -> None:
     """Raise an error naming the file or folder when `from_pretrained(pretrained_model_name_or_path)` cannot load it;
     `option` (e.g. "--model_name_or_path") names where the user gave it.
 
     A local folder: every weights file in it must be readable (`.bin` files are only ever loaded by transformers with
-    `weights_only=True`, so reading them cannot run code; an empty one is refused here). A local file (a tokenizer's
+    `weights_only=True`, so reading them cannot run code; an empty one is refused here), and unless `needs_weights`
+    is False (a tokenizer's folder) there must be one: transformers' own error for a folder without weights is an
+    `OSError` listing file names it looked for, not what the folder holds. A local file (a tokenizer's
     spiece.model) is left to its reader. Anything else must be a Hub repository id: a value that looks like a path
     (`looks_like_local_path`), or any value while the Hub is offline, is a missing file or folder
     (`MissingFileError`), which is what the user meant, rather than transformers' "invalid repository id".
@@ -110,6 +114,14 @@ def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike, op
                 problem = weights_file_problem(os.path.join(expanded, name))
                 if problem is not None:
                     raise UnreadableFileError(f"Cannot load {named}: {problem}.")
+        if needs_weights and not any(map(is_weights_file, os.listdir(expanded))):
+            held = sorted(os.listdir(expanded))
+            shown = ", ".join(held[:8]) + (f" and {len(held) - 8} more" if len(held) > 8 else "") or "nothing"
+            raise MissingFileError(
+                f"Cannot load {named}: the folder holds no weights file (model.safetensors, pytorch_model.bin or "
+                f"their shards), only {shown}. Its save did not finish, or it holds a config or tokenizer alone: "
+                "pass the folder of a saved model."
+            )
         return
     if os.path.isfile(expanded):
         return
@@ -121,6 +133,60 @@ def check_pretrained_source(pretrained_model_name_or_path: str | os.PathLike, op
         raise MissingFileError(
             f"{named}: no such folder here, and the Hub is offline (HF_HUB_OFFLINE), so it cannot be a Hub id either."
         )
+
+
+def is_weights_file(name: str) -> bool:
+    """Whether a file named `name` holds a model's weights (whole, a shard, or a shard index); `training_args.bin`,
+    the only other `.bin` Trainer writes beside a model, does not."""
+    return name.endswith(WEIGHTS_FILE_SUFFIXES) and name != "training_args.bin"
+
+
+def non_finite_tensors(path: str) -> list[str]:
+    """Names of the tensors of a weights file (`.safetensors`, or `.bin` loaded weights-only) holding a NaN or inf.
+
+    Reads every tensor (memory-mapped), unlike the header checks above: asked once at the start of a job or an
+    export, where a model that already diverged would otherwise train or export without a word."""
+    import torch
+
+    if path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        with safe_open(path, framework="pt") as handle:
+            return [name for name in handle.keys() if not _all_finite(handle.get_tensor(name))]
+    try:
+        # weights_only: a pickle that would run code is refused, never executed. mmap needs the zip format of
+        # torch >= 1.6; older files are read whole.
+        try:
+            state_dict = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:
+            state_dict = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - corrupt zip, refused pickle, ...: all mean "cannot load"
+        raise UnreadableFileError(f"{path} cannot be loaded as plain weights: {error}") from None
+    return [name for name, tensor in state_dict.items() if isinstance(tensor, torch.Tensor) and not _all_finite(tensor)]
+
+
+def _all_finite(tensor) -> bool:
+    import torch
+
+    return not tensor.is_floating_point() or bool(torch.isfinite(tensor).all())
+
+
+def check_finite_weights(source: str | os.PathLike, option: str | None = None) -> None:
+    """Raise `UnreadableFileError` naming the file and the tensors when a local model folder's weights hold NaN or
+    inf (a Hub id or a file is left alone: a Hub model is checked by its publisher, and a file is a tokenizer)."""
+    folder = os.path.expanduser(os.fspath(source))
+    if not os.path.isdir(folder):
+        return
+    for name in sorted(os.listdir(folder)):
+        if name.endswith((".safetensors", ".bin")) and is_weights_file(name):
+            bad = non_finite_tensors(os.path.join(folder, name))
+            if bad:
+                shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+                named = f"{option} {source}" if option else os.fspath(source)
+                raise UnreadableFileError(
+                    f"Cannot use {named}: {os.path.join(folder, name)} holds NaN or inf in {len(bad)} tensor(s): "
+                    f"{shown}. The run that saved it diverged; start from an earlier checkpoint."
+                )
 
 
 def looks_like_local_path(value: str) -> bool:

@@ -47,6 +47,8 @@ latest` into it, so the same command starts a job and restarts it after a crash.
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import itertools
 import json
 import logging
@@ -54,6 +56,7 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -498,6 +501,52 @@ def run_fingerprint(trainer: Trainer) -> dict[str, Any]:
     return _plain(fingerprint)
 
 
+# How a data file is identified in the fingerprint: by its content, not its path (the same path may hold other data
+# when a run resumes). Files up to WHOLE_FILE_HASH_LIMIT bytes: the sha256 of the whole file. Larger ones, too costly
+# to read again at every start: their size and the sha256 of DATA_SAMPLE_COUNT blocks of DATA_SAMPLE_BYTES at evenly
+# spaced offsets, the first and the last block included (a change anywhere in them, or of the size, is seen; an
+# edit of the same length between two blocks is not).
+WHOLE_FILE_HASH_LIMIT = 64 * 2**20
+DATA_SAMPLE_COUNT = 64
+DATA_SAMPLE_BYTES = 64 * 2**10
+# Fingerprint keys of data files start with this, followed by the file's absolute path.
+DATA_FILE_KEY = "data file "
+
+
+def data_file_identity(path: str | os.PathLike) -> str:
+    """The content identity of one data file (`WHOLE_FILE_HASH_LIMIT` and the lines above it say the rule)."""
+    size = os.path.getsize(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        if size <= WHOLE_FILE_HASH_LIMIT:
+            for block in iter(lambda: handle.read(2**20), b""):
+                digest.update(block)
+            return f"sha256 {digest.hexdigest()}"
+        last = size - DATA_SAMPLE_BYTES
+        for index in range(DATA_SAMPLE_COUNT):
+            handle.seek(index * last // (DATA_SAMPLE_COUNT - 1))
+            digest.update(handle.read(DATA_SAMPLE_BYTES))
+    return f"{size} bytes, sha256 of {DATA_SAMPLE_COUNT} samples {digest.hexdigest()}"
+
+
+def data_files_fingerprint(paths: Iterable[str | os.PathLike | None]) -> dict[str, str]:
+    """`{"data file <absolute path>": identity}` for every file that `paths` (files, folders, globs; None and names
+    that are not local, e.g. Hub dataset ids, skipped) holds: hidden files and folders left out, as the loaders do.
+    A job adds it to its `run_fingerprint_extra`, so a resume after the data changed at the same path is refused
+    naming the file."""
+    files: list[str] = []
+    for path in filter(None, map(lambda p: p and os.fspath(p), paths)):
+        if os.path.isfile(path):
+            files.append(path)
+        elif os.path.isdir(path):
+            for root, folders, names in os.walk(path):
+                folders[:] = sorted(name for name in folders if not name.startswith("."))
+                files += [os.path.join(root, name) for name in sorted(names) if not name.startswith(".")]
+        elif glob.has_magic(path):
+            files += sorted(match for match in glob.glob(path, recursive=True) if os.path.isfile(match))
+    return {f"{DATA_FILE_KEY}{os.path.abspath(file)}": data_file_identity(file) for file in files}
+
+
 def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """One line per key whose value differs ("key: <saved> in the checkpoint, <current> now")."""
     missing = object()
@@ -508,6 +557,26 @@ def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> l
         for key in sorted(set(saved) | set(current))
         if saved.get(key, missing) != current.get(key, missing)
     ]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Secrets
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def hand_hub_token_to_environment(training_args) -> None:
+    """Move `--hub_token` out of the arguments into this process's `HF_TOKEN`, so that no file holds it.
+
+    Trainer pickles its whole `TrainingArguments` into `training_args.bin` of the output folder and of every
+    checkpoint (the files `push_to_hub` uploads), token included. Every Hub call of Trainer passes
+    `token=args.hub_token`, and huggingface_hub resolves a `None` token from `HF_TOKEN` at each call, so with the token
+    there the pushes authenticate as before, and the pickled arguments hold `hub_token=None`. The environment variable
+    lives in this process (and the processes it starts) only; nothing albert_hf writes reads it.
+    """
+    token = getattr(training_args, "hub_token", None)
+    if token:
+        os.environ["HF_TOKEN"] = token
+        training_args.hub_token = None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -563,6 +632,10 @@ class ReliableTrainerMixin(TrainerInternalHooks):
     _staging_root: str | None = None
     _push_requested: bool = False
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
+        super().__init__(*args, **kwargs)
+
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
         """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
 
@@ -613,7 +686,11 @@ class ReliableTrainerMixin(TrainerInternalHooks):
                 saved = json.load(handle)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise CheckpointError(f"{path} is unreadable: {error}") from None
-        differences = fingerprint_differences(saved, run_fingerprint(self))
+        current = run_fingerprint(self)
+        if not any(key.startswith(f"job.{DATA_FILE_KEY}") for key in saved):  # written before data was fingerprinted
+            current = {key: value for key, value in current.items() if not key.startswith(f"job.{DATA_FILE_KEY}")}
+            logger.warning("%s identifies no data file by content: a change of the data cannot be checked.", path)
+        differences = fingerprint_differences(saved, current)
         if differences:
             raise CheckpointError(
                 f"Cannot resume from {checkpoint}: the run would change {len(differences)} of the options it was "

@@ -65,6 +65,40 @@ def check_single_token(tokenizer, token_field: str) -> None:
         )
 
 
+# A share of <unk> tokens above this is warned about at the start of pretraining (with the share); above
+# `--max_unknown_share` (0.2 unless given) the run is refused.
+UNKNOWN_SHARE_WARNING = 0.01
+
+
+def unknown_share(features: list[dict], tokenizer) -> float:
+    """The share of <unk> among the tokens of `features` (their `input_ids`), special tokens other than <unk> left
+    out: how much of the text the tokenizer's vocabulary does not cover. 0.0 for no tokens."""
+    unk = tokenizer.unk_token_id
+    special = set(tokenizer.all_special_ids) - {unk}
+    ids = [int(token) for feature in features for token in feature["input_ids"] if int(token) not in special]
+    return sum(token == unk for token in ids) / len(ids) if ids else 0.0
+
+
+def check_unknown_share(features: list[dict], tokenizer, limit: float, warn=None) -> float:
+    """Warn (through `warn`) when more than `UNKNOWN_SHARE_WARNING` of the tokens of `features` are <unk>, and raise
+    [`PretrainingSetupError`] when more than `limit` are; returns the share."""
+    if not 0.0 <= limit <= 1.0:
+        raise PretrainingSetupError(f"--max_unknown_share must be between 0 and 1, got {limit}.")
+    share = unknown_share(features, tokenizer)
+    described = (
+        f"<unk> is {share:.1%} of the tokens of the first {len(features)} training instances: the vocabulary of "
+        f"the tokenizer ({tokenizer_name(tokenizer)}) does not cover this text (another language or script?)"
+    )
+    if share > limit:
+        raise PretrainingSetupError(
+            f"{described}, above --max_unknown_share {limit:g}. Train a tokenizer on this corpus (albert-hf "
+            "train-tokenizer), or pass a higher --max_unknown_share (1 allows any share) to train anyway."
+        )
+    if share > UNKNOWN_SHARE_WARNING and warn is not None:
+        warn(f"{described}; the model learns nothing from those tokens.")
+    return share
+
+
 class SequenceLengthError(PretrainingSetupError, UserError):
     """--max_seq_length asks for more positions than the model has: refused before any training, by every job."""
 

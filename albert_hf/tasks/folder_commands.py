@@ -1,0 +1,53 @@
+"""`albert-hf train-tokenizer` and `albert-hf export`: the two commands that write a folder without training.
+
+Their work lives with the library (`albert_hf.vocabulary`, `albert_hf.onnx_export`, which build on the model and the
+data and import nothing of the jobs); here each command parses its options, then opens its `--output_dir` through the
+same guard as every training job (`albert_hf.run_folder.open_output_folder`: one writer at a time, and a folder
+holding finished work, a model or the files the command would write, is refused unless `--overwrite_output_dir`),
+and only then does the work. A tokenizer trained into a model's folder would replace the `spiece.model` the model's
+embeddings were trained with, and an export would replace the config beside its weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..run_folder import open_output_folder
+
+# What `train-tokenizer` writes (`vocabulary.train_tokenizer`): the SentencePiece model and vocabulary, the settings
+# and the tokenizer's remote code.
+TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "tokenization.py")
+# What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`).
+EXPORT_FILES = ("model.onnx", "model.int8.onnx", "pytorch_model.int8.pt")
+OVERWRITE_HELP = (
+    "use an --output_dir holding a model, checkpoints or the files this command writes: remove those first "
+    "(each removal logged; other files stay)"
+)
+
+
+def _with_overwrite_option(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--overwrite_output_dir", action="store_true", help=OVERWRITE_HELP)
+    return parser
+
+
+def train_tokenizer_main(argv: list[str] | None = None) -> int:
+    """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe into a guarded folder."""
+    from ..vocabulary import run_train_tokenizer, train_tokenizer_parser
+
+    args = _with_overwrite_option(train_tokenizer_parser()).parse_args(argv)
+    open_output_folder(args.output_dir, args.overwrite_output_dir, writes=TOKENIZER_FILES)
+    return run_train_tokenizer(args)
+
+
+def export_main(argv: list[str] | None = None) -> int:
+    """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
+    from ..onnx_export import export_parser, run_export
+    from ..training.checkpoints import check_finite_weights, check_pretrained_source
+
+    args = _with_overwrite_option(export_parser()).parse_args(argv)
+    check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
+    check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
+    open_output_folder(
+        args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=EXPORT_FILES
+    )
+    return run_export(args)
