@@ -30,3 +30,13 @@ class UnreadableFileError(UserError, OSError):
 class DataError(UserError):
     """A data file holds something the job cannot use (a malformed row, a label out of range); the message names the
     file and the line (or the record)."""
+
+
+class OptionError(UserError):
+    """An option of the command line cannot be used: unknown, of the wrong type, outside its declared range, or in
+    conflict with another option (`albert_hf.options`)."""
+
+
+class MachineStateError(RuntimeError):
+    """The machine cannot do what the job asks, whatever the options: no space left, a read-only or forbidden folder,
+    no network. `albert-hf` prints one line and exits with status 3."""
