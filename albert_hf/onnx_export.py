@@ -17,7 +17,6 @@ over the `nn.Linear` modules (embeddings stay fp32 there: PyTorch's dynamic quan
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ import torch
 
 from .errors import MissingFileError, UserError
 from .modeling import AlbertPreTrainedModel
+from .options import RefusingParser
 
 QUANTIZE_CHOICES = ("int8",)
 
@@ -271,7 +271,7 @@ def export(
 
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model."""
-    parser = argparse.ArgumentParser(
+    parser = RefusingParser(
         prog="albert-hf export",
         description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
         "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers).",
