@@ -375,7 +375,42 @@ def start_job(training_args, transformers_level: int | None = None, model_args: 
     setup_logging(training_args, transformers_level)
     for line in getattr(training_args, KEPT_VALUES_ATTRIBUTE, []):
         logger.info(line)
+    if model_args is not None:  # before the output folder is made: a run that cannot start leaves none behind
+        check_hub_reachable(model_args)
     open_run_folder(training_args, model_args)
+
+
+def check_hub_reachable(model_args: ModelArguments, timeout: float = 5.0) -> None:
+    """Stop at once, with a `MachineStateError` (exit status 3), when the model or tokenizer is a Hub name and the Hub
+    cannot be reached: the downloads would otherwise retry for minutes and then blame the name. One connection to
+    the Hub (or to the proxy of HTTPS_PROXY), nothing when every source is local or HF_HUB_OFFLINE is set."""
+    import socket
+    from urllib.parse import urlparse
+
+    from ..errors import MachineStateError
+    from ..training.checkpoints import check_pretrained_source
+
+    sources = {"--model_name_or_path": model_args.model_name_or_path}
+    sources["--tokenizer_name_or_path"] = model_args.tokenizer_name_or_path
+    remote = []
+    for option, name in sources.items():
+        if name:
+            check_pretrained_source(name, option=option)  # a missing folder is named as one, not as a Hub name
+            if not os.path.exists(os.path.expanduser(name)):
+                remote.append((option, name))
+    if not remote or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    target = urlparse(os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or endpoint)
+    port = target.port or (443 if target.scheme == "https" else 80)
+    try:
+        socket.create_connection((target.hostname, port), timeout=timeout).close()
+    except OSError as error:
+        option, name = remote[0]
+        raise MachineStateError(
+            f"no network: {option} {name} is a Hub name, and {target.hostname}:{port} cannot be reached ({error}). "
+            "Pass a local folder, or set HF_HUB_OFFLINE=1 to load it from the local cache."
+        ) from error
 
 
 def sync_deepspeed_config(training_args) -> None:
