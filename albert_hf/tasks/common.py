@@ -71,7 +71,7 @@ def config_override_items(text: str | None) -> dict[str, str]:
 def parse_config_overrides(text: str | None) -> dict[str, Any]:
     """'a=1,b=0.5,c=gelu' -> {'a': 1, 'b': 0.5, 'c': 'gelu'}: each key a field of AlbertConfig (an unknown one is an
     error naming the closest field), each value read as the field's type."""
-    fields = {f.name: str(f.type) for f in dataclasses.fields(AlbertConfig)}
+    fields = config_fields()
     overrides: dict[str, Any] = {}
     for key, value in config_override_items(text).items():
         if key not in fields:
@@ -80,6 +80,20 @@ def parse_config_overrides(text: str | None) -> dict[str, Any]:
             raise OptionError(f"--config_overrides {key}={value}: AlbertConfig has no field {key!r} ({hint})")
         overrides[key] = _typed_override(key, value, fields[key])
     return overrides
+
+
+def config_fields() -> dict[str, str]:
+    """The names --config_overrides may set, with their annotations: AlbertConfig's fields and its public settable
+    properties (`num_labels`, `output_attentions`, ...)."""
+    import inspect
+
+    fields = {f.name: str(f.type) for f in dataclasses.fields(AlbertConfig)}
+    for name, member in inspect.getmembers(AlbertConfig):
+        if isinstance(member, property) and member.fset is not None and not name.startswith("_"):
+            annotation = inspect.signature(member.fget).return_annotation
+            unknown = annotation is inspect.Signature.empty
+            fields.setdefault(name, "bool | int | float | str | None" if unknown else str(annotation).replace("'", ""))
+    return fields
 
 
 def _typed_override(key: str, text: str, annotation: str) -> Any:
