@@ -35,6 +35,12 @@ USER_ERROR_STATUS = 2  # argparse's status for a bad command line
 MACHINE_STATE_STATUS = 3
 MISSING_EXTRA_STATUS = 4
 
+# What the path of a file the user named can be instead, by errno.
+NOT_A_FILE = {
+    errno.ENOENT: "no such file or folder",
+    errno.EISDIR: "a folder, not a file",
+    errno.ENOTDIR: "no such file",
+}
 # Optional modules -> the extra of albert_hf that installs them.
 EXTRAS = {
     "fugashi": "ja",
@@ -160,6 +166,8 @@ def _chain(error: BaseException):
 def _user_input(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
     if isinstance(error, UserError):
         return USER_ERROR_STATUS, str(error)
+    if isinstance(error, OSError) and error.errno in NOT_A_FILE and error.filename:
+        return USER_ERROR_STATUS, f"{error.filename}: {NOT_A_FILE[error.errno]}"
     return None
 
 
