@@ -189,10 +189,14 @@ def _machine_state(error: BaseException, argv: list[str]) -> tuple[int, str] | N
 
 
 def _torch_write_failed(error: BaseException) -> bool:
-    """torch.save's zip writer on a full disk: `[enforce fail at inline_container.cc:...] . unexpected pos 7552 vs
-    7444`, or `PytorchStreamWriter failed writing file ...` (the OSError it hides has no errno)."""
+    """A write that failed for space, as libraries report it without an errno: torch.save's zip writer
+    (`[enforce fail at inline_container.cc:...] . unexpected pos 7552 vs 7444`, `PytorchStreamWriter failed writing
+    file ...`) and Rust's `StorageFull` / "No space left on device" inside a message (safetensors)."""
     text = str(error)
-    return isinstance(error, RuntimeError) and ("unexpected pos" in text or "PytorchStreamWriter failed" in text)
+    torch_writer = isinstance(error, RuntimeError) and (
+        "unexpected pos" in text or "PytorchStreamWriter failed" in text
+    )
+    return torch_writer or "No space left on device" in text or "StorageFull" in text
 
 
 def _free_space(argv: list[str]) -> str:
