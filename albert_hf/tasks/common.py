@@ -358,7 +358,7 @@ def fill_unset(arguments: tuple, values: dict[str, Any], source: str | None = No
     """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place);
     how presets and recipes apply. --config_overrides merge key by key, the given keys winning. Where a given value
     differs from the value of `source` (e.g. "--recipe tiny"), a line naming both is logged when the job starts.
-    The filled values are checked against their declared ranges."""
+    The filled values are checked as the given ones were (ranges, model options)."""
     kept = getattr(arguments[0], KEPT_VALUES_ATTRIBUTE, [])
     for name, value in values.items():
         owner = next((a for a in arguments if name in {f.name for f in dataclasses.fields(a)}), None)
@@ -374,6 +374,9 @@ def fill_unset(arguments: tuple, values: dict[str, Any], source: str | None = No
     for owner in arguments:
         setattr(owner, KEPT_VALUES_ATTRIBUTE, kept)
     check_arguments(*arguments)
+    for owner in arguments:
+        if isinstance(owner, ModelArguments):  # the preset and overrides as merged
+            check_model_arguments(owner)
 
 
 def start_job(training_args, transformers_level: int | None = None, model_args: ModelArguments | None = None) -> None:
