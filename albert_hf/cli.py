@@ -177,18 +177,21 @@ def _machine_state(error: BaseException, argv: list[str]) -> tuple[int, str] | N
     names = {cls.__name__ for cls in type(error).__mro__}
     if names & NETWORK_ERRORS:
         return MACHINE_STATE_STATUS, f"no network: cannot reach the Hub ({_first_line(error)})"
-    code = getattr(error, "errno", None) if isinstance(error, OSError) else None
-    where = getattr(error, "filename", None) or file_in_use(error) or "a file"
-    if code in (errno.ENOSPC, errno.EDQUOT) or _torch_write_failed(error):
-        return MACHINE_STATE_STATUS, f"no space left on the device writing {where}{_free_space(argv)}"
+    code = error.errno if isinstance(error, OSError) else None
+    if code in (errno.ENOSPC, errno.EDQUOT) or _out_of_space(error):
+        return MACHINE_STATE_STATUS, f"no space left on the device writing {_file_of(error)}{_free_space(argv)}"
     if code == errno.EROFS:
-        return MACHINE_STATE_STATUS, f"{where}: read-only file system; choose another --output_dir"
+        return MACHINE_STATE_STATUS, f"{_file_of(error)}: read-only file system; choose another --output_dir"
     if code in (errno.EACCES, errno.EPERM):
-        return MACHINE_STATE_STATUS, f"{where}: permission denied"
+        return MACHINE_STATE_STATUS, f"{_file_of(error)}: permission denied"
     return None
 
 
-def _torch_write_failed(error: BaseException) -> bool:
+def _file_of(error: BaseException) -> str:
+    return getattr(error, "filename", None) or file_in_use(error) or "a file"
+
+
+def _out_of_space(error: BaseException) -> bool:
     """A write that failed for space, as libraries report it without an errno: torch.save's zip writer
     (`[enforce fail at inline_container.cc:...] . unexpected pos 7552 vs 7444`, `PytorchStreamWriter failed writing
     file ...`) and Rust's `StorageFull` / "No space left on device" inside a message (safetensors)."""
