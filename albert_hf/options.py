@@ -110,7 +110,7 @@ TRAINING_ARGUMENT_RANGES: dict[str, Range] = {
     "per_device_eval_batch_size": COUNT,
     "gradient_accumulation_steps": COUNT,
     "eval_accumulation_steps": COUNT,
-    "learning_rate": POSITIVE,
+    "learning_rate": NON_NEGATIVE,  # 0: steps that change nothing (an evaluation through the training loop)
     "warmup_steps": NON_NEGATIVE,  # below 1: a share of the steps
     "weight_decay": NON_NEGATIVE,
     "adam_beta1": FRACTION,

@@ -68,7 +68,7 @@ TRAINING_OPTIONS = [
     Option("max_steps", int, lambda v: v == -1 or v >= 1),
     Option("per_device_train_batch_size", int, lambda v: v >= 1),
     Option("gradient_accumulation_steps", int, lambda v: v >= 1),
-    Option("learning_rate", float, lambda v: finite(v) and v > 0),
+    Option("learning_rate", float, lambda v: finite(v) and v >= 0),
     Option("num_train_epochs", float, lambda v: finite(v) and v > 0),
     Option("warmup_steps", float, lambda v: finite(v) and v >= 0),
     Option("save_steps", float, lambda v: finite(v) and v > 0),
