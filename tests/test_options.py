@@ -90,7 +90,7 @@ def pretrain(tmp_path, *options):
         (["--max_steps", "0"], ["--max_steps must be"]),
         (["--per_device_train_batch_size", "0"], ["--per_device_train_batch_size must be at least 1, got 0"]),
         (["--learning_rate", "nan"], ["--learning_rate must be at least 0, got nan"]),
-        (["--learning_rate", "-1e-5"], ["--learning_rate must be at least 0, got -1e-05"]),
+        (["--learning_rate", "-0.5"], ["--learning_rate must be at least 0, got -0.5"]),
         (["--learning_rate", "abc"], ["argument --learning_rate", "invalid float value: 'abc'"]),
         (["--masked_lm_prob", "0"], ["--masked_lm_prob must be above 0 and at most 1, got 0.0"]),
         (["--max_stepz", "3"], ["unknown option --max_stepz (did you mean --max_steps?)"]),
