@@ -1,7 +1,7 @@
 """`albert-hf` command line: one subcommand per job, each a thin call into the library.
 
-The example scripts in `examples/` call the very same `main` functions, so the CLI and the scripts share one
-implementation. Subcommands are imported lazily: `albert-hf --help` does not import torch.
+The example scripts in `examples/` call `main` with their command, so the CLI and the scripts share one
+implementation and one error boundary. Subcommands are imported lazily: `albert-hf --help` does not import torch.
 
 The one error boundary of every command: each family of failure becomes one line,
 `albert-hf <command>: error: <message>`, naming the cause and the file, option or folder, with its exit status:
