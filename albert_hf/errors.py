@@ -1,12 +1,14 @@
-"""The one distinction the command line makes between errors: the user's, and ours.
+"""The distinctions the command line makes between errors: the user's, the machine's, and ours.
 
 A [`UserError`] is a problem with what the user gave: an option, a file, a folder, the data in it. Its message names
 the option, the file (and line) or the folder, and says what to do; `albert-hf` prints it as one message and exits
-with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). Any other exception is a fault of
-albert_hf or of a library below it and keeps its traceback.
+with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). A [`MachineStateError`] is the
+machine's (no space, no network): status 3. `albert_hf.cli.explain_failure` also recognizes those families in what
+libraries raise, and a missing optional dependency (status 4). Any other exception is a fault of albert_hf or of a
+library below it and keeps its traceback.
 
 Library modules raise a `UserError` subclass for each kind of problem they find (`CheckpointError`,
-`PretrainingSetupError`, ...), so callers can catch the kind they handle and the CLI catches them all.
+`PretrainingSetupError`, `OptionError`, ...), so callers can catch the kind they handle and the CLI catches them all.
 """
 
 from __future__ import annotations
