@@ -182,6 +182,15 @@ def test_an_override_the_job_would_replace_is_refused():
     assert build_config(ModelArguments(config_overrides="num_labels=2"), num_labels=2).num_labels == 2
 
 
+def test_an_override_of_a_checkpoint_weights_shape_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "hidden_size": 32, "sharing": "all"}))
+    argv = ["--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(tmp_path)]
+    with pytest.raises(OptionError, match=r"hidden_size=64 \(the checkpoint has 32\)"):
+        parse_args((ModelArguments, TrainingArguments), [*argv, "--config_overrides", "hidden_size=64"])
+    same_shape = ["--config_overrides", "hidden_size=32,hidden_dropout_prob=0.2"]
+    parse_args((ModelArguments, TrainingArguments), [*argv, *same_shape])  # dropout is no shape
+
+
 def test_a_preset_given_with_a_checkpoint_is_refused(tmp_path):
     argv = ["--output_dir", str(tmp_path), "--model_name_or_path", str(tmp_path), "--config_preset", "large-v2"]
     with pytest.raises(OptionError, match="--config_preset large-v2 has no effect with --model_name_or_path"):

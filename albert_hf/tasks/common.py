@@ -320,6 +320,7 @@ def check_model_arguments(model_args: ModelArguments) -> None:
                 f"--config_preset {model_args.config_preset} has no effect with --model_name_or_path "
                 f"{model_args.model_name_or_path}: the job uses the checkpoint's config. Leave one of them out."
             )
+        check_checkpoint_shapes(model_args.model_name_or_path, overrides)
         return
     try:
         AlbertConfig.preset(model_args.config_preset)
@@ -331,6 +332,45 @@ def check_model_arguments(model_args: ModelArguments) -> None:
         AlbertConfig.preset(model_args.config_preset, **overrides)
     except ValueError as error:
         raise OptionError(f"--config_overrides {model_args.config_overrides!r}: {error}") from error
+
+
+# The config fields that decide the shapes of a model's weights: a checkpoint's weights cannot take other values.
+SHAPE_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "num_attention_heads",
+    "intermediate_size",
+    "inner_group_num",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "sharing",
+)
+
+
+def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) -> None:
+    """Refuse --config_overrides that change the shape of a local checkpoint's weights (its config.json read, nothing
+    else), naming both values: loading would stop later with transformers' report of mismatched tensors."""
+    config_file = os.path.join(os.path.expanduser(model_name_or_path), "config.json")
+    if not any(name in overrides for name in SHAPE_FIELDS) or not os.path.isfile(config_file):
+        return
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        return  # the loader names what is wrong with the file
+    clashes = [
+        f"{name}={overrides[name]} (the checkpoint has {saved[name]})"
+        for name in SHAPE_FIELDS
+        if name in overrides and name in saved and overrides[name] != saved[name]
+    ]
+    if clashes:
+        raise OptionError(
+            f"--config_overrides {', '.join(clashes)}: the weights of --model_name_or_path {model_name_or_path} "
+            "have the checkpoint's shapes; leave these fields out of --config_overrides."
+        )
 
 
 def _preset_names() -> list[str]:
