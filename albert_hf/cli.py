@@ -1,24 +1,74 @@
 """`albert-hf` command line: one subcommand per job, each a thin call into the library.
 
-The example scripts in `examples/` call the very same `main` functions, so the CLI and the scripts share one
-implementation. Subcommands are imported lazily: `albert-hf --help` does not import torch.
+The example scripts in `examples/` call `main` with their command, so the CLI and the scripts share one
+implementation and one error boundary. Subcommands are imported lazily: `albert-hf --help` does not import torch.
 
-A [`UserError`](albert_hf.errors.UserError) (a bad option, a missing file, bad data, a folder in use) is printed as
-`albert-hf <command>: error: <message>` with exit status 2, like argparse's own errors: the message names what to fix,
-and a traceback would only bury it. `--debug` (anywhere on the command line) or `ALBERT_HF_DEBUG=1` shows the
-traceback too. Any other exception is a fault of albert_hf or a library below it, and keeps its traceback.
+The one error boundary of every command: each family of failure becomes one line,
+`albert-hf <command>: error: <message>`, naming the cause and the file, option or folder, with its exit status:
+
+    2  what was given: an option, a file, its data (`UserError`, argparse's errors, and what libraries raise for the
+       user's data: JSON and UTF-8 decoding, safetensors headers, transformers' "cannot load" errors, the checks of
+       the configuration, model and tokenizer modules, which travel as remote code and raise plain `ValueError`s)
+    3  the machine's state: no space left (also torch's "unexpected pos" of a save to a full disk), a read-only
+       folder, a permission refused, no network
+    4  an optional dependency missing: the line gives the `pip install "albert_hf[<extra>]"` to run
+
+`--debug` (anywhere on the command line) or `ALBERT_HF_DEBUG=1` shows the traceback too. Any other exception is a
+fault of albert_hf or of a library below it and keeps its traceback (exit status 1).
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
+import io
+import json
 import os
+import shutil
 import sys
+from pathlib import Path
 
-from .errors import UserError
+from .errors import MachineStateError, UserError
 
 DEBUG_FLAG = "--debug"
 USER_ERROR_STATUS = 2  # argparse's status for a bad command line
+MACHINE_STATE_STATUS = 3
+MISSING_EXTRA_STATUS = 4
+
+# What the path of a file the user named can be instead, by errno.
+NOT_A_FILE = {
+    errno.ENOENT: "no such file or folder",
+    errno.EISDIR: "a folder, not a file",
+    errno.ENOTDIR: "no such file",
+}
+# Optional modules -> the extra of albert_hf that installs them.
+EXTRAS = {
+    "fugashi": "ja",
+    "unidic_lite": "ja",
+    "jieba": "zh",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "onnxscript": "onnx",
+    "deepspeed": "deepspeed",
+}
+# Names of the exception classes of the network libraries (requests, httpx, urllib3, huggingface_hub, socket) that
+# mean the network or the Hub cannot be reached.
+NETWORK_ERRORS = frozenset(
+    {
+        "ConnectionError",
+        "ConnectError",
+        "ConnectTimeout",
+        "ConnectTimeoutError",
+        "NewConnectionError",
+        "MaxRetryError",
+        "gaierror",
+        "OfflineModeIsEnabled",
+        "LocalEntryNotFoundError",
+    }
+)
+# The remote-code modules import nothing of the package, so their checks of what was given are plain ValueErrors:
+# those of the configuration and the tokenizer, and of a model being built (the model's forward is not checked here).
+REMOTE_CODE_CHECKS = {"configuration.py": None, "tokenization.py": None, "modeling.py": "__init__"}
 
 # subcommand -> (module, function taking argv and returning an exit code or None, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -45,6 +95,8 @@ def _usage() -> str:
     lines += ["", "`albert-hf <command> --help` lists each command's options."]
     lines += [f"{DEBUG_FLAG} (anywhere) or ALBERT_HF_DEBUG=1: show the traceback of an error in what was given."]
     lines += ["--version: the installed albert_hf's version."]
+    lines += ["Exit status: 0 done, 2 an error in what was given, 3 the machine's state (disk, permissions, network),"]
+    lines += ["4 an optional dependency missing (the line says what to install), 1 a fault of albert_hf."]
     return "\n".join(lines)
 
 
@@ -93,14 +145,184 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = function(rest)
-    except UserError as error:
-        if debug:
+    except Exception as error:
+        failure = explain_failure(error, rest)
+        if failure is None or debug:
             raise
-        print(f"albert-hf {command}: error: {error}", file=sys.stderr)
-        return USER_ERROR_STATUS
+        status, message = failure
+        print(f"albert-hf {command}: error: {message}", file=sys.stderr)
+        return status
     finally:
         release_held_locks()
     return int(result or 0)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The families of failure
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def explain_failure(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
+    """(exit status, one-line message) for a failure of a known family, or None (a fault: keep the traceback).
+    The exception and those it was raised from are asked in turn, the outermost first: a `UserError` raised from a
+    decoding error keeps its own message."""
+    for link in _chain(error):
+        for family in (_user_input, _machine_state, _missing_extra, _user_data):
+            found = family(link, argv)
+            if found is not None:
+                return found
+    return None
+
+
+def _chain(error: BaseException):
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ if error.__suppress_context__ else error.__cause__ or error.__context__
+
+
+def _user_input(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
+    if isinstance(error, UserError):
+        return USER_ERROR_STATUS, str(error)
+    if isinstance(error, OSError) and error.errno in NOT_A_FILE and error.filename:
+        return USER_ERROR_STATUS, f"{error.filename}: {NOT_A_FILE[error.errno]}"
+    return None
+
+
+def _machine_state(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
+    if isinstance(error, MachineStateError):
+        return MACHINE_STATE_STATUS, str(error)
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if names & NETWORK_ERRORS:
+        return MACHINE_STATE_STATUS, f"no network: cannot reach the Hub ({_first_line(error)})"
+    code = error.errno if isinstance(error, OSError) else None
+    if code in (errno.ENOSPC, errno.EDQUOT) or _out_of_space(error):
+        return MACHINE_STATE_STATUS, f"no space left on the device writing {_file_of(error)}{_free_space(argv)}"
+    if code == errno.EROFS:
+        return MACHINE_STATE_STATUS, f"{_file_of(error)}: read-only file system; choose another --output_dir"
+    if code in (errno.EACCES, errno.EPERM):
+        return MACHINE_STATE_STATUS, f"{_file_of(error)}: permission denied"
+    return None
+
+
+def _file_of(error: BaseException) -> str:
+    return getattr(error, "filename", None) or file_in_use(error) or "a file"
+
+
+def _out_of_space(error: BaseException) -> bool:
+    """A write that failed for space, as libraries report it without an errno: torch.save's zip writer
+    (`[enforce fail at inline_container.cc:...] . unexpected pos 7552 vs 7444`, `PytorchStreamWriter failed writing
+    file ...`) and Rust's `StorageFull` / "No space left on device" inside a message (safetensors)."""
+    text = str(error)
+    torch_writer = isinstance(error, RuntimeError) and (
+        "unexpected pos" in text or "PytorchStreamWriter failed" in text
+    )
+    return torch_writer or "No space left on device" in text or "StorageFull" in text
+
+
+def _free_space(argv: list[str]) -> str:
+    """' (N MiB free on the disk of --output_dir X)' when the command names an --output_dir."""
+    folder = _option_value(argv, "--output_dir")
+    if folder is None:
+        return ""
+    existing = Path(folder).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return f" ({shutil.disk_usage(existing).free / 2**20:.0f} MiB free on the disk of --output_dir {folder})"
+
+
+def _option_value(argv: list[str], option: str) -> str | None:
+    for position, item in enumerate(argv):
+        if item == option and position + 1 < len(argv):
+            return argv[position + 1]
+        if item.startswith(option + "="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def _missing_extra(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
+    if not isinstance(error, ImportError):
+        return None
+    module = (error.name or "").split(".")[0]
+    if module in EXTRAS:
+        extra = EXTRAS[module]
+        return MISSING_EXTRA_STATUS, f'{module} is not installed: pip install "albert_hf[{extra}]"'
+    if "pip install" in str(error):  # an ImportError of albert_hf that says what to install
+        return MISSING_EXTRA_STATUS, _first_line(error)
+    return None
+
+
+def _user_data(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
+    """Errors libraries raise for the user's files and values, with the file the failing code was reading."""
+    if isinstance(error, json.JSONDecodeError):
+        detail = f"not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+    elif isinstance(error, UnicodeDecodeError):
+        detail = f"not valid UTF-8{_decode_line(error)} ({error.reason})"
+    elif type(error).__name__ == "SafetensorError":
+        detail = f"not a readable safetensors file ({error})"
+    elif isinstance(error, ValueError) and _remote_code_check(error):
+        return USER_ERROR_STATUS, _first_line(error)
+    elif (
+        type(error) is OSError
+        and error.errno is None
+        and _raised_in_package(error, ("transformers", "huggingface_hub"))
+    ):
+        return USER_ERROR_STATUS, _first_line(error)  # from_pretrained's "cannot load" / "not a valid JSON file"
+    else:
+        return None
+    source = file_in_use(error)
+    return USER_ERROR_STATUS, f"{source}: {detail}" if source else detail
+
+
+def _decode_line(error: UnicodeDecodeError) -> str:
+    """' at line N' when the undecodable bytes are the start of the input (a whole file read at once)."""
+    line = error.object[: error.start].count(b"\n") + 1
+    return f" at line {line}" if isinstance(error.object, bytes) else ""
+
+
+def file_in_use(error: BaseException) -> str | None:
+    """The file the code that raised `error` was reading or writing: the innermost frame of its traceback holding the path of an
+    existing file (or an open file) among its local variables."""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    for frame in reversed(frames):
+        for value in list(frame.f_locals.values()):
+            path = value.name if isinstance(value, io.IOBase) else value
+            if isinstance(path, (str, Path)) and len(str(path)) < 4096 and os.path.isfile(path):
+                return str(path)
+    return None
+
+
+def _innermost_frame(error: BaseException):
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return None if traceback is None else traceback.tb_frame
+
+
+def _remote_code_check(error: BaseException) -> bool:
+    """Whether `error` was raised by one of `REMOTE_CODE_CHECKS` (albert_hf's module, in the function named there)."""
+    frame = _innermost_frame(error)
+    if frame is None:
+        return False
+    folder, name = os.path.split(frame.f_code.co_filename)
+    function = REMOTE_CODE_CHECKS.get(name, "")
+    return os.path.basename(folder) == "albert_hf" and function in (None, frame.f_code.co_name)
+
+
+def _raised_in_package(error: BaseException, packages: tuple[str, ...]) -> bool:
+    """Whether the innermost frame of `error`'s traceback is in one of `packages`."""
+    frame = _innermost_frame(error)
+    return frame is not None and any(f"{os.sep}{package}{os.sep}" in frame.f_code.co_filename for package in packages)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 if __name__ == "__main__":

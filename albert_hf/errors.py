@@ -1,12 +1,14 @@
-"""The one distinction the command line makes between errors: the user's, and ours.
+"""The distinctions the command line makes between errors: the user's, the machine's, and ours.
 
 A [`UserError`] is a problem with what the user gave: an option, a file, a folder, the data in it. Its message names
 the option, the file (and line) or the folder, and says what to do; `albert-hf` prints it as one message and exits
-with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). Any other exception is a fault of
-albert_hf or of a library below it and keeps its traceback.
+with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). A [`MachineStateError`] is the
+machine's (no space, no network): status 3. `albert_hf.cli.explain_failure` also recognizes those families in what
+libraries raise, and a missing optional dependency (status 4). Any other exception is a fault of albert_hf or of a
+library below it and keeps its traceback.
 
 Library modules raise a `UserError` subclass for each kind of problem they find (`CheckpointError`,
-`PretrainingSetupError`, ...), so callers can catch the kind they handle and the CLI catches them all.
+`PretrainingSetupError`, `OptionError`, ...), so callers can catch the kind they handle and the CLI catches them all.
 """
 
 from __future__ import annotations
@@ -30,3 +32,13 @@ class UnreadableFileError(UserError, OSError):
 class DataError(UserError):
     """A data file holds something the job cannot use (a malformed row, a label out of range); the message names the
     file and the line (or the record)."""
+
+
+class OptionError(UserError):
+    """An option of the command line cannot be used: unknown, of the wrong type, outside its declared range, or in
+    conflict with another option (`albert_hf.options`)."""
+
+
+class MachineStateError(RuntimeError):
+    """The machine cannot do what the job asks, whatever the options: no space left, a read-only or forbidden folder,
+    no network. `albert-hf` prints one line and exits with status 3."""

@@ -36,6 +36,7 @@ import torch
 
 from .errors import MissingFileError, UserError
 from .modeling import AlbertPreTrainedModel
+from .options import RefusingParser
 
 QUANTIZE_CHOICES = ("int8",)
 
@@ -529,7 +530,7 @@ def export(
 def export_parser() -> argparse.ArgumentParser:
     """The options of `albert-hf export` (the command, with its output-folder guard, is
     `albert_hf.tasks.folder_commands.export_main`; `run_export` does the work)."""
-    parser = argparse.ArgumentParser(
+    parser = RefusingParser(
         prog="albert-hf export",
         description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
         "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers).",

@@ -22,6 +22,7 @@ from transformers.utils import logging
 
 from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
 from .errors import DataError, UserError
+from .options import COUNT, NON_NEGATIVE, Range, RefusingParser
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -231,7 +232,6 @@ def train_tokenizer(
     from tqdm.auto import tqdm
 
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     if vocab_size <= len(ALBERT_CONTROL_SYMBOLS) + 2:
         raise UserError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
     lines = _training_lines(input, text_column)
@@ -241,9 +241,13 @@ def train_tokenizer(
         build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
     )
 
+    read = 0
+
     def sentences() -> Iterator[str]:
+        nonlocal read
         for text in tqdm(lines, desc="reading text", unit=" lines", disable=not show_progress):
             if text := normalizer.normalize_str(text):
+                read += 1
                 yield text
 
     model = _TrainingOutput()
@@ -268,7 +272,11 @@ def train_tokenizer(
             minloglevel=0 if show_progress else 2,
         )
     except RuntimeError as error:  # e.g. "Vocabulary size too high (600). Please set it to a value <= 410."
-        raise ValueError(f"SentencePiece training failed: {error}") from error
+        if not read:
+            raise DataError(f"{_input_name(input)}: no text found (every line is empty or blank)") from error
+        raise DataError(f"{_input_name(input)}: SentencePiece cannot train on this text: {error}") from error
+    # Only now: a failed training leaves no folder behind.
+    output_dir.mkdir(parents=True, exist_ok=True)
     model_file = output_dir / "spiece.model"
     model_file.write_bytes(model.data)
     proto = read_sentencepiece_model(model_file)
@@ -278,6 +286,15 @@ def train_tokenizer(
     tokenizer = AlbertHFTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
     tokenizer.save_pretrained(output_dir)
     return tokenizer
+
+
+def _input_name(source: TokenizerInput) -> str:
+    """The input of `train_tokenizer` as messages name it: its files, or the dataset."""
+    if isinstance(source, (str, Path)):
+        return str(source)
+    if isinstance(source, list):
+        return ", ".join(map(str, source))
+    return getattr(source, "source", None) or "the dataset"
 
 
 class _TrainingOutput:
@@ -319,8 +336,12 @@ class _TextFileLines:
 
     def __iter__(self) -> Iterator[str]:
         for path in map(Path, self.files):
-            with path.open(encoding="utf-8") as file:
-                for line_number, line in enumerate(file, 1):
+            with path.open("rb") as file:
+                for line_number, raw in enumerate(file, 1):
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as error:
+                        raise DataError(f"{path}:{line_number}: not valid UTF-8 ({error.reason})") from error
                     if "\x00" in line:
                         raise DataError(f"{path}:{line_number}: NUL byte, not a text file")
                     yield line
@@ -340,9 +361,7 @@ class _RowLines:
 def train_tokenizer_parser() -> argparse.ArgumentParser:
     """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
     `albert_hf.tasks.folder_commands.train_tokenizer_main`; `run_train_tokenizer` does the work)."""
-    parser = argparse.ArgumentParser(
-        prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0]
-    )
+    parser = RefusingParser(prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0])
     parser.add_argument(
         "inputs",
         nargs="*",
@@ -361,7 +380,7 @@ def train_tokenizer_parser() -> argparse.ArgumentParser:
         help="read the rows while training instead of preparing the whole dataset first (large Hub corpora)",
     )
     parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
-    parser.add_argument("--vocab_size", type=int, default=30000)
+    parser.add_argument("--vocab_size", type=COUNT.argument_type(int), default=30000)
     parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
     accents = parser.add_mutually_exclusive_group()
     accents.add_argument(
@@ -378,9 +397,18 @@ def train_tokenizer_parser() -> argparse.ArgumentParser:
         dest="strip_accents",
         help="strip accents as ALBERT does; an error on text whose script it would damage",
     )
-    parser.add_argument("--character_coverage", type=float, default=ALBERT_CHARACTER_COVERAGE)
-    parser.add_argument("--input_sentence_size", type=int, default=10_000_000)
-    parser.add_argument("--num_threads", type=int, help="SentencePiece's training threads (default: every core)")
+    parser.add_argument(
+        "--character_coverage", type=Range(above=0, max=1).argument_type(float), default=ALBERT_CHARACTER_COVERAGE
+    )
+    parser.add_argument(
+        "--input_sentence_size",
+        type=NON_NEGATIVE.argument_type(int),
+        default=10_000_000,
+        help="sentences SentencePiece samples (0: all)",
+    )
+    parser.add_argument(
+        "--num_threads", type=COUNT.argument_type(int), help="SentencePiece's training threads (default: every core)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
 

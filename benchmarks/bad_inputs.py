@@ -5,7 +5,9 @@
 Each case sets up a small folder (tiny models, files of a few lines, the repository's fixtures), runs `albert-hf` in a
 subprocess and classifies what came back:
 
-    clear error      exit status 2, one `albert-hf <command>: error: ...` line, no traceback
+    clear error      the case's documented exit status (2 input, 3 the machine's state, 4 a missing extra), one
+                     `albert-hf <command>: error: ...` line, no traceback
+    skipped          the machine's state the case needs could not be made here (mounting a small disk needs root)
     traceback shown  the run failed with a Python traceback
     silent success   exit status 0 where the input should have been refused
     run lost         the run or checkpoint the case protects (a model, another run's checkpoints) was changed
@@ -102,7 +104,11 @@ class Case:
     succeeds: bool = False  # success (exit 0) is the right outcome
     protected: Callable[[Path], Path] | None = None  # a folder the run must leave as it was
     holder: bool = False  # another process holds the lock of <work>/locked while the case runs
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] | Callable[[Path], dict[str, str]] = field(default_factory=dict)
+    status: int = 2  # the exit status of the expected clear error (2 input, 3 the machine's state, 4 a missing extra)
+    # Makes the machine's state the case needs (a full or read-only disk); returns why it cannot, or None.
+    setup: Callable[[Path], str | None] | None = None
+    cleanup: Callable[[Path], None] | None = None
 
 
 @dataclass
@@ -147,6 +153,12 @@ def prepare(work: Path) -> None:
     write(work / "squad.json", json.dumps(squad))
     swag = {"sent1": "She opens", "sent2": "the", "ending0": "door.", "ending1": "window.", "label": 0}
     write(work / "swag.jsonl", "\n".join(json.dumps(swag) for _ in range(8)) + "\n")
+    write(work / "blank.txt", "\n \n\t\n")
+    (work / "latin1.txt").write_bytes("caf\xe9 au lait.\n".encode("latin-1") * 5)
+    # fugashi as if it were not installed (an import of it fails as a missing module does)
+    write(
+        work / "no_fugashi" / "fugashi.py", "raise ModuleNotFoundError(\"No module named 'fugashi'\", name='fugashi')\n"
+    )
     save_tiny_model(work / "pre")
     finished = run_cli(pretrain(work / "finished", work / "corpus.txt"))
     if finished.returncode != 0:
@@ -275,12 +287,148 @@ def cases() -> list[Case]:
                 "glue", w / "o14", *rte, "--data_dir", str(w / "rte"), "--model_name_or_path", str(w / "truncated")
             ),
         ),
+        *option_cases(),
+        *file_cases(),
+        *machine_cases(),
         Case(
             "finished run relaunched with --resume_from_checkpoint latest",
             "ok",
             lambda w: pretrain(w / "finished", w / "corpus.txt", "--resume_from_checkpoint", "latest"),
             succeeds=True,
             protected=lambda w: w / "finished" / "checkpoint-2",
+        ),
+    ]
+
+
+def option_cases() -> list[Case]:
+    """Options refused before any work, from their declared ranges and names (albert_hf/options.py)."""
+    rte = ["--task_name", "rte"]
+
+    def corpus_run(folder: str, *options: str):
+        return lambda w: [*pretrain(w / folder, w / "corpus.txt"), *options]
+
+    return [
+        Case("pretrain --max_steps -5", "clear error", corpus_run("o20", "--max_steps", "-5")),
+        Case("pretrain --max_steps 0", "clear error", corpus_run("o21", "--max_steps", "0")),
+        Case(
+            "glue --per_device_train_batch_size 0",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue", w / "o22", *rte, "--data_dir", str(w / "rte"), "--per_device_train_batch_size", "0"
+            ),
+        ),
+        Case("pretrain --learning_rate nan", "clear error", corpus_run("o23", "--learning_rate", "nan")),
+        Case("misspelled option --max_stepz", "clear error", corpus_run("o24", "--max_stepz", "3")),
+        Case(
+            "--config_overrides hiden_size=32 (a typo)",
+            "clear error",
+            corpus_run("o25", "--config_overrides", TINY_64 + ",hiden_size=32"),
+        ),
+        Case(
+            "--config_overrides hidden_size=abc",
+            "clear error",
+            corpus_run("o26", "--config_overrides", TINY_64 + ",hidden_size=abc"),
+        ),
+        Case("unknown --config_preset", "clear error", corpus_run("o27", "--config_preset", "bse-v2")),
+        Case(
+            "--global_batch_size and --gradient_accumulation_steps disagree",
+            "clear error",
+            corpus_run("o28", "--global_batch_size", "64", "--gradient_accumulation_steps", "3"),
+        ),
+        Case(
+            "--config_overrides num_labels=5 on a 2-class task (the job sets it)",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue", w / "o29", *rte, "--data_dir", str(w / "rte"), "--config_overrides", TINY + ",num_labels=5"
+            ),
+        ),
+    ]
+
+
+def file_cases() -> list[Case]:
+    """Files a library would stop on with a traceback: each named, with its line."""
+    return [
+        Case(
+            "train-tokenizer on an empty file",
+            "clear error",
+            lambda w: ["train-tokenizer", str(w / "empty.txt"), "--output_dir", str(w / "o30"), "--vocab_size", "100"],
+        ),
+        Case(
+            "train-tokenizer on a blank file",
+            "clear error",
+            lambda w: ["train-tokenizer", str(w / "blank.txt"), "--output_dir", str(w / "o31"), "--vocab_size", "100"],
+        ),
+        Case(
+            "train-tokenizer on a non-UTF-8 file",
+            "clear error",
+            lambda w: ["train-tokenizer", str(w / "latin1.txt"), "--output_dir", str(w / "o32"), "--vocab_size", "100"],
+        ),
+        Case("pretraining corpus with a bad byte", "clear error", lambda w: pretrain(w / "o33", w / "latin1.txt")),
+        Case(
+            "squad --train_file that is a folder",
+            "clear error",
+            lambda w: fine_tuning("squad", w / "o34", "--train_file", str(w / "rte")),
+        ),
+    ]
+
+
+def mount_small_disk(folder: Path, read_only: bool = False) -> str | None:
+    """A 1 MiB tmpfs at `folder` (read-only if asked); why not, when it cannot be mounted here."""
+    folder.mkdir(parents=True, exist_ok=True)
+    options = "size=1m" + (",ro" if read_only else "")
+    try:
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    except OSError as error:
+        return f"cannot mount a small disk here ({error})"
+    return None if result.returncode == 0 else f"cannot mount a small disk here ({result.stderr.decode().strip()})"
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def machine_cases() -> list[Case]:
+    """The machine's state (exit status 3) and a missing extra (exit status 4)."""
+    japanese = FIXTURES / "corpus" / "ja" / "wagahai_wa_neko_de_aru.txt"
+    return [
+        Case(
+            "Hub name with no network",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue",
+                w / "o40",
+                "--task_name",
+                "rte",
+                "--data_dir",
+                str(w / "rte"),
+                "--model_name_or_path",
+                "albert/albert-base-v2",
+            ),
+            env={"HF_HUB_OFFLINE": "", "HF_ENDPOINT": "http://127.0.0.1:9"},  # nothing listens on port 9
+            status=3,
+        ),
+        Case(
+            "disk full during a checkpoint save (1 MiB disk)",
+            "clear error",
+            lambda w: pretrain(w / "full" / "out", w / "corpus.txt", "--save_steps", "1"),
+            status=3,
+            setup=lambda w: mount_small_disk(w / "full"),
+            cleanup=lambda w: unmount(w / "full"),
+        ),
+        Case(
+            "read-only output folder",
+            "clear error",
+            lambda w: pretrain(w / "read_only" / "out", w / "corpus.txt"),
+            status=3,
+            setup=lambda w: mount_small_disk(w / "read_only", read_only=True),
+            cleanup=lambda w: unmount(w / "read_only"),
+        ),
+        Case(
+            "Japanese corpus without fugashi (the ja extra)",
+            "clear error",
+            lambda w: pretrain(w / "o41", japanese),
+            env=lambda w: {"PYTHONPATH": f"{w / 'no_fugashi'}:{REPO}"},
+            status=4,
         ),
     ]
 
@@ -305,12 +453,18 @@ def run_case(case: Case, work: Path) -> Outcome:
             env=CLI_ENV,
         )
         holder.stdout.readline()
+    skipped = case.setup(work) if case.setup else None
     started = time.time()
     try:
-        result = run_cli(case.argv(work), **case.env)
+        env = case.env(work) if callable(case.env) else case.env
+        result = None if skipped else run_cli(case.argv(work), **env)
     finally:
         if holder is not None:
             holder.communicate(input="", timeout=300)
+        if case.cleanup:
+            case.cleanup(work)
+    if skipped:
+        return Outcome(case, 0, "skipped", skipped, 0.0)
     seconds = time.time() - started
     command = case.argv(work)[0]
     lost = protected is not None and fingerprint(protected) != before
@@ -322,7 +476,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         verdict = "traceback shown"
     elif result.returncode == 0:
         verdict = "ok" if case.succeeds else "silent success"
-    elif result.returncode == 2 and len(errors) == 1:
+    elif result.returncode == case.status and len(errors) == 1:
         verdict = "clear error"
     else:
         verdict = "other"
@@ -337,11 +491,12 @@ def table(outcomes: list[Outcome]) -> str:
         rows.append(f"| {o.case.name} | {o.case.expected} | {o.status} | {o.verdict} | {message} | {o.seconds:.0f} |")
     counts = Counter(o.verdict for o in outcomes)
     as_expected = sum(o.verdict == o.case.expected for o in outcomes)
+    skipped = sum(o.verdict == "skipped" for o in outcomes)
     rows.append("")
     # Every verdict, zeros included: "silent success 0, run lost 0" is the claim the table backs.
-    verdicts = ("clear error", "ok", "traceback shown", "silent success", "run lost", "other")
+    verdicts = ("clear error", "ok", "traceback shown", "silent success", "run lost", "other", "skipped")
     rows.append(
-        f"{len(outcomes)} cases, {as_expected} as expected: "
+        f"{len(outcomes)} cases, {as_expected} as expected ({skipped} skipped): "
         + ", ".join(f"{verdict} {counts[verdict]}" for verdict in verdicts)
     )
     return "\n".join(rows)

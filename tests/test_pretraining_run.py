@@ -18,6 +18,7 @@ from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, parse_quickstart_args
 from albert_hf.pretraining.run import main
 from albert_hf.pretraining.trainer import pretraining_metric_sums
+from albert_hf.tasks.common import parse_config_overrides
 
 
 def job_argv(train_file: Path, spiece_model: Path, output_dir: Path, *extra: str) -> list[str]:
@@ -67,7 +68,10 @@ def test_the_quickstart_keeps_its_option_spellings_and_derives_its_schedule(tmp_
         ["--fast", "--batch_size", "4", "--model_overrides", "hidden_size=32", "--max_steps", "100"]
         + ["--output_dir", str(tmp_path)]
     )
-    assert (job.recipe.recipe, job.per_device_train_batch_size, job.config_overrides) == ("smoke", 4, "hidden_size=32")
+    assert (job.recipe.recipe, job.per_device_train_batch_size) == ("smoke", 4)
+    # the given override replaces the recipe's hidden_size; the recipe's other fields stay
+    overrides = parse_config_overrides(job.config_overrides)
+    assert (overrides["hidden_size"], overrides["num_hidden_layers"], overrides["embedding_size"]) == (32, 2, 32)
     # 10% warm-up, 5 evaluations, 30 logs: in proportion to the steps given
     assert (job.warmup_steps, job.eval_steps, job.logging_steps) == (10, 20, 3)
     assert parse_quickstart_args(["--output_dir", str(tmp_path), "--warmup_steps", "7"]).warmup_steps == 7

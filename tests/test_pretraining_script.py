@@ -15,6 +15,7 @@ import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
+from albert_hf.errors import OptionError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, accumulation_steps, parse_pretraining_args
 from albert_hf.pretraining.run import main, quickstart_main
@@ -210,7 +211,7 @@ def test_optimizer_and_schedule_are_chosen_from_the_arguments(instances, tokeniz
     trainer = AlbertPretrainingTrainer(model=tiny_model(tokenizer), args=adam_args, train_dataset=instances)
     trainer.create_optimizer_and_scheduler(num_training_steps=10)
     assert isinstance(trainer.optimizer, torch.optim.AdamW)
-    with pytest.raises(SystemExit):
+    with pytest.raises(OptionError, match="argument --optimizer: invalid choice: 'sgd'"):
         parse_pretraining_args(argv + ["--optimizer", "sgd"])
 
 

@@ -12,6 +12,7 @@ from albert_hf.data.embedded_corpus import (
     prose_sentences,
     stdlib_docstring_texts,
 )
+from albert_hf.errors import OptionError
 from albert_hf.pretraining.arguments import RECIPES
 from albert_hf.pretraining.report import frequency_baselines
 from albert_hf.pretraining.run import quickstart_arguments, quickstart_main, run_quickstart
@@ -139,10 +140,10 @@ def test_quickstart_defaults_use_the_whole_embedded_corpus_with_fresh_pairs():
         (["--embedded", "wikipedia"], "invalid choice"),
     ],
 )
-def test_quickstart_rejects_bad_options(argv, message, capsys):
-    with pytest.raises(SystemExit):
+def test_quickstart_rejects_bad_options(argv, message):
+    with pytest.raises(OptionError) as refused:
         quickstart_arguments(argv)
-    assert message in capsys.readouterr().err
+    assert message in str(refused.value)
 
 
 def test_quickstart_report_prints_each_baseline_beside_its_figure(tmp_path, capsys):

@@ -207,10 +207,12 @@ def read_documents(
                 try:
                     line = raw_line.decode("utf-8").strip()
                 except UnicodeDecodeError as error:
-                    raise ValueError(
+                    raise DataError(
                         f"{path}:{line_number - 1}: not valid UTF-8 ({error.reason} at byte "
                         f"{error.start}); pretraining text files must be UTF-8."
                     ) from None
+                if "\x00" in line:
+                    raise DataError(f"{path}:{line_number - 1}: NUL byte, not a text file")
                 if not line:  # a blank line ends the document
                     if sentences:
                         found = True

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from ..data.embedded_corpus import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
 from ..distributed import launched_world_size
-from ..errors import UserError
+from ..errors import OptionError, UserError
+from ..options import COUNT, FRACTION, NON_NEGATIVE, PROBABILITY, RANGE, SHARE, Range
 from ..tasks.common import ModelArguments, fill_unset, is_given, parse_args
 from .trainer import PretrainingArguments
 
@@ -159,7 +160,8 @@ class PretrainingDataArguments:
         default=None, metadata={"help": "The held-out split of --dataset_name (e.g. 'validation')."}
     )
     validation_documents: int = field(
-        default=0, metadata={"help": "Without --validation_files: hold out this many training documents."}
+        default=0,
+        metadata={RANGE: NON_NEGATIVE, "help": "Without --validation_files: hold out this many training documents."},
     )
     lines_are_paragraphs: bool = field(
         default=False, metadata={"help": "Split each line into sentences (files with one paragraph per line)."}
@@ -179,24 +181,37 @@ class PretrainingDataArguments:
             "'fugashi', 'jieba', or 'package.module:function' taking a text and returning its words."
         },
     )
-    max_seq_length: int = field(default=512, metadata={"help": "Instance length, [CLS] and [SEP]s included."})
-    short_seq_prob: float = field(default=0.1, metadata={"help": "Probability of a shorter random target length."})
+    max_seq_length: int = field(
+        default=512, metadata={RANGE: Range(min=8), "help": "Instance length, [CLS] and [SEP]s included."}
+    )
+    short_seq_prob: float = field(
+        default=0.1, metadata={RANGE: PROBABILITY, "help": "Probability of a shorter random target length."}
+    )
     dupe_factor: int = field(
         default=1,
         metadata={
+            RANGE: COUNT,
             "help": "Passes over the corpus, each cut into fresh sentence pairs (instances are drawn afresh for "
-            "each pass instead of repeating)."
+            "each pass instead of repeating).",
         },
     )
     objective: Literal["sop", "nsp"] = field(
         default="sop", metadata={"help": "sop: sentence order (ALBERT); nsp: next sentence (BERT, for ablations)."}
     )
-    masked_lm_prob: float = field(default=0.15, metadata={"help": "Fraction of tokens to predict."})
-    max_predictions_per_seq: int = field(default=20, metadata={"help": "Cap on predictions per sequence."})
-    max_ngram: int = field(default=3, metadata={"help": "Longest masked n-gram, in words."})
-    pad_to_multiple_of: int | None = field(default=None, metadata={"help": "Pad batches to a multiple of this."})
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for datasets.map."})
-    documents_per_batch: int = field(default=100, metadata={"help": "Documents per datasets.map batch."})
+    masked_lm_prob: float = field(
+        default=0.15, metadata={RANGE: Range(above=0, max=1), "help": "Fraction of tokens to predict."}
+    )
+    max_predictions_per_seq: int = field(
+        default=20, metadata={RANGE: COUNT, "help": "Cap on predictions per sequence."}
+    )
+    max_ngram: int = field(default=3, metadata={RANGE: COUNT, "help": "Longest masked n-gram, in words."})
+    pad_to_multiple_of: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Pad batches to a multiple of this."}
+    )
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Processes for datasets.map."}
+    )
+    documents_per_batch: int = field(default=100, metadata={RANGE: COUNT, "help": "Documents per datasets.map batch."})
     streaming: bool = field(
         default=False,
         metadata={"help": "Read and cut the training text lazily (needs --max_steps and --validation_files)."},
@@ -204,18 +219,22 @@ class PretrainingDataArguments:
     shuffle_buffer_size: int = field(
         default=10_000,
         metadata={
+            RANGE: COUNT,
             "help": "With --streaming: instances shuffled together. The stream is shuffled by windows of at least this "
             "many instances (whole batches of documents), each in an order drawn from the seed, the pass and the "
-            "window, so that a resume starts in its window instead of reading the trained batches again."
+            "window, so that a resume starts in its window instead of reading the trained batches again.",
         },
     )
-    max_eval_instances: int | None = field(default=None, metadata={"help": "Evaluate on at most this many."})
+    max_eval_instances: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Evaluate on at most this many."}
+    )
     max_unknown_share: float = field(
         default=0.2,
         metadata={
+            RANGE: PROBABILITY,
             "help": "Refuse to start when more than this share of the first training instances' tokens is <unk> (the "
             "vocabulary does not cover the text: another language or script); a share above 1% is warned about. "
-            "1 allows any share."
+            "1 allows any share.",
         },
     )
     language: list[str] | None = field(
@@ -236,7 +255,10 @@ class RecipeArguments:
     )
     global_batch_size: int | None = field(
         default=None,
-        metadata={"help": "Sequences per optimizer step over all devices; sets --gradient_accumulation_steps."},
+        metadata={
+            RANGE: COUNT,
+            "help": "Sequences per optimizer step over all devices; sets --gradient_accumulation_steps.",
+        },
     )
 
 
@@ -256,17 +278,26 @@ class QuickstartArguments:
         default_factory=lambda: list(DEFAULT_EMBEDDED_SOURCES),
         metadata={"choices": EMBEDDED_SOURCES, "help": "The embedded corpus' sources."},
     )
-    max_documents: int | None = field(default=None, metadata={"help": "Use only this many documents of the corpus."})
-    held_out_fraction: float = field(default=0.1, metadata={"help": "Share of the documents held out for evaluation."})
+    max_documents: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Use only this many documents of the corpus."}
+    )
+    held_out_fraction: float = field(
+        default=0.1, metadata={RANGE: SHARE, "help": "Share of the documents held out for evaluation."}
+    )
     vocab_size: int = field(
         default=2000,
-        metadata={"help": "Pieces of the SentencePiece tokenizer trained when no --tokenizer_name_or_path is given."},
+        metadata={
+            RANGE: COUNT,
+            "help": "Pieces of the SentencePiece tokenizer trained when no --tokenizer_name_or_path is given.",
+        },
     )
     warmup_fraction: float = field(
-        default=0.1, metadata={"help": "Share of the steps spent warming up (unless --warmup_steps is given)."}
+        default=0.1,
+        metadata={RANGE: FRACTION, "help": "Share of the steps spent warming up (unless --warmup_steps is given)."},
     )
     evaluations: int = field(
-        default=5, metadata={"help": "Points on the held-out learning curve (unless --eval_steps is given)."}
+        default=5,
+        metadata={RANGE: COUNT, "help": "Points on the held-out learning curve (unless --eval_steps is given)."},
     )
 
 
@@ -322,13 +353,22 @@ def apply_recipe(job: PretrainingJob) -> None:
         known = {f.name for part in job.parts() for f in dataclasses.fields(part)}
         if job.model.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
             known -= ARCHITECTURE_FIELDS
-        fill_unset(job.parts(), {k: v for k, v in RECIPES[job.recipe.recipe].items() if k in known})
+        recipe = {k: v for k, v in RECIPES[job.recipe.recipe].items() if k in known}
+        fill_unset(job.parts(), recipe, source=f"--recipe {job.recipe.recipe}")
     if job.recipe.global_batch_size:
         # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch
         # where this count and Trainer's world size differ.
-        job.training.gradient_accumulation_steps = accumulation_steps(
+        steps = accumulation_steps(
             job.recipe.global_batch_size, job.training.per_device_train_batch_size, launched_world_size()
         )
+        given = job.training.gradient_accumulation_steps
+        if is_given(job.training, "gradient_accumulation_steps") and given != steps:
+            raise OptionError(
+                f"--gradient_accumulation_steps {given} and --global_batch_size {job.recipe.global_batch_size} "
+                f"(which means {steps} accumulation steps of {job.training.per_device_train_batch_size} sequences on "
+                f"{launched_world_size()} devices) disagree; give one of them."
+            )
+        job.training.gradient_accumulation_steps = steps
 
 
 def accumulation_steps(global_batch_size: int, per_device_batch_size: int, world_size: int) -> int:
@@ -353,8 +393,12 @@ QUICKSTART_ALIASES = {
 def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
     """The arguments of `albert-hf quickstart`: those of `albert-hf pretrain` with --recipe quickstart as default
     (--fast: the smoke recipe), the quickstart's own ([`QuickstartArguments`]) and a schedule in proportion to
-    --max_steps; exits with a message naming the option on a value out of range."""
-    argv = [_unalias(item) for item in (sys.argv[1:] if argv is None else argv)]
+    --max_steps. Values out of their declared ranges are `OptionError`s (`tasks.common.parse_args`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    recipes = [item for item in argv if item == "--fast" or item == "--recipe" or item.startswith("--recipe=")]
+    if "--fast" in recipes and len(recipes) > 1:
+        raise OptionError("--fast is --recipe smoke: give --fast or --recipe, not both.")
+    argv = [_unalias(item) for item in argv]
     if not any(item == "--recipe" or item.startswith("--recipe=") for item in argv):
         argv = ["--recipe", "quickstart", *argv]
     if not any(item == "--output_dir" or item.startswith("--output_dir=") for item in argv):
@@ -364,14 +408,15 @@ def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
     model, data, recipe, training, quickstart = parse_args(QUICKSTART_ARGUMENT_CLASSES, argv, epilog=aliases)
     job = PretrainingJob(model=model, data=data, recipe=recipe, training=training, quickstart=quickstart)
     apply_recipe(job)
-    check_quickstart_values(job)
+    if job.max_steps < 1:  # -1, "no limit", is Trainer's; the quickstart's schedule needs a number of steps
+        raise OptionError(f"--max_steps must be at least 1 for the quickstart (its schedule), got {job.max_steps}.")
     schedule = dict(
         warmup_steps=max(1, round(job.max_steps * job.warmup_fraction)),
         logging_steps=max(1, job.max_steps // 30),
         eval_strategy="steps",
         eval_steps=max(1, job.max_steps // job.evaluations),
     )
-    fill_unset(job.parts(), schedule)
+    fill_unset(job.parts(), schedule, source="the schedule derived from --max_steps")
     return job
 
 
@@ -380,32 +425,6 @@ def _unalias(item: str) -> str:
     if name not in QUICKSTART_ALIASES:
         return item
     return QUICKSTART_ALIASES[name] + (equals + value if equals else "")
-
-
-QUICKSTART_COUNTS = (
-    "max_steps",
-    "vocab_size",
-    "max_seq_length",
-    "per_device_train_batch_size",
-    "dupe_factor",
-    "evaluations",
-)
-
-
-def check_quickstart_values(job: PretrainingJob) -> None:
-    """Exit as argparse does (status 2, the message on stderr) on a count below 1 or a fraction out of range."""
-    problems = [
-        f"--{name} must be at least 1, got {getattr(job, name)}."
-        for name in QUICKSTART_COUNTS
-        if getattr(job, name) < 1
-    ]
-    if not 0.0 < job.held_out_fraction < 1.0:
-        problems.append(f"--held_out_fraction must be between 0 and 1, got {job.held_out_fraction}.")
-    if not 0.0 <= job.warmup_fraction < 1.0:
-        problems.append(f"--warmup_fraction must be in [0, 1), got {job.warmup_fraction}.")
-    if problems:
-        print(f"albert-hf quickstart: error: {' '.join(problems)}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def vocab_size_given(job: PretrainingJob) -> bool:

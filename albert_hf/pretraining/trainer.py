@@ -28,6 +28,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from ..errors import UserError
 from ..hub import CardInfo
+from ..options import COUNT, NON_NEGATIVE, POSITIVE, RANGE, Range
 from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.reliability import ReliableTrainerMixin
@@ -61,7 +62,9 @@ class PretrainingArguments(TrainingArguments):
             "trainer: --lr_scheduler_type."
         },
     )
-    lr_decay_power: float = field(default=1.0, metadata={"help": "Power of the albert schedule's decay."})
+    lr_decay_power: float = field(
+        default=1.0, metadata={RANGE: POSITIVE, "help": "Power of the albert schedule's decay."}
+    )
     remove_unused_columns: bool = field(
         default=False,
         metadata={
@@ -93,20 +96,32 @@ class PretrainingArguments(TrainingArguments):
         },
     )
     divergence_spike_factor: float = field(
-        default=3.0, metadata={"help": "A step's loss above this multiple of the running median is a spike."}
+        default=3.0,
+        metadata={RANGE: Range(above=1), "help": "A step's loss above this multiple of the running median is a spike."},
     )
-    divergence_window: int = field(default=100, metadata={"help": "Steps in the running median of the loss."})
+    divergence_window: int = field(
+        default=100, metadata={RANGE: COUNT, "help": "Steps in the running median of the loss."}
+    )
     divergence_min_history: int = field(
-        default=10, metadata={"help": "Steps of history needed before a spike can be called (non-finite: always)."}
+        default=10,
+        metadata={RANGE: COUNT, "help": "Steps of history needed before a spike can be called (non-finite: always)."},
     )
     divergence_snapshot_steps: int = field(
-        default=50, metadata={"help": "Refresh the in-memory good state every this many steps."}
+        default=50, metadata={RANGE: COUNT, "help": "Refresh the in-memory good state every this many steps."}
     )
     divergence_max_rollbacks: int = field(
-        default=5, metadata={"help": "Stop with an error after this many rollbacks (the run keeps diverging)."}
+        default=5,
+        metadata={
+            RANGE: NON_NEGATIVE,
+            "help": "Stop with an error after this many rollbacks (the run keeps diverging).",
+        },
     )
     divergence_lr_factor: float = field(
-        default=1.0, metadata={"help": "Multiply the learning rate by this at each rollback (1: keep it)."}
+        default=1.0,
+        metadata={
+            RANGE: Range(above=0, max=1),
+            "help": "Multiply the learning rate by this at each rollback (1: keep it).",
+        },
     )
 
     def divergence_guard_config(self) -> DivergenceGuardConfig | None:

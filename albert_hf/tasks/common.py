@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +13,10 @@ from typing import Any
 from transformers import HfArgumentParser
 
 from ..configuration import AlbertConfig
-from ..errors import UserError
+from ..errors import OptionError, UserError
+from ..options import RANGE, RefusingParser, check_arguments, check_ranges, closest, unknown_options
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,29 +54,99 @@ class ModelArguments:
     )
 
 
-def parse_config_overrides(text: str | None) -> dict[str, Any]:
-    """'a=1,b=0.5,c=gelu' -> {'a': 1, 'b': 0.5, 'c': 'gelu'}; values typed like JSON where they parse."""
-    import json
-
-    overrides: dict[str, Any] = {}
+def config_override_items(text: str | None) -> dict[str, str]:
+    """'a=1,b=0.5,c=gelu' -> {'a': '1', 'b': '0.5', 'c': 'gelu'}, as written."""
+    items: dict[str, str] = {}
     for item in (text or "").split(","):
         item = item.strip()
         if not item:
             continue
         if "=" not in item:
-            raise UserError(f"--config_overrides: expected key=value, got {item!r}")
+            raise OptionError(f"--config_overrides: expected key=value, got {item!r}")
         key, value = (part.strip() for part in item.split("=", 1))
-        try:
-            overrides[key] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key] = value
+        items[key] = value
+    return items
+
+
+def parse_config_overrides(text: str | None) -> dict[str, Any]:
+    """'a=1,b=0.5,c=gelu' -> {'a': 1, 'b': 0.5, 'c': 'gelu'}: each key a field of AlbertConfig (an unknown one is an
+    error naming the closest field), each value read as the field's type."""
+    fields = config_fields()
+    overrides: dict[str, Any] = {}
+    for key, value in config_override_items(text).items():
+        if key not in fields:
+            guess = closest(key, fields)
+            hint = f"did you mean {guess!r}?" if guess else f"its fields: {', '.join(sorted(fields))}"
+            raise OptionError(f"--config_overrides {key}={value}: AlbertConfig has no field {key!r} ({hint})")
+        overrides[key] = _typed_override(key, value, fields[key])
     return overrides
+
+
+def config_fields() -> dict[str, str]:
+    """The names --config_overrides may set, with their annotations: AlbertConfig's fields and its public settable
+    properties (`num_labels`, `output_attentions`, ...)."""
+    import inspect
+
+    fields = {f.name: str(f.type) for f in dataclasses.fields(AlbertConfig)}
+    for name, member in inspect.getmembers(AlbertConfig):
+        if isinstance(member, property) and member.fset is not None and not name.startswith("_"):
+            annotation = inspect.signature(member.fget).return_annotation
+            unknown = annotation is inspect.Signature.empty
+            fields.setdefault(name, "bool | int | float | str | None" if unknown else str(annotation).replace("'", ""))
+    return fields
+
+
+def _typed_override(key: str, text: str, annotation: str) -> Any:
+    """`text` read as a value of a field annotated `annotation` ('int', 'int | float', 'str', 'int | None', ...)."""
+    kinds = [kind.strip() for kind in annotation.split("|")]
+    if "None" in kinds and text.lower() in ("none", "null"):
+        return None
+    if "bool" in kinds and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind, read in (("int", int), ("float", float)):
+        if kind in kinds:
+            try:
+                return read(text)
+            except ValueError:
+                pass
+    if any(kind.startswith(("list", "dict")) for kind in kinds):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    if any(kind == "str" or kind.startswith("Literal") for kind in kinds):
+        return text
+    raise OptionError(f"--config_overrides {key}={text}: AlbertConfig.{key} is {annotation}, not {text!r}")
+
+
+def merge_config_overrides(base: str | None, given: str | None) -> tuple[str, list[str]]:
+    """(`base` with the keys of `given` on top, as one --config_overrides value; a line for each value of `base`
+    that `given` replaces)."""
+    base_items, given_items = config_override_items(base), config_override_items(given)
+    replaced = [
+        f"{key}={given_items[key]} (given) instead of {key}={value}"
+        for key, value in base_items.items()
+        if key in given_items and given_items[key] != value
+    ]
+    merged = {**base_items, **given_items}
+    return ",".join(f"{key}={value}" for key, value in merged.items()), replaced
 
 
 def build_config(model_args: ModelArguments, **task_fields: Any) -> AlbertConfig:
     """The config for a job: from the checkpoint if given, else the preset; overrides and task fields on top.
     (A pretraining recipe leaves the architecture of a checkpoint alone: albert_hf/pretraining/arguments.py.)"""
-    overrides = {**parse_config_overrides(model_args.config_overrides), **task_fields}
+    given = parse_config_overrides(model_args.config_overrides)
+    clashes = [
+        f"{key}={given[key]!r} (the job sets {value!r})"
+        for key, value in task_fields.items()
+        if given.get(key, value) != value
+    ]
+    if clashes:
+        raise OptionError(
+            f"--config_overrides {', '.join(clashes)}: the job sets these fields itself (from the task, the data or "
+            "the tokenizer); leave them out of --config_overrides."
+        )
+    overrides = {**given, **task_fields}
     if model_args.attn_implementation:
         overrides["attn_implementation"] = model_args.attn_implementation
     if model_args.model_name_or_path:
@@ -155,29 +230,153 @@ def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset
     return frozenset(namespace.given)
 
 
-def parse_args(dataclass_types: tuple, argv: list[str] | None = None, epilog: str | None = None) -> tuple:
-    """HfArgumentParser over the given dataclasses; also accepts a single .json file of arguments. `epilog` closes
-    the --help text.
+class JobArgumentParser(HfArgumentParser, RefusingParser):
+    """HfArgumentParser whose errors are `OptionError`s (one line, exit status 2) and which reads the `RANGE` of a
+    field's metadata (`albert_hf.options`) as part of its help instead of passing it to argparse."""
 
-    Each returned dataclass records the fields the user gave (`is_given`), so that a preset or recipe applied next
-    fills only the others. Parsing starts nothing of the job: it calls `start_job` once its arguments are final.
+    def add_argument(self, *args, **kwargs):
+        declared = kwargs.pop(RANGE, None)
+        if declared is not None:
+            kwargs["help"] = f"{kwargs.get('help') or ''} ({declared.describe()})".strip()
+        return super().add_argument(*args, **kwargs)
+
+
+def option_names(dataclass_types: tuple) -> set[str]:
+    """Every option of the dataclasses, as `--field_name`, aliases included."""
+    names = set()
+    for dataclass_type in dataclass_types:
+        for item in dataclasses.fields(dataclass_type):
+            aliases = item.metadata.get("aliases", [])
+            names |= {f"--{item.name}", *([aliases] if isinstance(aliases, str) else aliases)}
+    return names
+
+
+def parse_args(dataclass_types: tuple, argv: list[str] | None = None, epilog: str | None = None) -> tuple:
+    """The job's dataclasses from the command line, or from a single .json file of arguments; `epilog` closes the
+    --help text.
+
+    Every value is checked before any dataclass is built (and so before any work): an unknown option names the
+    closest one, a value outside its declared range (`albert_hf.options`) names the range, and what the dataclasses
+    refuse themselves (TrainingArguments' combinations) becomes an `OptionError` too; then the model options
+    (`check_model_arguments`). Each returned dataclass records the fields the user gave (`is_given`), so that a
+    preset or recipe applied next fills only the others. Parsing starts nothing of the job: it calls `start_job` once
+    its arguments are final.
     """
-    import json
     import sys
 
-    parser = HfArgumentParser(dataclass_types, epilog=epilog)
+    parser = JobArgumentParser(dataclass_types, epilog=epilog)
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith(".json"):
-        path = os.path.abspath(argv[0])
-        parsed = parser.parse_json_file(json_file=path)
-        with open(path, encoding="utf-8") as handle:
-            given = frozenset(json.load(handle))
+        values = _read_arguments_file(argv[0])
+        unknown = [f"--{name}" for name in values if f"--{name}" not in option_names(dataclass_types)]
+        given = frozenset(values)
     else:
-        parsed = parser.parse_args_into_dataclasses(args=argv)
+        namespace, unknown = parser.parse_known_args(argv)
+        values = vars(namespace)
         given = given_options(parser, argv)
+    if unknown:
+        raise OptionError(unknown_options(unknown, option_names(dataclass_types)))
+    check_ranges((dataclass_type, values) for dataclass_type in dataclass_types)
+    parsed = tuple(_build(dataclass_type, values) for dataclass_type in dataclass_types)
     for arguments in parsed:
         setattr(arguments, GIVEN_FIELDS_ATTRIBUTE, given)
-    return tuple(parsed)
+        if isinstance(arguments, ModelArguments):
+            check_model_arguments(arguments)
+    return parsed
+
+
+def _read_arguments_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            values = json.load(handle)
+    except OSError as error:
+        raise OptionError(f"{path}: cannot read the arguments file ({error.strerror or error})") from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise OptionError(f"{path}: not a JSON file of arguments ({error})") from error
+    if not isinstance(values, dict):
+        raise OptionError(f"{path}: expected a JSON object of option names and values, got {type(values).__name__}")
+    return values
+
+
+def _build(dataclass_type: type, values: dict[str, Any]):
+    """`dataclass_type` from the values of its fields in `values`; what it refuses is an `OptionError`."""
+    names = {item.name for item in dataclasses.fields(dataclass_type) if item.init}
+    try:
+        return dataclass_type(**{name: value for name, value in values.items() if name in names})
+    except UserError:
+        raise
+    except (ValueError, TypeError) as error:  # TrainingArguments' checks of combinations, a JSON value of a wrong type
+        raise OptionError(f"{error}") from error
+
+
+def check_model_arguments(model_args: ModelArguments) -> None:
+    """Refuse model options the job could not use, before any work: --config_overrides keys and values (read as
+    AlbertConfig's fields), an unknown --config_preset, a config they would build that AlbertConfig refuses, and a
+    --config_preset given with --model_name_or_path (whose own config the job uses)."""
+    overrides = parse_config_overrides(model_args.config_overrides)
+    if model_args.model_name_or_path:
+        if is_given(model_args, "config_preset"):
+            raise OptionError(
+                f"--config_preset {model_args.config_preset} has no effect with --model_name_or_path "
+                f"{model_args.model_name_or_path}: the job uses the checkpoint's config. Leave one of them out."
+            )
+        check_checkpoint_shapes(model_args.model_name_or_path, overrides)
+        return
+    try:
+        AlbertConfig.preset(model_args.config_preset)
+    except ValueError as error:
+        guess = closest(model_args.config_preset, _preset_names())
+        hint = f"did you mean {guess!r}? " if guess else ""
+        raise OptionError(f"--config_preset {model_args.config_preset!r}: {hint}{error}") from error
+    try:
+        AlbertConfig.preset(model_args.config_preset, **overrides)
+    except ValueError as error:
+        raise OptionError(f"--config_overrides {model_args.config_overrides!r}: {error}") from error
+
+
+# The config fields that decide the shapes of a model's weights: a checkpoint's weights cannot take other values.
+SHAPE_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "num_attention_heads",
+    "intermediate_size",
+    "inner_group_num",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "sharing",
+)
+
+
+def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) -> None:
+    """Refuse --config_overrides that change the shape of a local checkpoint's weights (its config.json read, nothing
+    else), naming both values: loading would stop later with transformers' report of mismatched tensors."""
+    config_file = os.path.join(os.path.expanduser(model_name_or_path), "config.json")
+    if not any(name in overrides for name in SHAPE_FIELDS) or not os.path.isfile(config_file):
+        return
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        return  # the loader names what is wrong with the file
+    clashes = [
+        f"{name}={overrides[name]} (the checkpoint has {saved[name]})"
+        for name in SHAPE_FIELDS
+        if name in overrides and name in saved and overrides[name] != saved[name]
+    ]
+    if clashes:
+        raise OptionError(
+            f"--config_overrides {', '.join(clashes)}: the weights of --model_name_or_path {model_name_or_path} "
+            "have the checkpoint's shapes; leave these fields out of --config_overrides."
+        )
+
+
+def _preset_names() -> list[str]:
+    from ..configuration import PRESETS
+
+    return list(PRESETS)
 
 
 def is_given(arguments, name: str) -> bool:
@@ -190,15 +389,34 @@ def is_given(arguments, name: str) -> bool:
     return getattr(arguments, name) != declared[name]
 
 
-def fill_unset(arguments: tuple, values: dict[str, Any]) -> None:
+# Name of the attribute where `fill_unset` keeps, on every dataclass of a job, the lines naming each given value that
+# differs from the one a preset or recipe would have set; `start_job` logs them once logging is set up.
+KEPT_VALUES_ATTRIBUTE = "_albert_hf_kept_values"
+
+
+def fill_unset(arguments: tuple, values: dict[str, Any], source: str | None = None) -> None:
     """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place);
-    how presets and recipes apply."""
+    how presets and recipes apply. --config_overrides merge key by key, the given keys winning. Where a given value
+    differs from the value of `source` (e.g. "--recipe tiny"), a line naming both is logged when the job starts.
+    The filled values are checked as the given ones were (ranges, model options)."""
+    kept = getattr(arguments[0], KEPT_VALUES_ATTRIBUTE, [])
     for name, value in values.items():
         owner = next((a for a in arguments if name in {f.name for f in dataclasses.fields(a)}), None)
         if owner is None:
             raise ValueError(f"No argument declares {name!r} (known: {[type(a).__name__ for a in arguments]}).")
         if not is_given(owner, name):
             setattr(owner, name, value)
+        elif name == "config_overrides":
+            owner.config_overrides, replaced = merge_config_overrides(value, owner.config_overrides)
+            kept += [f"--config_overrides {line} of {source}" for line in replaced if source]
+        elif source and getattr(owner, name) != value:
+            kept.append(f"--{name} {getattr(owner, name)!r} (given) instead of {value!r} of {source}")
+    for owner in arguments:
+        setattr(owner, KEPT_VALUES_ATTRIBUTE, kept)
+    check_arguments(*arguments)
+    for owner in arguments:
+        if isinstance(owner, ModelArguments):  # the preset and overrides as merged
+            check_model_arguments(owner)
 
 
 def start_job(training_args, transformers_level: int | None = None, model_args: ModelArguments | None = None) -> None:
@@ -222,7 +440,44 @@ def start_job(training_args, transformers_level: int | None = None, model_args: 
         training_args.dataloader_pin_memory = False
         if training_args.should_log:
             warn_if_busy()
+    for line in getattr(training_args, KEPT_VALUES_ATTRIBUTE, []):
+        logger.info(line)
+    if model_args is not None:  # before the output folder is made: a run that cannot start leaves none behind
+        check_hub_reachable(model_args)
     open_run_folder(training_args, model_args)
+
+
+def check_hub_reachable(model_args: ModelArguments, timeout: float = 5.0) -> None:
+    """Stop at once, with a `MachineStateError` (exit status 3), when the model or tokenizer is a Hub name and the Hub
+    cannot be reached: the downloads would otherwise retry for minutes and then blame the name. One connection to
+    the Hub (or to the proxy of HTTPS_PROXY), nothing when every source is local or HF_HUB_OFFLINE is set."""
+    import socket
+    from urllib.parse import urlparse
+
+    from ..errors import MachineStateError
+    from ..training.checkpoints import check_pretrained_source
+
+    sources = {"--model_name_or_path": model_args.model_name_or_path}
+    sources["--tokenizer_name_or_path"] = model_args.tokenizer_name_or_path
+    remote = []
+    for option, name in sources.items():
+        if name:
+            check_pretrained_source(name, option=option)  # a missing folder is named as one, not as a Hub name
+            if not os.path.exists(os.path.expanduser(name)):
+                remote.append((option, name))
+    if not remote or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    target = urlparse(os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or endpoint)
+    port = target.port or (443 if target.scheme == "https" else 80)
+    try:
+        socket.create_connection((target.hostname, port), timeout=timeout).close()
+    except OSError as error:
+        option, name = remote[0]
+        raise MachineStateError(
+            f"no network: {option} {name} is a Hub name, and {target.hostname}:{port} cannot be reached ({error}). "
+            "Pass a local folder, or set HF_HUB_OFFLINE=1 to load it from the local cache."
+        ) from error
 
 
 def sync_deepspeed_config(training_args) -> None:

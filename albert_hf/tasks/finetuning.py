@@ -22,6 +22,7 @@ from transformers import Trainer, TrainingArguments, set_seed
 from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
+from ..options import COUNT, RANGE, Range, check_arguments
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from ..training.trainer import FineTuningTrainer
@@ -53,15 +54,24 @@ class FineTuningArguments:
     test_file: str | None = field(default=None, metadata={"help": "Test file to predict (task-specific layout)."})
     max_seq_length: int = field(
         default=128,
-        metadata={"help": "Longest tokenized input; longer inputs are truncated and the count is logged."},
+        metadata={
+            RANGE: Range(min=8),
+            "help": "Longest tokenized input; longer inputs are truncated and the count is logged.",
+        },
     )
     pad_to_max_length: bool = field(
         default=False,
         metadata={"help": "Pad every input to max_seq_length. Default: pad each batch to its longest input."},
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training examples."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation examples."})
-    max_predict_samples: int | None = field(default=None, metadata={"help": "Keep only the first N test examples."})
+    max_train_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training examples."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation examples."}
+    )
+    max_predict_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N test examples."}
+    )
     preset: str | None = field(
         default=None,
         metadata={
@@ -71,12 +81,7 @@ class FineTuningArguments:
     )
 
     def __post_init__(self):
-        for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UserError(f"--{name} must be positive, got {value}.")
-        if self.max_seq_length < 8:
-            raise UserError(f"--max_seq_length must be at least 8, got {self.max_seq_length}.")
+        check_arguments(self)  # the declared ranges, for arguments built in Python too
 
 
 @dataclass(frozen=True)
@@ -135,11 +140,16 @@ def apply_paper_preset(
     """
     if data_args.preset is None:
         return {}
-    return apply_table_row(find_preset(data_args.preset, table), model_args, data_args, training_args)
+    row = find_preset(data_args.preset, table)
+    return apply_table_row(row, model_args, data_args, training_args, source=f"--preset {data_args.preset}")
 
 
 def apply_table_row(
-    row: PaperHyperparameters, model_args: ModelArguments, length_args, training_args: TrainingArguments
+    row: PaperHyperparameters,
+    model_args: ModelArguments,
+    length_args,
+    training_args: TrainingArguments,
+    source: str | None = None,
 ) -> dict[str, float]:
     """Apply one Table 14 row to the fields the user did not give, in place; return the config's dropout fields.
 
@@ -152,7 +162,7 @@ def apply_table_row(
     }
     if not is_given(training_args, "per_device_train_batch_size"):
         values["per_device_train_batch_size"] = _per_device_batch_size(row.batch_size, training_args)
-    fill_unset((training_args, length_args), values)
+    fill_unset((training_args, length_args), values, source=source)
 
     # Dropout lives in the model config; an explicit --config_overrides value wins over the preset.
     explicit = parse_config_overrides(model_args.config_overrides)

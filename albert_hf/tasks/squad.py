@@ -36,6 +36,7 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
 from ..modeling import AlbertForQuestionAnswering
+from ..options import COUNT, RANGE, Range
 from ..training.trainer import FineTuningTrainer
 from .common import ModelArguments, fill_unset
 from .finetuning import FineTuningArguments, FineTuningJob, PaperHyperparameters, apply_paper_preset, preset_key
@@ -61,9 +62,15 @@ class SquadArguments(FineTuningArguments):
         default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
     )
     validation_file: str | None = field(default=None, metadata={"help": "Evaluation file, same layouts."})
-    max_seq_length: int = field(default=384, metadata={"help": "Window length in tokens, question included."})
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training questions."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N evaluation questions."})
+    max_seq_length: int = field(
+        default=384, metadata={RANGE: Range(min=8), "help": "Window length in tokens, question included."}
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training questions."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation questions."}
+    )
     preset: str | None = field(
         default=None,
         metadata={
@@ -81,19 +88,22 @@ class SquadArguments(FineTuningArguments):
     doc_stride: int = field(
         default=128,
         metadata={
+            RANGE: COUNT,
             "help": "Context tokens shared by consecutive windows (the tokenizer's stride; the original scripts' "
-            "doc_stride was the step between windows instead)."
+            "doc_stride was the step between windows instead).",
         },
     )
     max_query_length: int = field(
-        default=64, metadata={"help": "Questions longer than this many tokens are cut (the count is logged)."}
+        default=64,
+        metadata={RANGE: COUNT, "help": "Questions longer than this many tokens are cut (the count is logged)."},
     )
     n_best_size: int = field(
-        default=20, metadata={"help": "Starts and ends tried per window, and answers kept per question."}
+        default=20, metadata={RANGE: COUNT, "help": "Starts and ends tried per window, and answers kept per question."}
     )
-    max_answer_length: int = field(default=30, metadata={"help": "Longest answer, in tokens."})
+    max_answer_length: int = field(default=30, metadata={RANGE: COUNT, "help": "Longest answer, in tokens."})
     null_score_diff_threshold: float = field(
-        default=0.0, metadata={"help": "v2.0: answer '' when null score - best span score exceeds this."}
+        default=0.0,
+        metadata={RANGE: Range(), "help": "v2.0: answer '' when null score - best span score exceeds this."},
     )
 
     def __post_init__(self):
@@ -104,9 +114,6 @@ class SquadArguments(FineTuningArguments):
                 f"SQuAD does not read {unread}: it answers the questions of --validation_file (--do_eval), and writes "
                 "predictions.json for them."
             )
-        for name in ("n_best_size", "max_answer_length", "max_query_length", "doc_stride"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name} must be positive, got {getattr(self, name)}.")
 
     def check_window_room(self) -> None:
         """A window holds [CLS] question [SEP] context [SEP]; the stride must leave context tokens to advance by."""

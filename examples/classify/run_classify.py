@@ -3,7 +3,7 @@
 
 import sys
 
-from albert_hf.tasks.classify import main
+from albert_hf.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["classify", *sys.argv[1:]]))  # through the error boundary of `albert-hf classify`

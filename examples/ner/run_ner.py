@@ -2,7 +2,7 @@
 
 import sys
 
-from albert_hf.tasks.ner import main
+from albert_hf.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["ner", *sys.argv[1:]]))  # through the error boundary of `albert-hf ner`

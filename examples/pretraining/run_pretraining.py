@@ -2,7 +2,7 @@
 
 import sys
 
-from albert_hf.pretraining.run import main
+from albert_hf.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["pretrain", *sys.argv[1:]]))  # through the error boundary of `albert-hf pretrain`

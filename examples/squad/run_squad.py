@@ -2,7 +2,7 @@
 
 import sys
 
-from albert_hf.tasks.squad import main
+from albert_hf.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["squad", *sys.argv[1:]]))  # through the error boundary of `albert-hf squad`

@@ -1,0 +1,197 @@
+"""Options checked before any work, from one declaration.
+
+Every numeric option declares its range once, where the option is declared: in the dataclass field's metadata
+(`field(default=1, metadata={RANGE: COUNT, "help": ...})`) for the jobs' own arguments, in
+[`TRAINING_ARGUMENT_RANGES`] (keyed by field name) for the fields of transformers' `TrainingArguments`, which albert_hf
+does not declare, and as the argparse `type` (`COUNT.argument_type(int)`) for the commands that parse with argparse.
+One function, [`check_ranges`], asks every declared range of every dataclass a job parses, on the values given and
+again on those a preset or recipe fills: a value out of range is an [`OptionError`] naming the option, its range and
+the value, before any data or model work. An unknown option names the closest known one ([`unknown_options`]).
+
+This module imports nothing of the package but `errors`, so every command can ask it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import OptionError
+
+# The key of a dataclass field's metadata that holds its `Range`.
+RANGE = "range"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric option accepts: finite numbers within the bounds, or one of `also` (special values such
+    as `--max_steps -1`, "no limit"). None (an optional option left unset) is always accepted."""
+
+    min: float | None = None  # value >= min
+    above: float | None = None  # value > above
+    max: float | None = None  # value <= max
+    below: float | None = None  # value < below
+    also: tuple[tuple[float, str], ...] = ()  # (value, meaning) accepted besides the bounds
+
+    def describe(self) -> str:
+        low = (
+            f"at least {self.min:g}"
+            if self.min is not None
+            else f"above {self.above:g}"
+            if self.above is not None
+            else ""
+        )
+        high = (
+            f"at most {self.max:g}"
+            if self.max is not None
+            else f"below {self.below:g}"
+            if self.below is not None
+            else ""
+        )
+        bounds = " and ".join(part for part in (low, high) if part) or "a finite number"
+        special = "".join(f"{value:g} ({meaning}) or " for value, meaning in self.also)
+        return special + bounds
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is refused (a phrase: "must be at least 1, got 0"), or None."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a number, got {value!r}"
+        if any(value == special for special, _ in self.also):
+            return None
+        inside = (
+            math.isfinite(value)
+            and (self.min is None or value >= self.min)
+            and (self.above is None or value > self.above)
+            and (self.max is None or value <= self.max)
+            and (self.below is None or value < self.below)
+        )
+        return None if inside else f"must be {self.describe()}, got {value!r}"
+
+    def argument_type(self, kind: type):
+        """An argparse `type` reading `kind` (int or float) and refusing values outside the range."""
+
+        def parse(text: str):
+            try:
+                value = kind(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+            problem = self.problem(value)
+            if problem:
+                raise argparse.ArgumentTypeError(problem)
+            return value
+
+        parse.__name__ = kind.__name__
+        return parse
+
+
+# The range vocabulary of the package's options.
+COUNT = Range(min=1)  # sizes, steps, lengths, passes
+NON_NEGATIVE = Range(min=0)
+POSITIVE = Range(above=0)  # rates, epochs, scales
+PROBABILITY = Range(min=0, max=1)
+FRACTION = Range(min=0, below=1)  # a share that cannot be the whole: dropout, warm-up share, smoothing
+SHARE = Range(above=0, below=1)  # a part of the data that leaves some on both sides
+STEPS = Range(min=1, also=((-1, "no limit"),))
+SEED = Range(min=0, max=2**32 - 1)  # NumPy's seeds
+
+# The fields of transformers' `TrainingArguments` the jobs read, by name (albert_hf declares none of them itself; a
+# subclass that redeclares one without a range of its own keeps this one).
+TRAINING_ARGUMENT_RANGES: dict[str, Range] = {
+    "max_steps": STEPS,
+    "num_train_epochs": POSITIVE,
+    "per_device_train_batch_size": COUNT,
+    "per_device_eval_batch_size": COUNT,
+    "gradient_accumulation_steps": COUNT,
+    "eval_accumulation_steps": COUNT,
+    "learning_rate": NON_NEGATIVE,  # 0: steps that change nothing (an evaluation through the training loop)
+    "warmup_steps": NON_NEGATIVE,  # below 1: a share of the steps
+    "weight_decay": NON_NEGATIVE,
+    "adam_beta1": FRACTION,
+    "adam_beta2": FRACTION,
+    "adam_epsilon": POSITIVE,
+    "max_grad_norm": NON_NEGATIVE,  # 0: no clipping
+    "label_smoothing_factor": FRACTION,
+    "logging_steps": POSITIVE,  # below 1: a share of the steps
+    "eval_steps": POSITIVE,
+    "save_steps": POSITIVE,
+    "eval_delay": NON_NEGATIVE,
+    "save_total_limit": COUNT,
+    "seed": SEED,
+    "data_seed": SEED,
+    "dataloader_num_workers": NON_NEGATIVE,
+    "dataloader_prefetch_factor": COUNT,
+    "ddp_timeout": COUNT,
+}
+
+
+def declared_range(dataclass_type: type, field: dataclasses.Field) -> Range | None:
+    """The range `field` of `dataclass_type` declares: its metadata's, else the table's for TrainingArguments."""
+    if RANGE in field.metadata:
+        return field.metadata[RANGE]
+    if any(base.__name__ == "TrainingArguments" for base in dataclass_type.__mro__):
+        return TRAINING_ARGUMENT_RANGES.get(field.name)
+    return None
+
+
+def range_problems(dataclass_type: type, values: Mapping[str, Any]) -> list[str]:
+    """'--name <problem>' for each value of `values` (field name -> value) out of its field's declared range."""
+    problems = []
+    for field in dataclasses.fields(dataclass_type):
+        declared = declared_range(dataclass_type, field)
+        if declared is None or field.name not in values:
+            continue
+        items = values[field.name]
+        for value in items if isinstance(items, (list, tuple)) else [items]:
+            if problem := declared.problem(value):
+                problems.append(f"--{field.name} {problem}")
+    return problems
+
+
+def check_ranges(arguments: Iterable[tuple[type, Mapping[str, Any]]]) -> None:
+    """Refuse, in one message, every value out of its declared range; `arguments` are (dataclass type, field name
+    -> value) pairs: the values of a command line before the dataclasses are built, or of built ones
+    ([`check_arguments`])."""
+    problems = [problem for dataclass_type, values in arguments for problem in range_problems(dataclass_type, values)]
+    if problems:
+        raise OptionError("; ".join(problems) + ".")
+
+
+def check_arguments(*arguments: Any) -> None:
+    """[`check_ranges`] of built argument dataclasses."""
+    check_ranges((type(a), {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}) for a in arguments)
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name `name` most likely misspells, or None."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def unknown_options(items: list[str], known: Iterable[str]) -> str:
+    """The message for command-line items no option reads: each unknown option with the closest known one."""
+    known = sorted(known)
+    parts = []
+    for item in items:
+        if not item.startswith("-"):
+            continue
+        name = item.split("=", 1)[0]
+        guess = closest(name.replace("-", "_").lstrip("_"), [k.lstrip("-") for k in known])
+        parts.append(f"{name}" + (f" (did you mean --{guess}?)" if guess else ""))
+    if not parts:
+        return f"unexpected values {items}"
+    return "unknown option" + ("s " if len(parts) > 1 else " ") + ", ".join(parts)
+
+
+class RefusingParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are `OptionError`s: `albert-hf` prints them as one line, with exit status 2,
+    instead of argparse's usage text (hundreds of lines for the TrainingArguments of a job)."""
+
+    def error(self, message: str):
+        raise OptionError(message)
