@@ -12,11 +12,13 @@ tokenizer on that kind of text, in the same process, alternating, `--repeats` ti
 | GLUE pairs | MRPC and RTE train pairs | truncation to 128, token type ids (`tokenize_glue`) |
 | SQuAD questions | the questions of `squad/dev-v1.1-part-a.json` | no special tokens, offsets (`truncate_questions`) |
 | SQuAD question + context | question and context pairs | windows of 384, stride 128, offsets, padding (`tokenize_windows`) |
+| SQuAD question + sentence | each question with the context sentence its first answer starts in | truncation to 128, token type ids (QNLI-style pairs, `tokenize_glue`) |
 | CoNLL sentences | CoNLL-2003 train, pre-tokenized words | `is_split_into_words`, truncation to 128 (`tokenize_ner`) |
 | mixed | the three corpora and the SQuAD contexts, shuffled | truncation to 512 |
 
 Each source is encoded in one call over all its inputs and in batches of `--batch_size`, in a fresh process per
-`TOKENIZERS_PARALLELISM` setting (the Rust thread pool reads it once): "true" (all cores) and "false" (one thread).
+`TOKENIZERS_PARALLELISM` setting (the Rust thread pool reads it once): "true" (all cores) and "false" (one thread,
+with `RAYON_NUM_THREADS=1`).
 `--max_inputs` keeps only the first inputs of each source (the table says how many).
 
 The table gives the median wall-clock and process CPU time of each tokenizer and their ratio (>1 means albert_hf is
@@ -32,11 +34,13 @@ transformers' tokenizer needs the `protobuf` package to read spiece.model.
 from __future__ import annotations
 
 import argparse
+import bisect
 import csv
 import gc
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -68,6 +72,22 @@ def _squad(data_dir: Path) -> list[tuple[str, str]]:
         for paragraph in article["paragraphs"]
         for qa in paragraph["qas"]
     ]
+
+
+def _question_sentence_pairs(data_dir: Path) -> list[tuple[str, str]]:
+    """Each SQuAD question with the sentence of its context that its first answer starts in (as QNLI pairs them)."""
+    data = json.loads((data_dir / "squad" / "dev-v1.1-part-a.json").read_text(encoding="utf-8"))["data"]
+    pairs = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            ends = [match.end() for match in re.finditer(r"[.!?](?=\s)", context)] + [len(context)]
+            starts = [0] + ends[:-1]
+            for qa in paragraph["qas"]:
+                at = qa["answers"][0]["answer_start"]
+                index = min(bisect.bisect_right(ends, at), len(ends) - 1)
+                pairs.append((qa["question"], context[starts[index] : ends[index]].strip()))
+    return pairs
 
 
 def _conll(data_dir: Path) -> list[list[str]]:
@@ -133,6 +153,10 @@ SOURCES: dict[str, tuple[Callable[[Path], list], Callable]] = {
             return_token_type_ids=True,
             padding="max_length",
         ),
+    ),
+    "SQuAD question + sentence": (
+        _question_sentence_pairs,
+        lambda tokenizer, batch: tokenizer([a for a, _ in batch], [b for _, b in batch], **GLUE),
     ),
     "CoNLL sentences (words)": (
         _conll,
@@ -280,6 +304,8 @@ def main() -> None:
         command += ["--repeats", str(args.repeats), "--batch_size", str(args.batch_size)]
         command += ["--max_inputs", str(args.max_inputs)] if args.max_inputs else []
         env = dict(os.environ, TOKENIZERS_PARALLELISM=parallelism)
+        if parallelism == "false":  # one thread: the Rust pool too, whatever else reads the variable
+            env["RAYON_NUM_THREADS"] = "1"
         results = json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
         for key, result in results.items():
             source, pattern = key.split("|")

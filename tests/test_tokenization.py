@@ -457,14 +457,14 @@ def test_a_charsmap_that_changes_ascii_stays_on_the_ascii_pipeline(tmp_path):
         normalization_rule_tsv=str(rules), bos_id=-1, eos_id=-1, minloglevel=2,
     )  # fmt: skip
     tokenizer = AlbertHFTokenizer(vocab_file=str(tmp_path / "sp.model"))
-    assert "Precompiled" in repr(tokenizer._tokenizer._pipelines["ascii"][0])
+    assert "Precompiled" in repr(tokenizer._tokenizer.routes["ascii"].normalizer)
     texts = ["words~and~more", "Some Words - and ~ more", "line 3 with ~~ words"]
     assert tokenizer._tokenizer.pipelines_of(texts) == ["ascii"] * 3
     assert_same_as_reference(tokenizer, spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model")), texts)
 
 
 def test_albert_s_charsmap_leaves_printable_ascii_alone(tokenizer):
-    assert repr(tokenizer._tokenizer._pipelines["ascii"][0]) == "Sequence(normalizers=[Lowercase()])"
+    assert repr(tokenizer._tokenizer.routes["ascii"].normalizer) == "Sequence(normalizers=[Lowercase()])"
 
 
 THREADS_SCRIPT = """
