@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -23,7 +24,16 @@ import sentencepiece as spm
 from conftest import is_full
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from tokenization_reference import TEXT_SOURCES, google, preprocess_text, reference_ids, reference_pieces
+from tokenization_reference import (
+    ENTRY_POINTS,
+    TEXT_SOURCES,
+    assert_original_ids,
+    draw_and_encode,
+    google,
+    preprocess_text,
+    reference_ids,
+    reference_pieces,
+)
 from tokenizers import AddedToken
 
 from albert_hf.tokenization import AlbertHFTokenizer
@@ -700,3 +710,86 @@ def test_english_fill_mask_input_is_unchanged(tokenizer):
         tokenizer.cls_token_id, *tokenizer("a", add_special_tokens=False)["input_ids"], tokenizer.mask_token_id,
         *tokenizer("b", add_special_tokens=False)["input_ids"], tokenizer.sep_token_id,
     ]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Exact through every entry point: generated text through every public way transformers offers to encode
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def entry_tokenizers(spiece_model) -> dict:
+    """The tokenizer as built, and pickled and reloaded."""
+    built = AlbertHFTokenizer(vocab_file=str(spiece_model))
+    return {"built": built, "pickled": pickle.loads(pickle.dumps(built))}
+
+
+@pytest.mark.parametrize("loaded", ["built", "pickled"])
+@pytest.mark.parametrize("way", ENTRY_POINTS)
+@given(data=st.data())
+def test_every_entry_point_gives_the_original_ids(entry_tokenizers, sp, loaded, way, data):
+    """Generated text through every public way transformers offers to encode (`ENTRY_POINTS`), on the tokenizer as
+    built and as pickled and reloaded: ids equal google-research's algorithm (`reference_ids`), ties of equal score
+    aside (`assert_original_ids`). The texts take every route of the backend (printable ASCII, other text, the Python
+    steps), often in the same batch."""
+    ours, original = draw_and_encode(entry_tokenizers[loaded], sp, way, data)
+    assert_original_ids(sp, ours, original)
+
+
+def test_entry_points_cover_every_encoding_method(tokenizer):
+    """transformers 5 removed `encode_plus` and `batch_encode_plus` (`__call__` does what they did). Should a release
+    bring them (or another encoding method) back, this fails, so that `ENTRY_POINTS` takes them in."""
+    cls = type(tokenizer)
+    methods = {
+        name for name in dir(cls) if "encode" in name and not name.startswith("_") and callable(getattr(cls, name))
+    }
+    # Beside `encode`: our own two (checked against the original above) and the chat-template helper, which encodes
+    # through `__call__`.
+    assert methods == {
+        "encode",
+        "encode_plain_texts",
+        "encode_plain_texts_with_starts",
+        "encode_message_with_chat_template",
+    }
+
+
+REMOTE_ENTRY_POINTS = """
+import sys
+sys.path = [p for p in sys.path if p not in ("", {repo_root!r})] + [{tests!r}]
+sys.modules["albert_hf"] = None  # as on a machine without albert_hf (an editable install imports through a finder)
+import sentencepiece as spm
+from hypothesis import given, settings, strategies as st
+from transformers import AutoTokenizer
+from tokenization_reference import ENTRY_POINTS, assert_original_ids, draw_and_encode
+
+tokenizer = AutoTokenizer.from_pretrained({folder!r}, trust_remote_code=True)
+assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
+sp = spm.SentencePieceProcessor(model_file={model!r})
+for way in ENTRY_POINTS:
+    @settings(max_examples={max_examples}, derandomize=True, deadline=None, database=None)
+    @given(data=st.data())
+    def check(data):
+        assert_original_ids(sp, *draw_and_encode(tokenizer, sp, way, data))
+    check()
+    print("ok", way, flush=True)
+"""
+
+
+def test_every_entry_point_of_the_remote_code_gives_the_original_ids(entry_tokenizers, spiece_model, tmp_path):
+    """The same through AutoTokenizer with trust_remote_code=True, from a saved folder, in a process where albert_hf
+    cannot be imported (so the folder's own tokenization.py is what runs)."""
+    from hypothesis import settings as current_settings
+
+    entry_tokenizers["built"].save_pretrained(
+        tmp_path / "saved"
+    )  # `import albert_hf` registered the class: tokenization.py travels
+    assert (tmp_path / "saved" / "tokenization.py").is_file()
+    script = REMOTE_ENTRY_POINTS.format(
+        repo_root=str(REPO_ROOT), tests=str(REPO_ROOT / "tests"), folder=str(tmp_path / "saved"),
+        model=str(spiece_model), max_examples=current_settings().max_examples,
+    )  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert result.stdout.split("\n")[:-1] == [f"ok {way}" for way in ENTRY_POINTS]
