@@ -501,15 +501,17 @@ class _Backend:
       that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
 
     A Python step inside the Rust pipeline is called for every text, from every worker thread, through the GIL: on
-    SST-2 the exact route alone costs 1.5x the CPU time of the routed tokenizer (the `--profile` of
-    `benchmarks/bench_tokenizer.py` separates the screening), so the Python steps run only on the texts they can
-    change. `encode_batch` screens a whole batch at once (`_Screens.flag`) and looks at a text alone only where that
-    flagged it; a batch that needs several routes is encoded per route, merged back in order and padded as one.
+    20,000 SST-2 sentences, one thread, the exact route alone took 1.5x the CPU time of the routed backend (the
+    "exact route only" column of `benchmarks/bench_tokenizer.py --profile`), so the Python steps run only on the texts
+    they can change. `encode_batch` screens a whole batch at once (`_Screens.flag`) and looks at a text alone only
+    where that flagged it; a batch that needs several routes is encoded per route, merged back in order and padded as
+    one.
 
     Why a stand-in and not a `tokenizers.Tokenizer`: transformers' `TokenizersBackend` encodes every input through
-    `self._tokenizer.encode_batch` (`__call__`, `encode`, `encode_plus`, `batch_encode_plus` and `tokenize` all end
-    there), so a route can only be chosen per text in that call, and `tokenizers.Tokenizer` cannot be subclassed
-    (a Rust class, "not an acceptable base type"). So this class answers exactly the attributes transformers uses:
+    `self._tokenizer.encode_batch` (`__call__`, `encode`, `tokenize` and `pad`'s inputs all end there), so a route
+    can only be chosen per text in that call, and `tokenizers.Tokenizer` cannot be subclassed (a Rust class, "not an
+    acceptable base type"). tests/test_tokenization.py drives generated text through every one of those ways, built,
+    pickled and loaded as remote code. So this class answers exactly the attributes transformers uses:
     reads from the exact route (`_READS`), settings applied to every route (`_BROADCAST`, `_SETTABLE`), and the
     routed `encode` / `encode_batch`. Any other attribute raises AttributeError naming it, so a call made through an
     attribute that a later transformers release starts to use fails loudly instead of reaching a pipeline without the

@@ -753,6 +753,25 @@ def test_entry_points_cover_every_encoding_method(tokenizer):
     }
 
 
+def test_the_backend_s_pipeline_is_the_exact_one_and_unrouted_attributes_fail(tokenizer, sp):
+    """What transformers reads from the backend is the exact route: its normalizer, pre-tokenizer and model, run
+    step by step as transformers' chat-template encoding does, give the original's ids. An attribute the backend does
+    not route raises, naming it, instead of reaching a pipeline without the original's steps."""
+    backend = tokenizer.backend_tokenizer
+    text = "In 1990, 4,666 <UNK> naïve x1,y"
+    normalized = backend.normalizer.normalize_str(text)
+    splits = [split for split, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
+    ids = [token.id for split in splits for token in backend.model.tokenize(split)]
+    assert ids == reference_ids(sp, [text])[0]
+    for name in ("encode_batch_fast", "to_str", "save", "train_from_iterator"):
+        with pytest.raises(AttributeError, match=f"does not route `{name}`"):
+            getattr(backend, name)
+    with pytest.raises(AttributeError, match="does not route setting `model`"):
+        backend.model = None
+    with pytest.raises(AttributeError, match="cannot be set"):
+        backend.normalizer = None
+
+
 REMOTE_ENTRY_POINTS = """
 import sys
 sys.path = [p for p in sys.path if p not in ("", {repo_root!r})] + [{tests!r}]
