@@ -18,9 +18,10 @@ stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized in
 accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
 backed class would have to rebuild offsets and all of that in Python, one text at a time.
 Speed (`benchmarks/bench_tokenizer.py`, side by side with transformers' AlbertTokenizer): each text takes the
-cheapest pipeline that gives the original's tokens (`_Backend`). Text of printable ASCII characters, most of an English
-corpus, is only lower-cased before the Unigram model (the other steps cannot change it); other text takes the full
-normalizer, and the Python steps run only on the texts they can change. No user-defined-symbol split where the
+cheapest of four `tokenizers.Tokenizer` routes that gives the original's tokens (`_Backend`). Text of printable ASCII
+characters, most of an English corpus, is only lower-cased before the Unigram model (the other steps cannot change
+it); other text takes the full normalizer, and the Python steps run only on the texts they can change. The backend's
+resting pipeline, what transformers reads from it, is the exact one. No user-defined-symbol split where the
 vocabulary already forces those pieces (ALBERT's does), no quote rewrites by default. Where only ids are wanted
 (pretraining data), `encode_plain_texts` runs the original's own steps through SentencePiece's C++ encoder.
 
