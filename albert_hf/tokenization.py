@@ -18,9 +18,10 @@ stride, pairs, `word_ids()`, and character offsets into the raw, unnormalized in
 accent stripping changed the text (every Rust normalizer tracks the alignment of each character). A sentencepiece-
 backed class would have to rebuild offsets and all of that in Python, one text at a time.
 Speed (`benchmarks/bench_tokenizer.py`, side by side with transformers' AlbertTokenizer): each text takes the
-cheapest pipeline that gives the original's tokens (`_Backend`). Text of printable ASCII characters, most of an English
-corpus, is only lower-cased before the Unigram model (the other steps cannot change it); other text takes the full
-normalizer, and the Python steps run only on the texts they can change. No user-defined-symbol split where the
+cheapest of four `tokenizers.Tokenizer` routes that gives the original's tokens (`_Backend`). Text of printable ASCII
+characters, most of an English corpus, is only lower-cased before the Unigram model (the other steps cannot change
+it); other text takes the full normalizer, and the Python steps run only on the texts they can change. The backend's
+resting pipeline, what transformers reads from it, is the exact one. No user-defined-symbol split where the
 vocabulary already forces those pieces (ALBERT's does), no quote rewrites by default. Where only ids are wanted
 (pretraining data), `encode_plain_texts` runs the original's own steps through SentencePiece's C++ encoder.
 
@@ -69,7 +70,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import contextlib
 import functools
 import itertools
 import json
@@ -487,60 +487,83 @@ class _JoinAfterAddedTokens:
 
 
 class _Backend:
-    """The Rust tokenizer, routing each text through the cheapest pipeline that gives the original's tokens.
+    """transformers' backend tokenizer for `AlbertHFTokenizer`: four `tokenizers.Tokenizer` routes, and each text
+    encoded by the cheapest one that gives the original's tokens.
 
-    Three pipelines, the same added tokens, truncation, padding and post-processor (all `rust`'s):
+    The routes are complete public `tokenizers.Tokenizer` objects on one Unigram model, with the same added tokens,
+    post-processor, truncation and padding; only their normalizer and pre-tokenizer differ:
 
-    - "ascii": text of printable ASCII characters only, which most English text is. The normalizer keeps only the
-      steps that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
-    - "rust": any other text, through the full Rust normalizer.
-    - "exact": text that the Python steps can change, `_OriginalPieceMarks` (a "<digit>," or a control-piece string
-      after normalization: 0.02% of SST-2's sentences, 6% of MRPC's) or `_JoinAfterAddedTokens` (an added token
-      directly followed by text). A Python step in the Rust pipeline is called for every text, from every worker
-      thread, through the GIL (on SST-2 it cost 45% of the tokenizer's CPU time when it ran on every text), so it
-      runs only here.
+    - "exact": the whole pipeline, the Python steps included: `_OriginalPieceMarks` (a "<digit>," or a control-piece
+      string after normalization: 0.02% of SST-2's sentences, 6% of MRPC's) and `_JoinAfterAddedTokens` (an added
+      token directly followed by text). Every text gets the original's tokens here. It is what every read of the
+      backend sees (`normalizer`, `pre_tokenizer`, `model`, `decode`, vocabulary and settings).
+    - "marks": the exact route without `_JoinAfterAddedTokens`, for the texts that need only `_OriginalPieceMarks`
+      (most of those with a "<digit>,"): one Python call per text instead of two.
+    - "rust": the full normalizer and pre-tokenizer without the Python steps: any text they cannot change.
+    - "ascii": text of printable ASCII characters only, which most English text is, with only the normalizer steps
+      that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
 
-    `encode_batch` screens a whole batch at once (`_Screens.flag`) and looks at a text alone only where that flagged
-    it; a batch that needs several pipelines is encoded per pipeline, merged back in order and padded as
-    one. transformers only calls `encode_batch` and reads or sets attributes; every other attribute is `rust`'s, which
-    rests with the full Rust normalizer. `normalizer` is the full one, the Python step included.
+    A Python step inside the Rust pipeline is called for every text, from every worker thread, through the GIL: on
+    20,000 SST-2 sentences, one thread, the exact route alone took 1.5x the CPU time of the routed backend (the
+    "exact route only" column of `benchmarks/bench_tokenizer.py --profile`), so the Python steps run only on the texts
+    they can change. `encode_batch` screens a whole batch at once (`_Screens.flag`) and looks at a text alone only
+    where that flagged it; a batch that needs several routes is encoded per route, merged back in order and padded as
+    one.
 
-    Encoding is serialised by a lock, so one tokenizer can be shared by threads (datasets' streaming reads several
-    files from a thread pool and tokenizes in each): a call swaps `rust.normalizer` and `rust.pre_tokenizer` for its
-    duration, which without the lock would both give other threads the wrong pipeline and deadlock (a thread setting
-    the normalizer holds the GIL and waits for the Rust tokenizer, which another thread's encode holds while its
-    Python normalizer step waits for the GIL). Rust still encodes each batch on all cores.
+    Why a stand-in and not a `tokenizers.Tokenizer`: transformers' `TokenizersBackend` encodes every input through
+    `self._tokenizer.encode_batch` (`__call__`, `encode`, `tokenize` and `pad`'s inputs all end there), so a route
+    can only be chosen per text in that call, and `tokenizers.Tokenizer` cannot be subclassed (a Rust class, "not an
+    acceptable base type"). tests/test_tokenization.py drives generated text through every one of those ways, built,
+    pickled and loaded as remote code. So this class answers exactly the attributes transformers uses:
+    reads from the exact route (`_READS`), settings applied to every route (`_BROADCAST`, `_SETTABLE`), and the
+    routed `encode` / `encode_batch`. Any other attribute raises AttributeError naming it, so a call made through an
+    attribute that a later transformers release starts to use fails loudly instead of reaching a pipeline without the
+    original's steps. Nothing swaps a pipeline during a call.
+
+    A lock serialises encoding and the changes of settings, so one tokenizer can be shared by threads (datasets'
+    streaming reads several files from a thread pool and tokenizes in each): a thread changing truncation or padding
+    waits for another's call to end instead of changing the settings under it. Rust still encodes each batch on all
+    cores.
     """
 
+    _READS = frozenset(
+        {
+            "normalizer", "pre_tokenizer", "model", "decoder", "post_processor", "truncation", "padding",
+            "encode_special_tokens", "get_vocab", "get_vocab_size", "get_added_tokens_decoder", "token_to_id",
+            "id_to_token", "num_special_tokens_to_add", "decode", "decode_batch", "post_process",
+        }
+    )  # fmt: skip
+    _BROADCAST = frozenset(
+        {"enable_truncation", "no_truncation", "enable_padding", "no_padding", "add_tokens", "add_special_tokens"}
+    )
+    _SETTABLE = frozenset({"post_processor", "encode_special_tokens", "decoder"})
+
     def __init__(self, rust: Tokenizer, marks: _OriginalPieceMarks, ascii_normalizer: list[normalizers.Normalizer]):
+        """`rust`: the serializable "rust" route, with its added tokens and settings; the other routes copy them."""
         own = object.__setattr__
-        own(self, "rust", rust)
         own(self, "_marks", marks)
         own(self, "_rust_normalizer", rust.normalizer)
-        # The exact path keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
-        # text after "[MASK] " from text right after "[MASK]".
+        # The exact route keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
+        # text after "[MASK] " from text right after "[MASK]"; the "marks" route needs no such thing.
         steps = [rust.normalizer[index] for index in range(len(rust.normalizer))]
+        marks_normalizer = normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)])
         if steps and isinstance(steps[-1], normalizers.Strip):
             steps[-1] = normalizers.Strip(left=False, right=True)
-        # The marks are only ever inserted by the Python step, so only its path splits (and drops) them, together
+        # The marks are only ever inserted by the Python step, so only its routes split (and drop) them, together
         # with a "▁" the Metaspace step put in front of one.
-        exact_pre_tokenizer = [
-            pre_tokenizers.PreTokenizer.custom(_JoinAfterAddedTokens()),
-            rust.pre_tokenizer,
-            pre_tokenizers.Split(Regex(f"{SPIECE_UNDERLINE}?{_SPLIT_MARKER}"), behavior="removed"),
-        ]
-        own(
-            self,
-            "_pipelines",
-            {
-                "ascii": (normalizers.Sequence(ascii_normalizer), rust.pre_tokenizer),
-                "rust": (rust.normalizer, rust.pre_tokenizer),
-                "exact": (
-                    normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)]),
-                    pre_tokenizers.Sequence(exact_pre_tokenizer),
+        drop_marks = pre_tokenizers.Split(Regex(f"{SPIECE_UNDERLINE}?{_SPLIT_MARKER}"), behavior="removed")
+        pipelines = {
+            "exact": (
+                normalizers.Sequence([*steps, normalizers.Normalizer.custom(marks)]),
+                pre_tokenizers.Sequence(
+                    [pre_tokenizers.PreTokenizer.custom(_JoinAfterAddedTokens()), rust.pre_tokenizer, drop_marks]
                 ),
-            },
-        )
+            ),
+            "marks": (marks_normalizer, pre_tokenizers.Sequence([rust.pre_tokenizer, drop_marks])),
+            "ascii": (normalizers.Sequence(ascii_normalizer), rust.pre_tokenizer),
+        }
+        routes = {name: _route_like(rust, *pipeline) for name, pipeline in pipelines.items()}
+        own(self, "routes", {**routes, "rust": rust})
         own(self, "_ascii_screens", self._build_ascii_screens())
         own(self, "_screens_cache", (None, None))
         own(self, "_lock", threading.RLock())
@@ -585,11 +608,12 @@ class _Backend:
 
     def _screens(self) -> _Screens:
         """The screens for the current added tokens, rebuilt when they (or `encode_special_tokens`) change."""
-        tokens = tuple(self.rust.get_added_tokens_decoder().values())
-        key = (tuple(map(repr, tokens)), self.rust.encode_special_tokens)
+        exact = self.routes["exact"]
+        tokens = tuple(exact.get_added_tokens_decoder().values())
+        key = (tuple(map(repr, tokens)), exact.encode_special_tokens)
         cached_key, screens = self._screens_cache
         if key != cached_key:
-            screens = _Screens(tokens, self.rust.encode_special_tokens, self._ascii_kinds())
+            screens = _Screens(tokens, exact.encode_special_tokens, self._ascii_kinds())
             object.__setattr__(self, "_screens_cache", (key, screens))
         return screens
 
@@ -625,9 +649,10 @@ class _Backend:
         return decisions[item]
 
     def pipeline_of(self, item: str | Sequence, screens: _Screens | None = None) -> str:
-        """ "exact", "ascii" or "rust": the pipeline a text, a pair or pre-tokenized words take."""
+        """ "exact", "marks", "ascii" or "rust": the route a text, a pair or pre-tokenized words take."""
+        screens = screens or self._screens()
         if self.needs_python_step(item, screens):
-            return "exact"
+            return "exact" if any(screens.joins.search(text) for text in _texts_of(item)) else "marks"
         return "ascii" if _printable_ascii(item) else "rust"
 
     def pipelines_of(self, inputs: Sequence) -> list[str]:
@@ -643,22 +668,12 @@ class _Backend:
             pipelines[index] = self.pipeline_of(inputs[index], screens)
         return pipelines
 
-    @contextlib.contextmanager
-    def _pipeline(self, name: str) -> Iterator[None]:
-        self.rust.normalizer, self.rust.pre_tokenizer = self._pipelines[name]
-        try:
-            yield
-        finally:
-            self.rust.normalizer, self.rust.pre_tokenizer = self._pipelines["rust"]
-
     # -- encoding ----------------------------------------------------------------------------------------------------
 
     def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True):
-        name = self.pipeline_of(sequence if pair is None else (sequence, pair))
-        with self._lock, self._pipeline(name):
-            return self.rust.encode(
-                sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
-            )
+        route = self.routes[self.pipeline_of(sequence if pair is None else (sequence, pair))]
+        with self._lock:
+            return route.encode(sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
 
     def encode_batch(self, inputs, is_pretokenized: bool = False, add_special_tokens: bool = True):
         with self._lock:
@@ -669,49 +684,87 @@ class _Backend:
         pipelines = self.pipelines_of(inputs)
         names = sorted(set(pipelines))
         if len(names) <= 1:
-            with self._pipeline(names[0] if names else "rust"):
-                return self.rust.encode_batch(inputs, **options)
-        # Several pipelines: one encode_batch call each; padding to the batch's longest is done once, over all.
-        padding = self.rust.padding
+            return self.routes[names[0] if names else "exact"].encode_batch(inputs, **options)
+        # Several routes: one encode_batch call each; padding to the batch's longest is done once, over all.
+        padding = self.routes["exact"].padding
         pad_to_longest = padding is not None and padding["length"] is None
         if pad_to_longest:
-            self.rust.no_padding()
+            for name in names:
+                self.routes[name].no_padding()
         try:
             encoded = {}
             for name in names:
-                with self._pipeline(name):
-                    items = [item for item, pipeline in zip(inputs, pipelines) if pipeline == name]
-                    encoded[name] = iter(self.rust.encode_batch(items, **options))
+                items = [item for item, pipeline in zip(inputs, pipelines) if pipeline == name]
+                encoded[name] = iter(self.routes[name].encode_batch(items, **options))
         finally:
             if pad_to_longest:
-                self.rust.enable_padding(**padding)
+                for name in names:
+                    self.routes[name].enable_padding(**padding)
         encodings = [next(encoded[pipeline]) for pipeline in pipelines]
         if pad_to_longest:
             _pad_to_longest(encodings, padding)
         return encodings
 
-    # -- everything else is the Rust tokenizer's ---------------------------------------------------------------------
-
-    @property
-    def normalizer(self) -> normalizers.Normalizer:
-        return self._pipelines["exact"][0]
-
-    @property
-    def pre_tokenizer(self) -> pre_tokenizers.PreTokenizer:
-        return self._pipelines["exact"][1]
+    # -- everything else: read from the exact route, or set on every route ------------------------------------------
 
     def __getattr__(self, name: str) -> Any:
-        if name == "rust":  # not set yet (e.g. during copying): avoid recursing
+        routes = self.__dict__.get("routes")
+        if routes is None or name.startswith("__"):  # not built yet (e.g. during copying), or a protocol probe
             raise AttributeError(name)
-        return getattr(self.rust, name)
+        if name in self._READS:
+            return getattr(routes["exact"], name)
+        if name in self._BROADCAST:
+            return functools.partial(self._broadcast, name)
+        raise AttributeError(
+            f"AlbertHFTokenizer's backend does not route `{name}`: it answers only the attributes it keeps exact "
+            f"({', '.join(sorted(self._READS | self._BROADCAST | {'encode', 'encode_batch'}))}); encode through the "
+            "tokenizer, or add the attribute to `_Backend` with a test through every entry point"
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("normalizer", "pre_tokenizer"):
             raise AttributeError(f"AlbertHFTokenizer's {name} reproduces the original tokenization; it cannot be set")
-        setattr(self.rust, name, value)
+        if name not in self._SETTABLE:
+            raise AttributeError(f"AlbertHFTokenizer's backend does not route setting `{name}`")
+        with self._lock:
+            for route in self.routes.values():
+                setattr(route, name, value)
+
+    def _broadcast(self, name: str, *args, **kwargs) -> Any:
+        """A method that changes settings or added tokens, called on every route; returns the exact route's result."""
+        with self._lock:
+            results = [getattr(route, name)(*args, **kwargs) for route in self.routes.values()]
+            _check_same_added_tokens(self.routes)
+        return results[0]
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.rust!r})"
+        return f"{type(self).__name__}(routes={sorted(self.routes)}, model={self.routes['rust'].model!r})"
+
+
+def _route_like(rust: Tokenizer, normalizer, pre_tokenizer) -> Tokenizer:
+    """A Tokenizer with `rust`'s model, decoder, added tokens and settings, and the given normalizer and pre-tokenizer."""
+    route = Tokenizer(rust.model)
+    route.normalizer, route.pre_tokenizer, route.decoder = normalizer, pre_tokenizer, rust.decoder
+    # In id order, so that tokens missing from the model's vocabulary get the same new ids.
+    for _, token in sorted(rust.get_added_tokens_decoder().items()):
+        (route.add_special_tokens if token.special else route.add_tokens)([token])
+    if rust.post_processor is not None:
+        route.post_processor = rust.post_processor
+    if rust.truncation is not None:
+        route.enable_truncation(**rust.truncation)
+    if rust.padding is not None:
+        route.enable_padding(**rust.padding)
+    route.encode_special_tokens = rust.encode_special_tokens
+    _check_same_added_tokens({"rust": rust, "route": route})
+    return route
+
+
+def _check_same_added_tokens(routes: dict[str, Tokenizer]) -> None:
+    decoders_ = [
+        {index: str(token) for index, token in route.get_added_tokens_decoder().items()} for route in routes.values()
+    ]
+    if any(decoder != decoders_[0] for decoder in decoders_[1:]):
+        raise RuntimeError("AlbertHFTokenizer's routes gave added tokens different ids; please report this")
 
 
 def _printable_ascii(item: str | Sequence) -> bool:
@@ -1052,7 +1105,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         state = self.__dict__.copy()
         state.pop("_sentencepiece_processor", None)  # a C++ object; rebuilt on first use
         # The Rust pipeline as JSON (added tokens, padding and truncation included); the Python step is rebuilt.
-        state["_tokenizer"] = self._tokenizer.rust.to_str()
+        state["_tokenizer"] = self._tokenizer.routes["rust"].to_str()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -12,17 +12,21 @@ tokenizer on that kind of text, in the same process, alternating, `--repeats` ti
 | GLUE pairs | MRPC and RTE train pairs | truncation to 128, token type ids (`tokenize_glue`) |
 | SQuAD questions | the questions of `squad/dev-v1.1-part-a.json` | no special tokens, offsets (`truncate_questions`) |
 | SQuAD question + context | question and context pairs | windows of 384, stride 128, offsets, padding (`tokenize_windows`) |
+| SQuAD question + sentence | each question with the context sentence its first answer starts in | truncation to 128, token type ids (QNLI-style pairs, `tokenize_glue`) |
 | CoNLL sentences | CoNLL-2003 train, pre-tokenized words | `is_split_into_words`, truncation to 128 (`tokenize_ner`) |
 | mixed | the three corpora and the SQuAD contexts, shuffled | truncation to 512 |
 
 Each source is encoded in one call over all its inputs and in batches of `--batch_size`, in a fresh process per
-`TOKENIZERS_PARALLELISM` setting (the Rust thread pool reads it once): "true" (all cores) and "false" (one thread).
+`TOKENIZERS_PARALLELISM` setting (the Rust thread pool reads it once): "true" (all cores) and "false" (one thread,
+with `RAYON_NUM_THREADS=1`).
 `--max_inputs` keeps only the first inputs of each source (the table says how many).
 
 The table gives the median wall-clock and process CPU time of each tokenizer and their ratio (>1 means albert_hf is
 faster). CPU time counts every thread of the Rust backend, so on a shared machine it is the steadier figure; wall
 time under contention is noisy, hence medians of several alternating repeats. `--profile` prints instead, per source
-and tokenizer, how much of a call the Rust `encode_batch` takes and, for ours, the screening that routes each text.
+and tokenizer, how much of a call the Rust `encode_batch` takes and, for ours, the screening that routes each text,
+and the CPU time of ours with every text through the exact route (the one `tokenizers.Tokenizer` that would need no
+routing).
 transformers' tokenizer needs the `protobuf` package to read spiece.model.
 
     python benchmarks/bench_tokenizer.py [--data_dir ../shared/data] [--repeats 5] [--quick] [--sources ...]
@@ -32,11 +36,13 @@ transformers' tokenizer needs the `protobuf` package to read spiece.model.
 from __future__ import annotations
 
 import argparse
+import bisect
 import csv
 import gc
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -68,6 +74,22 @@ def _squad(data_dir: Path) -> list[tuple[str, str]]:
         for paragraph in article["paragraphs"]
         for qa in paragraph["qas"]
     ]
+
+
+def _question_sentence_pairs(data_dir: Path) -> list[tuple[str, str]]:
+    """Each SQuAD question with the sentence of its context that its first answer starts in (as QNLI pairs them)."""
+    data = json.loads((data_dir / "squad" / "dev-v1.1-part-a.json").read_text(encoding="utf-8"))["data"]
+    pairs = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            ends = [match.end() for match in re.finditer(r"[.!?](?=\s)", context)] + [len(context)]
+            starts = [0] + ends[:-1]
+            for qa in paragraph["qas"]:
+                at = qa["answers"][0]["answer_start"]
+                index = min(bisect.bisect_right(ends, at), len(ends) - 1)
+                pairs.append((qa["question"], context[starts[index] : ends[index]].strip()))
+    return pairs
 
 
 def _conll(data_dir: Path) -> list[list[str]]:
@@ -134,6 +156,10 @@ SOURCES: dict[str, tuple[Callable[[Path], list], Callable]] = {
             padding="max_length",
         ),
     ),
+    "SQuAD question + sentence": (
+        _question_sentence_pairs,
+        lambda tokenizer, batch: tokenizer([a for a, _ in batch], [b for _, b in batch], **GLUE),
+    ),
     "CoNLL sentences (words)": (
         _conll,
         lambda tokenizer, batch: tokenizer(
@@ -184,7 +210,8 @@ def worker(args: argparse.Namespace) -> dict:
 
 
 class _TimedRust:
-    """Stands in for a Rust `Tokenizer`, adding the CPU time of its `encode_batch` calls to `timings`."""
+    """Stands in for a Rust `Tokenizer` (transformers' backend, or one route of ours), adding the CPU time of its
+    `encode_batch` calls to `timings`."""
 
     def __init__(self, rust, timings: dict):
         object.__setattr__(self, "_rust", rust)
@@ -210,8 +237,9 @@ def profile(args: argparse.Namespace) -> None:
     backend = ours._tokenizer
     print(f"TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM')}, batches of {args.batch_size:,}, "
           "CPU s, medians of 3")  # fmt: skip
-    print("| source (inputs) | tokenizer | whole call | Rust encode_batch | screening | rest (Python) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| source (inputs) | tokenizer | whole call | Rust encode_batch | screening | rest (Python) | "
+          "exact route only |")  # fmt: skip
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for source in args.sources:
         load, call = SOURCES[source]
         inputs = load(args.data_dir)[: args.max_inputs]
@@ -219,22 +247,35 @@ def profile(args: argparse.Namespace) -> None:
             encode_all(call, tokenizer, inputs[:1000], args.batch_size)
             whole = statistics.median(encode_all(call, tokenizer, inputs, args.batch_size)[1] for _ in range(3))
             timings = {"Rust": 0.0, "screening": 0.0}
-            owner = backend if name == "albert_hf" else tokenizer
-            attribute = "rust" if name == "albert_hf" else "_tokenizer"
-            rust = getattr(owner, attribute)
-            object.__setattr__(owner, attribute, _TimedRust(rust, timings))
-            if name == "albert_hf":
+            if name == "albert_hf":  # every route of the backend, and the screening that chooses them
+                routes = dict(backend.routes)
+                backend.routes.update({key: _TimedRust(route, timings) for key, route in routes.items()})
                 object.__setattr__(backend, "pipelines_of", _timed(backend.pipelines_of, timings, "screening"))
+            else:
+                rust = tokenizer._tokenizer
+                object.__setattr__(tokenizer, "_tokenizer", _TimedRust(rust, timings))
             try:
                 for _ in range(3):
                     encode_all(call, tokenizer, inputs, args.batch_size)
             finally:
-                object.__setattr__(owner, attribute, rust)
-                backend.__dict__.pop("pipelines_of", None)
+                if name == "albert_hf":
+                    backend.routes.update(routes)
+                    backend.__dict__.pop("pipelines_of", None)
+                else:
+                    object.__setattr__(tokenizer, "_tokenizer", rust)
+            exact_only = ""
+            if name == "albert_hf":  # the one Tokenizer that needs no routing: every text through the Python steps
+                object.__setattr__(backend, "pipelines_of", lambda items: ["exact"] * len(items))
+                try:
+                    runs = [encode_all(call, tokenizer, inputs, args.batch_size)[1] for _ in range(3)]
+                finally:
+                    backend.__dict__.pop("pipelines_of", None)
+                exact_only = f"{statistics.median(runs):.3f}"
             rust_s, screening_s = timings["Rust"] / 3, timings["screening"] / 3
             print(
                 f"| {source} ({len(inputs):,}) | {name} | {whole:.3f} | {rust_s:.3f} | "
-                f"{f'{screening_s:.3f}' if name == 'albert_hf' else ''} | {whole - rust_s - screening_s:.3f} |",
+                f"{f'{screening_s:.3f}' if name == 'albert_hf' else ''} | {whole - rust_s - screening_s:.3f} | "
+                f"{exact_only} |",
                 flush=True,
             )
 
@@ -280,6 +321,8 @@ def main() -> None:
         command += ["--repeats", str(args.repeats), "--batch_size", str(args.batch_size)]
         command += ["--max_inputs", str(args.max_inputs)] if args.max_inputs else []
         env = dict(os.environ, TOKENIZERS_PARALLELISM=parallelism)
+        if parallelism == "false":  # one thread: the Rust pool too, whatever else reads the variable
+            env["RAYON_NUM_THREADS"] = "1"
         results = json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
         for key, result in results.items():
             source, pattern = key.split("|")

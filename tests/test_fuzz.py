@@ -72,15 +72,14 @@ def test_screening_never_skips_a_text_the_python_step_would_change(tokenizer, te
     split_special_tokens the whole text reaches the normalizer; otherwise only what lies between the added tokens
     that Rust takes out first, so there a text that skips the step must get the step's tokens."""
     backend = tokenizer._tokenizer
-    backend.rust.encode_special_tokens = True
+    backend.encode_special_tokens = True
     try:
         if backend._marks.changes(backend._rust_normalizer.normalize_str(text)):  # without the step itself
             assert backend.needs_python_step(text), repr(text)
     finally:
-        backend.rust.encode_special_tokens = False
+        backend.encode_special_tokens = False
     if not backend.needs_python_step(text):
-        with backend._lock, backend._pipeline("exact"):
-            exact = backend.rust.encode(text)
+        exact = backend.routes["exact"].encode(text)
         screened = backend.encode(text)
         assert (screened.ids, screened.offsets) == (exact.ids, exact.offsets), repr(text)
 
@@ -95,8 +94,7 @@ def test_the_printable_ascii_pipeline_equals_the_full_one(tokenizer, text):
     backend = tokenizer._tokenizer
     results = {}
     for name in ("ascii", "rust"):
-        with backend._lock, backend._pipeline(name):
-            encoding = backend.rust.encode(text, "Pair " + text)
+        encoding = backend.routes[name].encode(text, "Pair " + text)
         results[name] = (encoding.ids, encoding.offsets, encoding.word_ids, encoding.type_ids)
     assert results["ascii"] == results["rust"], repr(text)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -23,7 +24,16 @@ import sentencepiece as spm
 from conftest import is_full
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from tokenization_reference import TEXT_SOURCES, google, preprocess_text, reference_ids, reference_pieces
+from tokenization_reference import (
+    ENTRY_POINTS,
+    TEXT_SOURCES,
+    assert_original_ids,
+    draw_and_encode,
+    google,
+    preprocess_text,
+    reference_ids,
+    reference_pieces,
+)
 from tokenizers import AddedToken
 
 from albert_hf.tokenization import AlbertHFTokenizer
@@ -350,6 +360,7 @@ MIXED_TEXTS = [
     "short",
     "commas, but no digit before them, here",
     "tab\tseparated  words",  # ASCII, not printable: the full Rust pipeline
+    "un[MASK]able, at 1,000",  # text right after an added token: both Python steps
 ]
 
 
@@ -377,10 +388,10 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         # Pairs: windows over the second text, long enough for the longest first text.
         options = dict(options, truncation="only_second", max_length=24) if form == "pairs" else options
     backend = tokenizer._tokenizer
-    assert set(backend.pipelines_of(MIXED_TEXTS)) == {"ascii", "rust", "exact"}  # a batch through all three
+    assert set(backend.pipelines_of(MIXED_TEXTS)) == {"ascii", "rust", "marks", "exact"}  # a batch through all four
     screened = tokenizer(*arguments, **options)
     screened_one_by_one = [backend.encode(text).ids for text in MIXED_TEXTS]  # `encode` screens too
-    monkeypatch.setattr(type(backend), "needs_python_step", lambda self, item, joins=None: True)
+    force_the_exact_route(monkeypatch, backend)
     everywhere = tokenizer(*arguments, **options)
     assert screened_one_by_one == [backend.encode(text).ids for text in MIXED_TEXTS]
     assert screened.keys() == everywhere.keys()
@@ -390,10 +401,16 @@ def test_screened_batches_equal_the_python_step_on_every_text(tokenizer, monkeyp
         assert screened.word_ids(index) == everywhere.word_ids(index)
 
 
+def force_the_exact_route(patch, backend) -> None:
+    """Every text of every call through the exact route (both Python steps), for comparison."""
+    patch.setattr(type(backend), "pipelines_of", lambda self, inputs: ["exact"] * len(inputs))
+    patch.setattr(type(backend), "pipeline_of", lambda self, item, screens=None: "exact")
+
+
 def encodings_everywhere_exact(tokenizer, monkeypatch, texts: list[str], **options):
-    """`tokenizer(texts)` with every text through the exact pipeline (the Python steps), for comparison."""
+    """`tokenizer(texts)` with every text through the exact route, for comparison."""
     with monkeypatch.context() as patch:
-        patch.setattr(type(tokenizer._tokenizer), "needs_python_step", lambda self, item, screens=None: True)
+        force_the_exact_route(patch, tokenizer._tokenizer)
         return tokenizer(texts, **options)
 
 
@@ -404,7 +421,7 @@ def test_wikitext_paragraphs_with_unk_take_the_fast_pipelines(tokenizer, shared_
         encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
     with_unk = [text for text in paragraphs if "<unk>" in text]
     assert len(with_unk) > 5
-    assert "exact" not in tokenizer._tokenizer.pipelines_of(with_unk)
+    assert set(tokenizer._tokenizer.pipelines_of(with_unk)) <= {"ascii", "rust"}
     options = dict(truncation=True, max_length=512, return_offsets_mapping=True)
     screened = tokenizer(paragraphs, **options)
     everywhere = encodings_everywhere_exact(tokenizer, monkeypatch, paragraphs, **options)
@@ -457,14 +474,14 @@ def test_a_charsmap_that_changes_ascii_stays_on_the_ascii_pipeline(tmp_path):
         normalization_rule_tsv=str(rules), bos_id=-1, eos_id=-1, minloglevel=2,
     )  # fmt: skip
     tokenizer = AlbertHFTokenizer(vocab_file=str(tmp_path / "sp.model"))
-    assert "Precompiled" in repr(tokenizer._tokenizer._pipelines["ascii"][0])
+    assert "Precompiled" in repr(tokenizer._tokenizer.routes["ascii"].normalizer)
     texts = ["words~and~more", "Some Words - and ~ more", "line 3 with ~~ words"]
     assert tokenizer._tokenizer.pipelines_of(texts) == ["ascii"] * 3
     assert_same_as_reference(tokenizer, spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model")), texts)
 
 
 def test_albert_s_charsmap_leaves_printable_ascii_alone(tokenizer):
-    assert repr(tokenizer._tokenizer._pipelines["ascii"][0]) == "Sequence(normalizers=[Lowercase()])"
+    assert repr(tokenizer._tokenizer.routes["ascii"].normalizer) == "Sequence(normalizers=[Lowercase()])"
 
 
 THREADS_SCRIPT = """
@@ -700,3 +717,105 @@ def test_english_fill_mask_input_is_unchanged(tokenizer):
         tokenizer.cls_token_id, *tokenizer("a", add_special_tokens=False)["input_ids"], tokenizer.mask_token_id,
         *tokenizer("b", add_special_tokens=False)["input_ids"], tokenizer.sep_token_id,
     ]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Exact through every entry point: generated text through every public way transformers offers to encode
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def entry_tokenizers(spiece_model) -> dict:
+    """The tokenizer as built, and pickled and reloaded."""
+    built = AlbertHFTokenizer(vocab_file=str(spiece_model))
+    return {"built": built, "pickled": pickle.loads(pickle.dumps(built))}
+
+
+@pytest.mark.parametrize("loaded", ["built", "pickled"])
+@pytest.mark.parametrize("way", ENTRY_POINTS)
+@given(data=st.data())
+def test_every_entry_point_gives_the_original_ids(entry_tokenizers, sp, loaded, way, data):
+    """Generated text through every public way transformers offers to encode (`ENTRY_POINTS`), on the tokenizer as
+    built and as pickled and reloaded: ids equal google-research's algorithm (`reference_ids`), ties of equal score
+    aside (`assert_original_ids`). The texts take every route of the backend (printable ASCII, other text, the Python
+    steps), often in the same batch."""
+    ours, original = draw_and_encode(entry_tokenizers[loaded], sp, way, data)
+    assert_original_ids(sp, ours, original)
+
+
+def test_entry_points_cover_every_encoding_method(tokenizer):
+    """transformers 5 removed `encode_plus` and `batch_encode_plus` (`__call__` does what they did). Should a release
+    bring them (or another encoding method) back, this fails, so that `ENTRY_POINTS` takes them in."""
+    cls = type(tokenizer)
+    methods = {
+        name for name in dir(cls) if "encode" in name and not name.startswith("_") and callable(getattr(cls, name))
+    }
+    # Beside `encode`: our own two (checked against the original above) and the chat-template helper, which encodes
+    # through `__call__`.
+    assert methods == {
+        "encode",
+        "encode_plain_texts",
+        "encode_plain_texts_with_starts",
+        "encode_message_with_chat_template",
+    }
+
+
+def test_the_backend_s_pipeline_is_the_exact_one_and_unrouted_attributes_fail(tokenizer, sp):
+    """What transformers reads from the backend is the exact route: its normalizer, pre-tokenizer and model, run
+    step by step as transformers' chat-template encoding does, give the original's ids. An attribute the backend does
+    not route raises, naming it, instead of reaching a pipeline without the original's steps."""
+    backend = tokenizer.backend_tokenizer
+    text = "In 1990, 4,666 <UNK> naïve x1,y"
+    normalized = backend.normalizer.normalize_str(text)
+    splits = [split for split, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
+    ids = [token.id for split in splits for token in backend.model.tokenize(split)]
+    assert ids == reference_ids(sp, [text])[0]
+    for name in ("encode_batch_fast", "to_str", "save", "train_from_iterator"):
+        with pytest.raises(AttributeError, match=f"does not route `{name}`"):
+            getattr(backend, name)
+    with pytest.raises(AttributeError, match="does not route setting `model`"):
+        backend.model = None
+    with pytest.raises(AttributeError, match="cannot be set"):
+        backend.normalizer = None
+
+
+REMOTE_ENTRY_POINTS = """
+import sys
+sys.path = [p for p in sys.path if p not in ("", {repo_root!r})] + [{tests!r}]
+sys.modules["albert_hf"] = None  # as on a machine without albert_hf (an editable install imports through a finder)
+import sentencepiece as spm
+from hypothesis import given, settings, strategies as st
+from transformers import AutoTokenizer
+from tokenization_reference import ENTRY_POINTS, assert_original_ids, draw_and_encode
+
+tokenizer = AutoTokenizer.from_pretrained({folder!r}, trust_remote_code=True)
+assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
+sp = spm.SentencePieceProcessor(model_file={model!r})
+for way in ENTRY_POINTS:
+    @settings(max_examples={max_examples}, derandomize=True, deadline=None, database=None)
+    @given(data=st.data())
+    def check(data):
+        assert_original_ids(sp, *draw_and_encode(tokenizer, sp, way, data))
+    check()
+    print("ok", way, flush=True)
+"""
+
+
+def test_every_entry_point_of_the_remote_code_gives_the_original_ids(entry_tokenizers, spiece_model, tmp_path):
+    """The same through AutoTokenizer with trust_remote_code=True, from a saved folder, in a process where albert_hf
+    cannot be imported (so the folder's own tokenization.py is what runs)."""
+    from hypothesis import settings as current_settings
+
+    entry_tokenizers["built"].save_pretrained(
+        tmp_path / "saved"
+    )  # `import albert_hf` registered the class: tokenization.py travels
+    assert (tmp_path / "saved" / "tokenization.py").is_file()
+    script = REMOTE_ENTRY_POINTS.format(
+        repo_root=str(REPO_ROOT), tests=str(REPO_ROOT / "tests"), folder=str(tmp_path / "saved"),
+        model=str(spiece_model), max_examples=current_settings().max_examples,
+    )  # fmt: skip
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert result.stdout.split("\n")[:-1] == [f"ok {way}" for way in ENTRY_POINTS]
