@@ -259,11 +259,18 @@ def test_no_network_is_status_3():
 def test_a_hub_name_without_network_stops_at_once(tmp_path, monkeypatch):
     from albert_hf.tasks.common import check_hub_reachable
 
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # CI sets HF_HUB_OFFLINE=1
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     with pytest.raises(MachineStateError, match="--model_name_or_path albert/albert-base-v2 is a Hub name"):
         check_hub_reachable(ModelArguments(model_name_or_path="albert/albert-base-v2"))
     check_hub_reachable(ModelArguments(tokenizer_name_or_path=str(SPIECE_MODEL)))  # local: nothing asked
+    with pytest.raises(MachineStateError, match="--dataset_name nyu-mll/glue is a Hub name"):
+        check_hub_reachable(ModelArguments(), dataset_name="nyu-mll/glue")
+    check_hub_reachable(ModelArguments(), dataset_name="csv")  # one of datasets' own builders: no network needed
+    # A tokenizer's folder holds no weights, and needs none.
+    (tmp_path / "tokenizer").mkdir()
+    (tmp_path / "tokenizer" / "spiece.model").write_bytes(SPIECE_MODEL.read_bytes())
+    check_hub_reachable(ModelArguments(tokenizer_name_or_path=str(tmp_path / "tokenizer")))
 
 
 def test_a_missing_extra_gives_the_install_line():

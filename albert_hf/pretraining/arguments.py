@@ -233,7 +233,7 @@ class PretrainingDataArguments:
         metadata={
             RANGE: PROBABILITY,
             "help": "Refuse to start when more than this share of the first training instances' tokens is <unk> (the "
-            "vocabulary does not cover the text: another language or script); a share above 1% is warned about. "
+            "vocabulary does not cover the text: another language or script); a share above 0.01 is warned about. "
             "1 allows any share.",
         },
     )

@@ -156,7 +156,9 @@ def check_job(job: PretrainingJob) -> None:
     check_lamb_engine(job.training)
     # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
     # that saves hundreds of times.
-    start_job(job.training, transformers_level=logging.WARNING, model_args=job.model)
+    start_job(
+        job.training, transformers_level=logging.WARNING, model_args=job.model, dataset_name=job.data.dataset_name
+    )
     if not job.data.streaming:
         return
     if job.training.max_steps <= 0:

@@ -419,7 +419,12 @@ def fill_unset(arguments: tuple, values: dict[str, Any], source: str | None = No
             check_model_arguments(owner)
 
 
-def start_job(training_args, transformers_level: int | None = None, model_args: ModelArguments | None = None) -> None:
+def start_job(
+    training_args,
+    transformers_level: int | None = None,
+    model_args: ModelArguments | None = None,
+    dataset_name: str | None = None,
+) -> None:
     """Start a job whose arguments are final: give DeepSpeed the final values, join the launcher's process group
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
     all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: no pinned
@@ -443,29 +448,38 @@ def start_job(training_args, transformers_level: int | None = None, model_args: 
     for line in getattr(training_args, KEPT_VALUES_ATTRIBUTE, []):
         logger.info(line)
     if model_args is not None:  # before the output folder is made: a run that cannot start leaves none behind
-        check_hub_reachable(model_args)
+        check_hub_reachable(model_args, dataset_name)
     open_run_folder(training_args, model_args)
 
 
-def check_hub_reachable(model_args: ModelArguments, timeout: float = 5.0) -> None:
-    """Stop at once, with a `MachineStateError` (exit status 3), when the model or tokenizer is a Hub name and the Hub
-    cannot be reached: the downloads would otherwise retry for minutes and then blame the name. One connection to
-    the Hub (or to the proxy of HTTPS_PROXY), nothing when every source is local or HF_HUB_OFFLINE is set."""
+def check_hub_reachable(model_args: ModelArguments, dataset_name: str | None = None, timeout: float = 5.0) -> None:
+    """Stop at once, with a `MachineStateError` (exit status 3), when the model, the tokenizer or the dataset is a
+        Hub name and the Hub cannot be reached: the downloads would otherwise retry for minutes and then blame the name.
+        One connection to the Hub (or to the proxy of HTTPS_PROXY), nothing when every source is local or HF_HUB_OFFLINE
+        is set. A dataset name counts as a Hub name when it reads "org/name" and is no local path (a bare name may be one of
+    `datasets`' own builders, `csv`, `json`, ..., which need no network)."""
     import socket
     from urllib.parse import urlparse
+
+    import huggingface_hub
 
     from ..errors import MachineStateError
     from ..training.checkpoints import check_pretrained_source
 
-    sources = {"--model_name_or_path": model_args.model_name_or_path}
-    sources["--tokenizer_name_or_path"] = model_args.tokenizer_name_or_path
+    sources = {
+        "--model_name_or_path": (model_args.model_name_or_path, True),
+        "--tokenizer_name_or_path": (model_args.tokenizer_name_or_path, False),
+    }
     remote = []
-    for option, name in sources.items():
+    for option, (name, needs_weights) in sources.items():
         if name:
-            check_pretrained_source(name, option=option)  # a missing folder is named as one, not as a Hub name
+            # A missing folder is named as one, not as a Hub name.
+            check_pretrained_source(name, option=option, needs_weights=needs_weights)
             if not os.path.exists(os.path.expanduser(name)):
                 remote.append((option, name))
-    if not remote or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+    if dataset_name and not os.path.exists(os.path.expanduser(dataset_name)) and "/" in dataset_name:
+        remote.append(("--dataset_name", dataset_name))
+    if not remote or huggingface_hub.constants.HF_HUB_OFFLINE:
         return
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     target = urlparse(os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or endpoint)

@@ -311,7 +311,8 @@ class FineTuningJob:
         """Every step of the job, in order; returns the metrics by split (as `train_and_evaluate`)."""
         preset_config = self.apply_preset()
         self.check_arguments()
-        start_job(self.training_args, model_args=self.model_args)
+        dataset_name = getattr(self.task_args, "dataset_name", None) or getattr(self.data_args, "dataset_name", None)
+        start_job(self.training_args, model_args=self.model_args, dataset_name=dataset_name)
         set_seed(self.training_args.seed)
 
         self.tokenizer = load_tokenizer(self.model_args)
