@@ -11,6 +11,8 @@ subprocess and classifies what came back:
     traceback shown  the run failed with a Python traceback
     silent success   exit status 0 where the input should have been refused
     run lost         the run or checkpoint the case protects (a model, another run's checkpoints) was changed
+    secret written   a planted secret (a Hub token) is in a file of the case's --output_dir or in its output
+    wrong message    the expected exit status and one error line, but the line does not say what the case expects
     ok               exit status 0 where success is what should happen (relaunching a finished run)
     other            anything else (its exit status and last stderr line are shown)
 
@@ -22,8 +24,10 @@ last run's table.
 from __future__ import annotations
 
 import argparse
+import codecs
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,6 +46,9 @@ SPIECE = FIXTURES / "spiece" / "albert-30k-clean.model"
 TINY = "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
 TINY_64 = TINY + ",max_position_embeddings=64"
 QUIET = ["--report_to", "none", "--disable_tqdm", "true", "--use_cpu"]
+POISONED = "albert.encoder.embedding_hidden_mapping_in.weight"
+# Planted Hub tokens: two spellings on the command line and the environment's.
+PLANTED = ("hf_plantedUnderscoreAAAA1111", "hf_plantedDashBBBB2222", "hf_plantedEnvironmentCCCC3333")
 
 
 def fine_tuning(command: str, output_dir: Path, *options: str) -> list[str]:
@@ -87,6 +94,30 @@ def pretrain(output_dir: Path, corpus: Path, *options: str) -> list[str]:
     ]
 
 
+def glue_from(model: Path, output_dir: Path, *options: str) -> list[str]:
+    """Fine-tuning from the model in `model` (its own config: no --config_overrides)."""
+    return [
+        "glue",
+        "--task_name",
+        "rte",
+        "--data_dir",
+        str(output_dir.parent / "rte"),
+        "--model_name_or_path",
+        str(model),
+        "--tokenizer_name_or_path",
+        str(SPIECE),
+        "--do_train",
+        "--max_steps",
+        "1",
+        "--max_seq_length",
+        "32",
+        "--output_dir",
+        str(output_dir),
+        *QUIET,
+        *options,
+    ]
+
+
 def fingerprint(folder: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file under `folder` (what "unchanged" is compared on)."""
     return {
@@ -109,6 +140,9 @@ class Case:
     # Makes the machine's state the case needs (a full or read-only disk); returns why it cannot, or None.
     setup: Callable[[Path], str | None] | None = None
     cleanup: Callable[[Path], None] | None = None
+    says: str = ""  # what the error line must hold (a clear error that names something else is a wrong message)
+    # Secrets no file under the case's --output_dir, nor its stdout/stderr, may hold after the run.
+    forbidden_text: tuple[str, ...] = ()
 
 
 @dataclass
@@ -170,13 +204,26 @@ def prepare(work: Path) -> None:
     shutil.copytree(work / "finished", truncated)
     weights = truncated / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a final save killed halfway
+    # A finished model without checkpoints (as the quickstart and smoke recipes leave one), a copy per case.
+    for name in ("done_tokenizer", "done_resume"):
+        shutil.copytree(work / "finished", work / name, ignore=shutil.ignore_patterns("checkpoint-*"))
+    write(work / "config_only" / "config.json", (work / "pre" / "config.json").read_text(encoding="utf-8"))
+    save_tiny_model(work / "nan_model", poison=POISONED)
+    save_tiny_model(work / "vocab_1000", vocab_size=1000)  # trained with a 1,000-piece vocabulary
 
 
-def save_tiny_model(folder: Path) -> None:
+def save_tiny_model(folder: Path, poison: str | None = None, **fields) -> None:
+    """A tiny ALBERT saved in `folder`; with `poison`, that parameter's first value NaN."""
+    import torch
+
     from albert_hf import AlbertConfig, AlbertForPreTraining
     from albert_hf.tasks.common import parse_config_overrides
 
-    AlbertForPreTraining(AlbertConfig.preset("base-v2", **parse_config_overrides(TINY))).save_pretrained(folder)
+    model = AlbertForPreTraining(AlbertConfig.preset("base-v2", **{**parse_config_overrides(TINY), **fields}))
+    if poison is not None:
+        with torch.no_grad():
+            dict(model.named_parameters())[poison].view(-1)[0] = float("nan")
+    model.save_pretrained(folder)
 
 
 def cases() -> list[Case]:
@@ -290,6 +337,8 @@ def cases() -> list[Case]:
         *option_cases(),
         *file_cases(),
         *machine_cases(),
+        *finished_work_cases(),
+        *load_cases(),
         Case(
             "finished run relaunched with --resume_from_checkpoint latest",
             "ok",
@@ -433,6 +482,119 @@ def machine_cases() -> list[Case]:
     ]
 
 
+def finish_quickstart(work: Path) -> None:
+    """A finished `quickstart --fast` folder (its tokenizer, model and report), for the case that runs it again."""
+    done = run_cli(["quickstart", "--fast", "--output_dir", str(work / "done_quickstart")])
+    if done.returncode != 0:
+        raise SystemExit(f"the finished quickstart the case needs failed:\n{done.stderr[-3000:]}")
+
+
+def change_corpus_after_a_checkpoint(work: Path) -> None:
+    """Two steps with a checkpoint at each, then the corpus rewritten at its path: the same size and modification
+    time, other text (ROT13 of its letters), so that only the content tells the two apart."""
+    corpus = work / "changing.txt"
+    text = (work / "corpus.txt").read_text(encoding="utf-8")
+    corpus.write_text(text, encoding="utf-8")
+    first = run_cli(pretrain(work / "identity", corpus, "--save_steps", "1", "--max_steps", "2"))
+    if first.returncode != 0:
+        raise SystemExit(f"the first run the case needs failed:\n{first.stderr[-3000:]}")
+    stat = corpus.stat()
+    corpus.write_text(codecs.encode(text, "rot13"), encoding="utf-8")
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert corpus.stat().st_size == stat.st_size and corpus.read_text(encoding="utf-8") != text
+
+
+def finished_work_cases() -> list[Case]:
+    """Finished work is never overwritten (one guard for every command that writes a folder); data identified by
+    content; no secret in any file a job writes."""
+    return [
+        Case(
+            "train-tokenizer into a finished model's folder",
+            "clear error",
+            lambda w: (
+                ["train-tokenizer", str(w / "corpus.txt"), "--output_dir", str(w / "done_tokenizer")]
+                + ["--vocab_size", "500"]
+            ),
+            protected=lambda w: w / "done_tokenizer",
+            says="holds another run's files",
+        ),
+        Case(
+            "export into the folder of --model_name_or_path",
+            "clear error",
+            lambda w: ["export", "--model_name_or_path", str(w / "pre"), "--output_dir", str(w / "pre")],
+            protected=lambda w: w / "pre",
+            says="is the folder of --model_name_or_path",
+        ),
+        Case(
+            "latest over a finished model without a checkpoint",
+            "clear error",
+            lambda w: pretrain(w / "done_resume", w / "corpus.txt", "--resume_from_checkpoint", "latest"),
+            protected=lambda w: w / "done_resume",
+            says="holds a finished model",
+        ),
+        Case(
+            "quickstart --fast over a finished quickstart",
+            "clear error",
+            lambda w: ["quickstart", "--fast", "--output_dir", str(w / "done_quickstart")],
+            protected=lambda w: w / "done_quickstart",
+            setup=lambda w: finish_quickstart(w),
+            says="holds another run's files",
+        ),
+        Case(
+            "resume after the corpus changed at its path (same size and time)",
+            "clear error",
+            lambda w: (
+                pretrain(w / "identity", w / "changing.txt", "--save_steps", "1", "--max_steps", "4")
+                + ["--resume_from_checkpoint", "latest"]
+            ),
+            setup=lambda w: change_corpus_after_a_checkpoint(w),
+            says="data file",
+        ),
+        Case(
+            "Hub token as --hub_token=X, --hub-token X and HF_TOKEN",
+            "ok",
+            lambda w: (
+                pretrain(w / "secrets", w / "corpus.txt", "--save_steps", "1")
+                + [f"--hub_token={PLANTED[0]}", "--hub-token", PLANTED[1]]
+            ),
+            succeeds=True,
+            env={"HF_TOKEN": PLANTED[2]},
+            forbidden_text=PLANTED,
+        ),
+    ]
+
+
+def load_cases() -> list[Case]:
+    """The weights and the tokenizer checked at load, and a corpus the vocabulary does not cover."""
+    japanese = FIXTURES / "corpus" / "ja" / "wagahai_wa_neko_de_aru.txt"
+    return [
+        Case(
+            "glue from a model folder with only config.json",
+            "clear error",
+            lambda w: glue_from(w / "config_only", w / "o50"),
+            says="holds no weights file",
+        ),
+        Case(
+            "export of a model with a NaN weight",
+            "clear error",
+            lambda w: ["export", "--model_name_or_path", str(w / "nan_model"), "--output_dir", str(w / "o51")],
+            says=f"holds NaN or inf in 1 tensor(s): {POISONED}",
+        ),
+        Case(
+            "glue with a tokenizer larger than the embeddings",
+            "clear error",
+            lambda w: glue_from(w / "vocab_1000", w / "o52"),
+            says="have no embedding row",
+        ),
+        Case(
+            "pretrain on Japanese text with the English 30k vocabulary",
+            "clear error",
+            lambda w: pretrain(w / "o53", japanese),
+            says="above --max_unknown_share",
+        ),
+    ]
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Running and classifying
 # --------------------------------------------------------------------------------------------------------------------
@@ -441,6 +603,7 @@ LOCK_HOLDER = "import sys; from albert_hf.run_folder import acquire_lock; acquir
 
 
 def run_case(case: Case, work: Path) -> Outcome:
+    skipped = case.setup(work) if case.setup else None  # first: a setup may make the protected folder
     protected = case.protected(work) if case.protected else None
     before = fingerprint(protected) if protected else None
     holder = None
@@ -453,7 +616,6 @@ def run_case(case: Case, work: Path) -> Outcome:
             env=CLI_ENV,
         )
         holder.stdout.readline()
-    skipped = case.setup(work) if case.setup else None
     started = time.time()
     try:
         env = case.env(work) if callable(case.env) else case.env
@@ -470,17 +632,31 @@ def run_case(case: Case, work: Path) -> Outcome:
     lost = protected is not None and fingerprint(protected) != before
     errors = error_lines(result, command)
     last = (errors or result.stderr.strip().splitlines() or [""])[-1]
-    if lost:
+    leaks = secrets_written(case, work, result)
+    if leaks:
+        verdict, last = "secret written", "in " + ", ".join(leaks)
+    elif lost:
         verdict = "run lost"
     elif "Traceback" in result.stderr:
         verdict = "traceback shown"
     elif result.returncode == 0:
         verdict = "ok" if case.succeeds else "silent success"
     elif result.returncode == case.status and len(errors) == 1:
-        verdict = "clear error"
+        verdict = "clear error" if case.says in errors[0] else "wrong message"
     else:
         verdict = "other"
     return Outcome(case, result.returncode, verdict, last, seconds)
+
+
+def secrets_written(case: Case, work: Path, result: subprocess.CompletedProcess) -> list[str]:
+    """Where a forbidden text of the case is: files under its --output_dir (relative paths), stdout, stderr."""
+    if not case.forbidden_text:
+        return []
+    argv = case.argv(work)
+    output_dir = Path(argv[len(argv) - 1 - argv[::-1].index("--output_dir") + 1])
+    places = {str(p.relative_to(output_dir)): p.read_bytes() for p in output_dir.rglob("*") if p.is_file()}
+    places.update({"stdout": result.stdout.encode(), "stderr": result.stderr.encode()})
+    return [where for where, content in places.items() if any(t.encode() in content for t in case.forbidden_text)]
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -494,7 +670,17 @@ def table(outcomes: list[Outcome]) -> str:
     skipped = sum(o.verdict == "skipped" for o in outcomes)
     rows.append("")
     # Every verdict, zeros included: "silent success 0, run lost 0" is the claim the table backs.
-    verdicts = ("clear error", "ok", "traceback shown", "silent success", "run lost", "other", "skipped")
+    verdicts = (
+        "clear error",
+        "ok",
+        "traceback shown",
+        "silent success",
+        "run lost",
+        "secret written",
+        "wrong message",
+        "other",
+        "skipped",
+    )
     rows.append(
         f"{len(outcomes)} cases, {as_expected} as expected ({skipped} skipped): "
         + ", ".join(f"{verdict} {counts[verdict]}" for verdict in verdicts)
