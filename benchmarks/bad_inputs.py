@@ -16,8 +16,9 @@ subprocess and classifies what came back:
     ok               exit status 0 where success is what should happen (relaunching a finished run)
     other            anything else (its exit status and last stderr line are shown)
 
-The whole set takes about 4 minutes of CPU (2 cores): refusals stop before any model work; only the finished run the
-cases share and the inputs accepted by mistake train (a step or two of a tiny model). docs/reliability.md holds the
+The whole set takes about 6 minutes of CPU (2 cores): refusals stop before any model work; only the finished run the
+cases share, the runs a case's setup makes (a finished quickstart, a run whose data then changes), the runs that
+should succeed and the inputs accepted by mistake train (a step or two of a tiny model). docs/reliability.md holds the
 last run's table.
 """
 
@@ -548,7 +549,7 @@ def finished_work_cases() -> list[Case]:
                 + ["--resume_from_checkpoint", "latest"]
             ),
             setup=lambda w: change_corpus_after_a_checkpoint(w),
-            says="data file",
+            says="job.data file",
         ),
         Case(
             "Hub token as --hub_token=X, --hub-token X and HF_TOKEN",
