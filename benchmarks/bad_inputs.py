@@ -16,7 +16,8 @@ subprocess and classifies what came back:
     ok               exit status 0 where success is what should happen (relaunching a finished run)
     other            anything else (its exit status and last stderr line are shown)
 
-The whole set takes about 6 minutes of CPU (2 cores): refusals stop before any model work; only the finished run the
+The first 22 cases took about 4 minutes of CPU (2 cores), the 10 finished-work, secrets and load cases 155 s wall
+run on their own (the whole set was not timed in one run): refusals stop before any model work; only the finished run the
 cases share, the runs a case's setup makes (a finished quickstart, a run whose data then changes), the runs that
 should succeed and the inputs accepted by mistake train (a step or two of a tiny model). docs/reliability.md holds the
 last run's table.
