@@ -150,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         if failure is None or debug:
             raise
         status, message = failure
-        print(f"albert-hf {command}: error: {message}", file=sys.stderr)
+        # One write of the whole line: print() writes the text and its newline apart, and the processes of a launch
+        # that stop together would interleave their lines on the shared stderr.
+        sys.stderr.write(f"albert-hf {command}: error: {message}\n")
+        sys.stderr.flush()
         return status
     finally:
         release_held_locks()

@@ -235,9 +235,12 @@ class FolderLock:
     """The lock file of an output folder, held by this process until `release`."""
 
     path: str
+    created_folder: bool = False  # the folder did not exist before this job took the lock
 
     def release(self) -> None:
-        """Remove the lock file if it is still this process's (idempotent)."""
+        """Remove the lock file if it is still this process's (idempotent), and the folder too when this job made it
+        and left nothing in it: a job refused after taking the lock (bad data, a tokenizer that does not fit) leaves
+        no empty folder behind to be mistaken for a run."""
         _HELD.pop(self.path, None)
         holder = read_lock(self.path)
         if holder is not None and _is_this_process(holder):
@@ -245,6 +248,9 @@ class FolderLock:
                 os.remove(self.path)
             except FileNotFoundError:
                 pass
+            if self.created_folder:
+                with contextlib.suppress(OSError):  # not empty, or gone: nothing to do
+                    os.rmdir(os.path.dirname(self.path))
 
 
 _HELD: dict[str, FolderLock] = {}
@@ -331,6 +337,7 @@ def _try_create(path: str) -> bool:
 def acquire_lock(folder: str) -> FolderLock:
     """Take the lock of `folder` (created if absent) for this process, or raise `FolderInUseError` naming the job
     holding it. A lock of this very process is kept; one of a dead process on this host is taken over."""
+    created_folder = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK_NAME)
     for _ in range(3):  # a lock removed between our attempts: try again
@@ -358,7 +365,7 @@ def acquire_lock(folder: str) -> FolderLock:
                 os.remove(path)
     else:
         raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
-    lock = _HELD.setdefault(path, FolderLock(path))
+    lock = _HELD.setdefault(path, FolderLock(path, created_folder))
     return lock
 
 

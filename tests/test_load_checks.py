@@ -91,6 +91,7 @@ def test_cli_fine_tuning_refuses_a_tokenizer_that_does_not_fit_the_embeddings(tm
         "glue",
         f"has 30000 pieces but the config of {model} has vocab_size 1000: ids 1000 to 29999 have no embedding row",
     )
+    assert not (tmp_path / "out").exists()  # refused after the folder was locked: the empty folder goes too
 
 
 class Pieces:
@@ -139,6 +140,7 @@ def test_cli_pretraining_on_text_the_vocabulary_does_not_cover_is_refused_with_t
     assert "above --max_unknown_share 0.2" in line and "--max_unknown_share (1 allows any share)" in line
     share = float(line.split("<unk> is ")[1].split("%")[0]) / 100
     assert share > 0.2
+    assert not (tmp_path / "out").exists()
 
 
 def test_non_finite_tensors_of_a_bin_file_are_named_and_a_code_pickle_is_refused(tmp_path):

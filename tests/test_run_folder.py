@@ -307,7 +307,8 @@ def test_cli_refuses_a_folder_another_job_is_writing(tmp_path):
     finally:
         holder.communicate(input="", timeout=300)
     assert_one_line_error(result, "glue", f"--output_dir {folder} is in use by another job (pid {holder.pid}")
-    assert sorted(os.listdir(folder)) == []  # nothing written, the holder's lock gone with it
+    # Nothing written by the refused job; the holder made the folder and left it empty, so it went with its lock.
+    assert not folder.exists()
 
 
 def pretrained_model(folder: Path) -> dict[str, bytes]:
@@ -419,3 +420,18 @@ def test_every_process_of_a_launch_stops_with_the_main_processs_verdict(tmp_path
     ]
     assert len(refusals) == 2, result.stderr[-4000:]  # one per process
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before
+
+
+def test_a_folder_the_job_made_and_left_empty_goes_with_its_lock(tmp_path):
+    made = acquire_lock(str(tmp_path / "made"))
+    made.release()
+    assert not (tmp_path / "made").exists()  # a refused job leaves nothing to be mistaken for a run
+
+    written = acquire_lock(str(tmp_path / "written"))
+    (tmp_path / "written" / "config.json").write_text("{}")
+    written.release()
+    assert os.listdir(tmp_path / "written") == ["config.json"]
+
+    (tmp_path / "given").mkdir()  # the user's own (empty) folder stays
+    acquire_lock(str(tmp_path / "given")).release()
+    assert (tmp_path / "given").is_dir()
