@@ -311,8 +311,7 @@ class FineTuningJob:
         """Every step of the job, in order; returns the metrics by split (as `train_and_evaluate`)."""
         preset_config = self.apply_preset()
         self.check_arguments()
-        dataset_name = getattr(self.task_args, "dataset_name", None) or getattr(self.data_args, "dataset_name", None)
-        start_job(self.training_args, model_args=self.model_args, dataset_name=dataset_name)
+        start_job(self.training_args, model_args=self.model_args, dataset_name=self.hub_dataset_name())
         set_seed(self.training_args.seed)
 
         self.tokenizer = load_tokenizer(self.model_args)
@@ -351,6 +350,15 @@ class FineTuningJob:
         )
         trainer.run_fingerprint_extra = self.run_fingerprint()
         return trainer
+
+    def hub_dataset_name(self) -> str | None:
+        """The `--dataset_name` the job will read, or None when it reads local files (`--data_dir`, `--*_file`): a
+        default name (GLUE's nyu-mll/glue) is only read when no file is given."""
+        arguments = (self.data_args, self.task_args)
+        local = ("data_dir", "train_file", "validation_file", "test_file")
+        if any(getattr(each, name, None) for each in arguments for name in local):
+            return None
+        return next((name for each in arguments if (name := getattr(each, "dataset_name", None))), None)
 
     def run_fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the run that wrote the checkpoint, besides the model config, optimizer
