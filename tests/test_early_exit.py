@@ -1,5 +1,6 @@
 """Adaptive depth for sequence classification and multiple choice: exit classifiers, patience, fixed depth, the
-shrinking batch, and the looped ONNX Runtime driver (albert_hf.modeling's exits, albert_hf.onnx_export's OnnxExitModel)."""
+shrinking batch, and the looped ONNX Runtime driver (albert_hf.modeling's exits, albert_hf.onnx_export's
+OnnxExitModel)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@
 Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too.
 Tables of any format (csv, tsv, json, jsonl, parquet, or `--dataset_name`) are read by column with `--context_column`,
 `--choice_columns` (one per choice, or one list column), `--label_column` and, for RACE-like tables,
-`--question_column`. `--early_exit` (and the other options of `EarlyExitArguments`) trains exits as for
-sequence classification. The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
+`--question_column`. `--early_exit` (and the other options of `EarlyExitArguments`) trains exits as for sequence
+classification (docs/performance.md). The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the
+chosen index and the scores of each question).
 """
 
 from __future__ import annotations
