@@ -754,6 +754,14 @@ class SequenceClassifierOutputWithExits(SequenceClassifierOutput):
     exit_layers: torch.LongTensor | None = None
 
 
+@dataclass
+class MultipleChoiceModelOutputWithExits(MultipleChoiceModelOutput):
+    """[`MultipleChoiceModelOutput`] of a forward pass that may stop early; `exit_layers` as in
+    [`SequenceClassifierOutputWithExits`]."""
+
+    exit_layers: torch.LongTensor | None = None
+
+
 def exits_agree(previous: torch.Tensor, current: torch.Tensor, regression: bool, threshold: float) -> torch.Tensor:
     """(B,) whether two consecutive exits' logits (B, C) agree: same argmax, or for a regression (C = 1) scores
     within `threshold` of each other."""
@@ -863,6 +871,8 @@ class AdaptiveDepthMixin:
     `classifier` outputs are read as one row of (B, rows_per_example * out_features) logits.
     """
 
+    exits_output_class: ClassVar[type] = SequenceClassifierOutputWithExits
+
     def add_exit_classifiers(self, config: AlbertConfig, out_features: int) -> None:
         """One classifier per depth but the last (that one is `classifier`), unless shared or exits are off."""
         if config.early_exit and not config.early_exit_shared_classifier:
@@ -900,7 +910,7 @@ class AdaptiveDepthMixin:
 
     def forward_with_exits(
         self, inputs: tuple, labels: torch.Tensor | None, num_items_in_batch, rows_per_example: int = 1, **kwargs
-    ) -> SequenceClassifierOutputWithExits:
+    ) -> ModelOutput:
         """The forward pass with exits: PABEE loss over every exit in training, the adaptive loop in eval mode."""
         if kwargs.get("output_attentions") or kwargs.get("output_hidden_states"):
             raise ValueError(
@@ -919,10 +929,10 @@ class AdaptiveDepthMixin:
                 loss = sum(losses) / sum(weights)
             batch_size = exit_logits.shape[1]
             depth = torch.full((batch_size,), len(exit_logits), dtype=torch.long, device=exit_logits.device)
-            return SequenceClassifierOutputWithExits(loss=loss, logits=exit_logits[-1], exit_layers=depth)
+            return self.exits_output_class(loss=loss, logits=exit_logits[-1], exit_layers=depth)
         logits, depth = self.adaptive_forward(inputs, rows_per_example, **kwargs)
         loss = self.exit_loss(logits, labels, num_items_in_batch) if labels is not None else None
-        return SequenceClassifierOutputWithExits(loss=loss, logits=logits, exit_layers=depth)
+        return self.exits_output_class(loss=loss, logits=logits, exit_layers=depth)
 
     def adaptive_forward(self, inputs: tuple, rows_per_example: int = 1, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
         """Eval-mode forward that stops each example at its exit ([`run_with_exits`]): (B, C) logits, (B,) depths."""
@@ -1092,9 +1102,11 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
 class AlbertForMultipleChoice(AdaptiveDepthMixin, AlbertPreTrainedModel):
     """Scores each of C choices from its pooled [CLS]; inputs are (B, C, T).
 
-    Adaptive depth: [`AdaptiveDepthMixin`], each example's C choices being its C rows (exits score every choice; an
+    Adaptive depth: [`AdaptiveDepthMixin`] (output: [`MultipleChoiceModelOutputWithExits`]), each example's C choices being its C rows (exits score every choice; an
     example's prediction is the argmax over its choices, and once it exits all its choices leave the batch).
     """
+
+    exits_output_class = MultipleChoiceModelOutputWithExits
 
     def __init__(self, config: AlbertConfig):
         super().__init__(config)
@@ -1167,6 +1179,7 @@ __all__ = [
     "AlbertForSequenceClassification",
     "AdaptiveDepthMixin",
     "SequenceClassifierOutputWithExits",
+    "MultipleChoiceModelOutputWithExits",
     "exits_agree",
     "patience_exit_depths",
     "run_with_exits",

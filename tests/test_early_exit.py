@@ -14,7 +14,7 @@ from conftest import TINY_CONFIG
 from transformers import pipeline
 
 from albert_hf import AlbertConfig, AlbertForMultipleChoice, AlbertForSequenceClassification
-from albert_hf.modeling import patience_exit_depths, run_with_exits
+from albert_hf.modeling import MultipleChoiceModelOutputWithExits, patience_exit_depths, run_with_exits
 
 # Six applications of one shared layer, two classes.
 EXIT_CONFIG = dict(TINY_CONFIG, num_hidden_layers=6, num_labels=2)
@@ -362,6 +362,7 @@ def test_multiple_choice_without_exits_keeps_stock_keys_and_logits():
         output = with_exits(**inputs)
     assert torch.equal(output.logits, expected)
     assert output.exit_layers.tolist() == [6] * 6
+    assert isinstance(output, MultipleChoiceModelOutputWithExits)
 
 
 @pytest.mark.parametrize("patience", sorted(EXPECTED_DEPTHS))
