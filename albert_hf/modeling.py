@@ -1102,8 +1102,9 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
 class AlbertForMultipleChoice(AdaptiveDepthMixin, AlbertPreTrainedModel):
     """Scores each of C choices from its pooled [CLS]; inputs are (B, C, T).
 
-    Adaptive depth: [`AdaptiveDepthMixin`] (output: [`MultipleChoiceModelOutputWithExits`]), each example's C choices being its C rows (exits score every choice; an
-    example's prediction is the argmax over its choices, and once it exits all its choices leave the batch).
+    Adaptive depth: [`AdaptiveDepthMixin`] (output: [`MultipleChoiceModelOutputWithExits`]), each example's C
+    choices being its C rows: exits score every choice, an example's prediction is the argmax over its choices, and
+    once it exits all its choices leave the batch.
     """
 
     exits_output_class = MultipleChoiceModelOutputWithExits
