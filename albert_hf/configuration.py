@@ -47,9 +47,9 @@ class AlbertConfig(PretrainedConfig):
             group), `"attention"` (attention shared, every layer application has its own FFN), `"ffn"` (FFN shared,
             own attention), `"none"` (BERT-style: nothing shared; implies `num_hidden_groups == num_hidden_layers`,
             which keeps the stock transformers key layout).
-        early_exit: sequence classification only: an exit classifier reads the pooled [CLS] after every application
-            of the layers, and training minimises the PABEE loss (the exits' losses weighted by their depth). Off:
-            the model, its keys and its logits are exactly those of transformers' ALBERT.
+        early_exit: sequence classification and multiple choice: an exit classifier reads the pooled [CLS] after
+            every application of the layers, and training minimises the PABEE loss (the exits' losses weighted by
+            their depth). Off: the model, its keys and its logits are exactly those of transformers' ALBERT.
         early_exit_shared_classifier: with `early_exit`, all exits use the final `classifier` (one head shared by
             every depth) instead of one classifier per depth.
         early_exit_patience: inference (eval mode) with exits: an example stops once its prediction has stayed the

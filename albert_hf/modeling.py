@@ -740,7 +740,7 @@ class AlbertForMaskedLM(_AlbertWithMLMHead):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Adaptive depth (early exit) for sequence classification
+# Adaptive depth (early exit) for sequence classification and multiple choice
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -750,6 +750,14 @@ class SequenceClassifierOutputWithExits(SequenceClassifierOutput):
 
     exit_layers: (B,) how many layer applications each example ran before its logits were taken (1 .. L).
     """
+
+    exit_layers: torch.LongTensor | None = None
+
+
+@dataclass
+class MultipleChoiceModelOutputWithExits(MultipleChoiceModelOutput):
+    """[`MultipleChoiceModelOutput`] of a forward pass that may stop early; `exit_layers` as in
+    [`SequenceClassifierOutputWithExits`]."""
 
     exit_layers: torch.LongTensor | None = None
 
@@ -794,16 +802,22 @@ def run_with_exits(
     patience: int,
     regression: bool,
     threshold: float,
+    rows_per_example: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The adaptive-depth loop, written once for PyTorch and for the ONNX Runtime driver (which passes its sessions as
     `apply_layer(application, hidden, mask)` and `exit_logits(hidden, depth)`): (B, C) logits and (B,) depths.
+
+    `rows_per_example` r: each example owns r consecutive rows of the hidden states and mask (multiple choice: one
+    row per choice, B * r rows in all); `exit_logits` maps the (b * r, T, H) rows of b examples to their (b, C) logits,
+    and an example that exits drops all its rows at once.
 
     Runs at most `max_depth` layer applications. With `patience` p > 0, an example leaves once p consecutive exits
     agreed with the one before them ([`patience_exit_depths`] states the same rule over all exits at once); its rows
     are then dropped from the hidden states and the mask (`index_select`), so later applications run on the
     remaining examples only. p = 0: fixed depth, only the exit at `max_depth` is computed.
     """
-    batch_size, device = hidden_states.shape[0], hidden_states.device
+    batch_size, device = hidden_states.shape[0] // rows_per_example, hidden_states.device
+    offsets = torch.arange(rows_per_example, device=device)
     active = torch.arange(batch_size, device=device)  # original row of each remaining example
     depths = torch.full((batch_size,), max_depth, dtype=torch.long, device=device)
     logits_out = previous = counter = None
@@ -831,24 +845,117 @@ def run_with_exits(
             if len(keep) == 0:
                 break
             active, logits, counter = active[keep], logits[keep], counter[keep]
-            hidden_states = hidden_states.index_select(0, keep)
+            keep_rows = (keep.unsqueeze(-1) * rows_per_example + offsets).reshape(-1)
+            hidden_states = hidden_states.index_select(0, keep_rows)
             if mask is not None and mask.shape[0] > 1:
-                mask = mask.index_select(0, keep)
+                mask = mask.index_select(0, keep_rows)
         previous = logits
     return logits_out, depths
 
 
-class AlbertForSequenceClassification(AlbertPreTrainedModel):
+class AdaptiveDepthMixin:
+    """Adaptive depth (`config.early_exit`, see [`AlbertConfig`]) for a head that scores the pooled [CLS] with
+    `classifier` (sequence classification, multiple choice), written once.
+
+    The shared layer is the same function at every application, so a classifier can read the pooled [CLS] after each
+    one. Exit `d` (after d applications) is `exit_classifiers[d - 1]` for d < L and the usual `classifier` at d = L
+    (so a checkpoint without exits still has its last exit), or `classifier` at every depth with
+    `early_exit_shared_classifier`. Training minimises PABEE's weighted sum of the exits' losses, exit d weighing
+    d / (1 + ... + L). In eval mode the loop stops each example at its exit (patience) or at
+    `num_layers_at_inference`, and removes exited examples from the batch, so they cost nothing more. With
+    `early_exit` off and no `num_layers_at_inference`, nothing of this runs: same modules, keys and logits as
+    transformers' ALBERT.
+
+    A head provides `albert`, `dropout`, `classifier`, `exit_loss(logits, labels, num_items_in_batch)` and
+    `exit_regression()`; its inputs are `rows_per_example` rows each (multiple choice: one per choice), whose
+    `classifier` outputs are read as one row of (B, rows_per_example * out_features) logits.
+    """
+
+    exits_output_class: ClassVar[type] = SequenceClassifierOutputWithExits
+
+    def add_exit_classifiers(self, config: AlbertConfig, out_features: int) -> None:
+        """One classifier per depth but the last (that one is `classifier`), unless shared or exits are off."""
+        if config.early_exit and not config.early_exit_shared_classifier:
+            self.exit_classifiers = nn.ModuleList(
+                [nn.Linear(config.hidden_size, out_features) for _ in range(config.num_layer_applications - 1)]
+            )
+
+    def exit_classifier(self, depth: int) -> nn.Linear:
+        """The classifier of the exit after `depth` layer applications (1 .. L)."""
+        if depth == self.config.num_layer_applications or not hasattr(self, "exit_classifiers"):
+            return self.classifier
+        return self.exit_classifiers[depth - 1]
+
+    def exit_logits(self, sequence_output: torch.Tensor, depth: int, rows_per_example: int = 1) -> torch.Tensor:
+        """(b * r, T, H) hidden states after `depth` applications -> (b, r * out_features) logits of that exit."""
+        scores = self.exit_classifier(depth)(self.dropout(self.albert.pool(sequence_output)))
+        return scores.reshape(-1, rows_per_example * scores.shape[-1])
+
+    def uses_exits(self) -> bool:
+        """Whether this forward pass runs the exits (training with exits, or inference at adaptive/fixed depth)."""
+        if self.training:
+            return self.config.early_exit
+        return self.config.early_exit or self.config.num_layers_at_inference is not None
+
+    def all_exit_logits(self, inputs: tuple, rows_per_example: int = 1, **kwargs) -> torch.Tensor:
+        """(L, B, C): every exit's logits for every example, at full depth (training; analysis)."""
+        embeddings, mask = self.albert.embed(*inputs)
+        encoder = self.albert.encoder
+        hidden_states = encoder.embedding_hidden_mapping_in(embeddings)
+        logits = []
+        for application in range(self.config.num_layer_applications):
+            hidden_states, _ = encoder.apply_layer(application, hidden_states, mask, **kwargs)
+            logits.append(self.exit_logits(hidden_states, application + 1, rows_per_example))
+        return torch.stack(logits)
+
+    def forward_with_exits(
+        self, inputs: tuple, labels: torch.Tensor | None, num_items_in_batch, rows_per_example: int = 1, **kwargs
+    ) -> ModelOutput:
+        """The forward pass with exits: PABEE loss over every exit in training, the adaptive loop in eval mode."""
+        if kwargs.get("output_attentions") or kwargs.get("output_hidden_states"):
+            raise ValueError(
+                "output_attentions / output_hidden_states are not available with early exit or "
+                "num_layers_at_inference (examples leave the batch at different depths); turn those off first."
+            )
+        not_for_layers = ("return_dict", "output_attentions", "output_hidden_states")
+        kwargs = _model_kwargs({k: v for k, v in kwargs.items() if k not in not_for_layers})
+        if self.training:
+            exit_logits = self.all_exit_logits(inputs, rows_per_example, **kwargs)  # (L, B, C)
+            loss = None
+            if labels is not None:
+                # PABEE: sum_d d * loss_d / sum_d d; deeper exits weigh more.
+                weights = range(1, len(exit_logits) + 1)
+                losses = [w * self.exit_loss(lg, labels, num_items_in_batch) for w, lg in zip(weights, exit_logits)]
+                loss = sum(losses) / sum(weights)
+            batch_size = exit_logits.shape[1]
+            depth = torch.full((batch_size,), len(exit_logits), dtype=torch.long, device=exit_logits.device)
+            return self.exits_output_class(loss=loss, logits=exit_logits[-1], exit_layers=depth)
+        logits, depth = self.adaptive_forward(inputs, rows_per_example, **kwargs)
+        loss = self.exit_loss(logits, labels, num_items_in_batch) if labels is not None else None
+        return self.exits_output_class(loss=loss, logits=logits, exit_layers=depth)
+
+    def adaptive_forward(self, inputs: tuple, rows_per_example: int = 1, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Eval-mode forward that stops each example at its exit ([`run_with_exits`]): (B, C) logits, (B,) depths."""
+        config = self.config
+        embeddings, mask = self.albert.embed(*inputs)
+        encoder = self.albert.encoder
+        return run_with_exits(
+            encoder.embedding_hidden_mapping_in(embeddings),
+            mask,
+            lambda application, hidden, mask: encoder.apply_layer(application, hidden, mask, **kwargs)[0],
+            lambda hidden, depth: self.exit_logits(hidden, depth, rows_per_example),
+            max_depth=config.num_layers_at_inference or config.num_layer_applications,
+            patience=config.early_exit_patience if config.early_exit else 0,
+            regression=self.exit_regression(),
+            threshold=config.early_exit_regression_threshold,
+            rows_per_example=rows_per_example,
+        )
+
+
+class AlbertForSequenceClassification(AdaptiveDepthMixin, AlbertPreTrainedModel):
     """Pooled [CLS] -> dropout -> linear. Regression (num_labels=1), single- or multi-label by `problem_type`.
 
-    Adaptive depth (`config.early_exit`, see [`AlbertConfig`]): the shared layer is the same function at every
-    application, so a classifier can read the pooled [CLS] after each one. Exit `d` (after d applications) is
-    `exit_classifiers[d - 1]` for d < L and the usual `classifier` at d = L (so a checkpoint without exits still has
-    its last exit), or `classifier` at every depth with `early_exit_shared_classifier`. Training minimises PABEE's
-    weighted sum of the exits' losses, exit d weighing d / (1 + ... + L). In eval mode the loop stops each example at
-    its exit (patience) or at `num_layers_at_inference`, and removes exited rows from the batch, so they cost nothing
-    more. With `early_exit` off and no `num_layers_at_inference`, nothing of this runs: same modules, keys and logits as
-    transformers' ALBERT.
+    Adaptive depth: [`AdaptiveDepthMixin`] (one exit classifier of `num_labels` outputs per depth).
     """
 
     def __init__(self, config: AlbertConfig):
@@ -857,27 +964,8 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
         self.albert = AlbertModel(config)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        if config.early_exit and not config.early_exit_shared_classifier:
-            self.exit_classifiers = nn.ModuleList(
-                [nn.Linear(config.hidden_size, config.num_labels) for _ in range(config.num_layer_applications - 1)]
-            )
+        self.add_exit_classifiers(config, config.num_labels)
         self.post_init()
-
-    def exit_classifier(self, depth: int) -> nn.Linear:
-        """The classifier of the exit after `depth` layer applications (1 .. L)."""
-        if depth == self.config.num_layer_applications or not hasattr(self, "exit_classifiers"):
-            return self.classifier
-        return self.exit_classifiers[depth - 1]
-
-    def exit_logits(self, sequence_output: torch.Tensor, depth: int) -> torch.Tensor:
-        """(B, T, H) hidden states after `depth` applications -> (B, num_labels) logits of that exit."""
-        return self.exit_classifier(depth)(self.dropout(self.albert.pool(sequence_output)))
-
-    def uses_exits(self) -> bool:
-        """Whether this forward pass runs the exits (training with exits, or inference at adaptive/fixed depth)."""
-        if self.training:
-            return self.config.early_exit
-        return self.config.early_exit or self.config.num_layers_at_inference is not None
 
     @can_return_tuple
     def forward(
@@ -903,60 +991,11 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
 
-    def all_exit_logits(self, inputs: tuple, **kwargs) -> torch.Tensor:
-        """(L, B, num_labels): every exit's logits for every example, at full depth (training; analysis)."""
-        embeddings, mask = self.albert.embed(*inputs)
-        encoder = self.albert.encoder
-        hidden_states = encoder.embedding_hidden_mapping_in(embeddings)
-        logits = []
-        for application in range(self.config.num_layer_applications):
-            hidden_states, _ = encoder.apply_layer(application, hidden_states, mask, **kwargs)
-            logits.append(self.exit_logits(hidden_states, application + 1))
-        return torch.stack(logits)
+    def exit_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
+        return self.sequence_classification_loss(logits, labels, num_items_in_batch)
 
-    def forward_with_exits(
-        self, inputs: tuple, labels: torch.Tensor | None, num_items_in_batch, **kwargs
-    ) -> SequenceClassifierOutputWithExits:
-        if kwargs.get("output_attentions") or kwargs.get("output_hidden_states"):
-            raise ValueError(
-                "output_attentions / output_hidden_states are not available with early exit or "
-                "num_layers_at_inference (examples leave the batch at different depths); turn those off first."
-            )
-        not_for_layers = ("return_dict", "output_attentions", "output_hidden_states")
-        kwargs = _model_kwargs({k: v for k, v in kwargs.items() if k not in not_for_layers})
-        if self.training:
-            exit_logits = self.all_exit_logits(inputs, **kwargs)  # (L, B, C)
-            loss = None
-            if labels is not None:
-                # PABEE: sum_d d * loss_d / sum_d d; deeper exits weigh more.
-                weights = range(1, len(exit_logits) + 1)
-                losses = [
-                    w * self.sequence_classification_loss(lg, labels, num_items_in_batch)
-                    for w, lg in zip(weights, exit_logits)
-                ]
-                loss = sum(losses) / sum(weights)
-            batch_size = exit_logits.shape[1]
-            depth = torch.full((batch_size,), len(exit_logits), dtype=torch.long, device=exit_logits.device)
-            return SequenceClassifierOutputWithExits(loss=loss, logits=exit_logits[-1], exit_layers=depth)
-        logits, depth = self.adaptive_forward(inputs, **kwargs)
-        loss = self.sequence_classification_loss(logits, labels, num_items_in_batch) if labels is not None else None
-        return SequenceClassifierOutputWithExits(loss=loss, logits=logits, exit_layers=depth)
-
-    def adaptive_forward(self, inputs: tuple, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Eval-mode forward that stops each example at its exit ([`run_with_exits`]): (B, C) logits, (B,) depths."""
-        config = self.config
-        embeddings, mask = self.albert.embed(*inputs)
-        encoder = self.albert.encoder
-        return run_with_exits(
-            encoder.embedding_hidden_mapping_in(embeddings),
-            mask,
-            lambda application, hidden, mask: encoder.apply_layer(application, hidden, mask, **kwargs)[0],
-            self.exit_logits,
-            max_depth=config.num_layers_at_inference or config.num_layer_applications,
-            patience=config.early_exit_patience if config.early_exit else 0,
-            regression=self.num_labels == 1,
-            threshold=config.early_exit_regression_threshold,
-        )
+    def exit_regression(self) -> bool:
+        return self.num_labels == 1
 
     def sequence_classification_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
         """MSE, cross-entropy or BCE as transformers chooses them; sums over `num_items_in_batch` when given."""
@@ -1060,15 +1099,29 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
         )
 
 
-class AlbertForMultipleChoice(AlbertPreTrainedModel):
-    """Scores each of C choices from its pooled [CLS]; inputs are (B, C, T)."""
+class AlbertForMultipleChoice(AdaptiveDepthMixin, AlbertPreTrainedModel):
+    """Scores each of C choices from its pooled [CLS]; inputs are (B, C, T).
+
+    Adaptive depth: [`AdaptiveDepthMixin`] (output: [`MultipleChoiceModelOutputWithExits`]), each example's C
+    choices being its C rows: exits score every choice, an example's prediction is the argmax over its choices, and
+    once it exits all its choices leave the batch.
+    """
+
+    exits_output_class = MultipleChoiceModelOutputWithExits
 
     def __init__(self, config: AlbertConfig):
         super().__init__(config)
         self.albert = AlbertModel(config)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, 1)
+        self.add_exit_classifiers(config, 1)
         self.post_init()
+
+    def exit_loss(self, logits, labels, num_items_in_batch=None) -> torch.Tensor:
+        return cross_entropy(logits, labels, num_items_in_batch)
+
+    def exit_regression(self) -> bool:
+        return False
 
     @can_return_tuple
     def forward(
@@ -1095,6 +1148,9 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
             flatten, (input_ids, attention_mask, token_type_ids, position_ids)
         )
         inputs_embeds = flatten(inputs_embeds, trailing=2)
+        if self.uses_exits():
+            inputs = (input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds)
+            return self.forward_with_exits(inputs, labels, num_items_in_batch, rows_per_example=num_choices, **kwargs)
         outputs = self.albert(
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, return_dict=True, **kwargs
         )
@@ -1122,7 +1178,9 @@ __all__ = [
     "AlbertForPreTrainingOutput",
     "AlbertForMaskedLM",
     "AlbertForSequenceClassification",
+    "AdaptiveDepthMixin",
     "SequenceClassifierOutputWithExits",
+    "MultipleChoiceModelOutputWithExits",
     "exits_agree",
     "patience_exit_depths",
     "run_with_exits",

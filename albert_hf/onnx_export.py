@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from .errors import MissingFileError, UserError
-from .modeling import AlbertPreTrainedModel
+from .modeling import AlbertForSequenceClassification, AlbertPreTrainedModel
 from .options import RefusingParser
 
 QUANTIZE_CHOICES = ("int8",)
@@ -276,8 +276,13 @@ def check_loopable(model) -> None:
     """The looped export applies one layer graph L times: only a model whose every application uses the same weights
     (sharing "all", one group, one inner layer) can be written so."""
     config = model.config
-    if not hasattr(model, "exit_classifier"):
-        raise UserError(f"The looped export with exits is for sequence classification, not {type(model).__name__}.")
+    if not isinstance(model, AlbertForSequenceClassification):
+        # The exit graph and its driver score one row per example; multiple choice (one row per choice) would need
+        # both reshaped, which is not written: such a model runs its exits in PyTorch only.
+        raise UserError(
+            f"ONNX export of {type(model).__name__} with early exit or num_layers_at_inference is not supported "
+            "(sequence classification only); export it with early_exit=False and num_layers_at_inference=None."
+        )
     if config.sharing != "all" or config.num_hidden_groups != 1 or config.inner_group_num != 1:
         raise UserError(
             "The looped export needs one layer shared by every application (sharing='all', num_hidden_groups=1, "
@@ -506,11 +511,14 @@ def export(
     if model_class is None:
         raise UserError(f"{source}: architecture {architecture!r} is not an albert_hf model class.")
     model = model_class.from_pretrained(source).eval()
+    exits = getattr(config, "early_exit", False) or getattr(config, "num_layers_at_inference", None) is not None
+    if exits:
+        check_loopable(model)  # before anything is written
     output_dir.mkdir(parents=True, exist_ok=True)
     for item in source.iterdir():  # config, tokenizer and card: what an inference folder needs besides weights
         if item.is_file() and item.suffix in (".json", ".model", ".txt", ".md"):
             shutil.copy2(item, output_dir / item.name)
-    if getattr(config, "early_exit", False) or getattr(config, "num_layers_at_inference", None) is not None:
+    if exits:
         # Adaptive depth cannot live in one static graph: the looped form, run by OnnxExitModel.
         written = export_exit_onnx(model, output_dir)
         if quantize == "int8":

@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class EarlyExitArguments:
-    """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification jobs, written into the saved
-    config; an option not given keeps the checkpoint's (or the preset's) value."""
+    """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification and multiple-choice jobs,
+    written into the saved config; an option not given keeps the checkpoint's (or the preset's) value."""
 
     early_exit: bool = field(
         default=False,

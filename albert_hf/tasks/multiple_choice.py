@@ -7,7 +7,9 @@
 Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too.
 Tables of any format (csv, tsv, json, jsonl, parquet, or `--dataset_name`) are read by column with `--context_column`,
 `--choice_columns` (one per choice, or one list column), `--label_column` and, for RACE-like tables,
-`--question_column`. The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the chosen index and the scores of each question).
+`--question_column`. `--early_exit` (and the other options of `EarlyExitArguments`) trains exits as for sequence
+classification (docs/performance.md). The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the
+chosen index and the scores of each question).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
 from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path, preset_key
+from .glue import EarlyExitArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class MultipleChoiceArguments:
+class MultipleChoiceArguments(EarlyExitArguments):
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
     )
@@ -121,6 +124,9 @@ class MultipleChoiceJob(FineTuningJob):
 
     def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
         return load_splits(self.data_args, self.task_args, splits)
+
+    def config_fields(self) -> dict:
+        return self.task_args.early_exit_config()
 
     def encode(self, split: str, examples: Dataset) -> Dataset:
         max_seq_length = self.data_args.max_seq_length
