@@ -17,6 +17,22 @@ SHARED_BLOCKS = ("attention", "ffn")
 # Model types whose config.json describes the same architecture and weights layout as ours.
 COMPATIBLE_MODEL_TYPES = ("albert_hf", "albert")
 
+# The sizes that decide the shapes of a model's weights (positive integers), and with the sharing strategy every
+# field a saved checkpoint's weights fix.
+SIZE_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "num_attention_heads",
+    "intermediate_size",
+    "inner_group_num",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+WEIGHT_SHAPE_FIELDS = (*SIZE_FIELDS, "sharing")
+
 
 class AlbertConfig(PretrainedConfig):
     r"""
@@ -102,18 +118,7 @@ class AlbertConfig(PretrainedConfig):
         """Refuse settings that cannot build a model, naming the field."""
         from transformers.activations import ACT2FN
 
-        for name in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_hidden_groups",
-            "num_attention_heads",
-            "intermediate_size",
-            "inner_group_num",
-            "max_position_embeddings",
-            "type_vocab_size",
-        ):
+        for name in SIZE_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}.")

@@ -12,7 +12,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from ..configuration import AlbertConfig
+from ..configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
 from ..errors import OptionError, UserError
 from ..options import RANGE, RefusingParser, check_arguments, check_ranges, closest, unknown_options
 
@@ -334,27 +334,11 @@ def check_model_arguments(model_args: ModelArguments) -> None:
         raise OptionError(f"--config_overrides {model_args.config_overrides!r}: {error}") from error
 
 
-# The config fields that decide the shapes of a model's weights: a checkpoint's weights cannot take other values.
-SHAPE_FIELDS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "num_attention_heads",
-    "intermediate_size",
-    "inner_group_num",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "sharing",
-)
-
-
 def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) -> None:
     """Refuse --config_overrides that change the shape of a local checkpoint's weights (its config.json read, nothing
     else), naming both values: loading would stop later with transformers' report of mismatched tensors."""
     config_file = os.path.join(os.path.expanduser(model_name_or_path), "config.json")
-    if not any(name in overrides for name in SHAPE_FIELDS) or not os.path.isfile(config_file):
+    if not any(name in overrides for name in WEIGHT_SHAPE_FIELDS) or not os.path.isfile(config_file):
         return
     try:
         with open(config_file, encoding="utf-8") as handle:
@@ -363,7 +347,7 @@ def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) 
         return  # the loader names what is wrong with the file
     clashes = [
         f"{name}={overrides[name]} (the checkpoint has {saved[name]})"
-        for name in SHAPE_FIELDS
+        for name in WEIGHT_SHAPE_FIELDS
         if name in overrides and name in saved and overrides[name] != saved[name]
     ]
     if clashes:
