@@ -15,25 +15,17 @@ import transformers
 
 import albert_hf
 from albert_hf import AlbertConfig
+from albert_hf.configuration import SIZE_FIELDS
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 # The AlbertConfig fields transformers' AlbertConfig shares: what `paired` builds both models from.
 SHARED_CONFIG_FIELDS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "num_attention_heads",
-    "intermediate_size",
-    "inner_group_num",
+    *SIZE_FIELDS,
     "hidden_act",
     "hidden_dropout_prob",
     "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
     "layer_norm_eps",
 )
 
