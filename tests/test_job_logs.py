@@ -72,23 +72,37 @@ def test_tiny_jobs_print_no_library_warning(job, tmp_path):
     assert not found, "\n".join(found)
 
 
-def test_library_noise_is_demoted_to_debug_at_its_logger(caplog):
+class RecordList(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_library_noise_is_demoted_to_debug_at_its_logger():
     quiet_library_noise()
     source = logging.getLogger("transformers.trainer")
-    level = source.level
-    source.addHandler(caplog.handler)  # transformers' loggers do not propagate to Python's root, where caplog listens
+    level, propagate = source.level, source.propagate
+    # A handler of the test's own, at the source logger: what reaches it does not depend on whether another test left
+    # transformers' loggers propagating to the root.
+    seen = RecordList()
+    source.addHandler(seen)
+    source.propagate = False
     try:
         source.setLevel(logging.INFO)
         source.info("Training completed. Do not forget to share your model on huggingface.co/models =)")
         source.info("***** Running training *****")
-        assert [record.getMessage() for record in caplog.records] == ["***** Running training *****"]
-        caplog.clear()
+        assert [record.getMessage() for record in seen.records] == ["***** Running training *****"]
+        seen.records.clear()
         source.setLevel(logging.DEBUG)
         source.info("Training completed. Do not forget to share your model on huggingface.co/models =)")
-        assert [record.levelname for record in caplog.records] == ["DEBUG"]  # still there when debugging
+        assert [record.levelname for record in seen.records] == ["DEBUG"]  # still there when debugging
     finally:
-        source.removeHandler(caplog.handler)
+        source.removeHandler(seen)
         source.setLevel(level)
+        source.propagate = propagate
     assert sum(isinstance(f, DemoteToDebug) for f in source.filters) == 1
     quiet_library_noise()  # installed once, however often jobs start
     assert sum(isinstance(f, DemoteToDebug) for f in source.filters) == 1
