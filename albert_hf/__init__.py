@@ -2,76 +2,48 @@
 
 Importing the package registers `AlbertConfig` (model_type "albert_hf") and every model class with transformers'
 Auto classes, without touching transformers' own "albert" type.
+
+One process imports it lazily: the `albert-hf` command itself (its console script, or `python -m albert_hf.cli`),
+whose `--help` and `--version` must answer without loading torch and transformers (seconds). There the public names
+are loaded, and the Auto classes registered, on first access of any of them, and `albert_hf.cli` loads them all before
+it runs a job, so a job sees the package as every other program does.
 """
 
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoModelForMaskedLM,
-    AutoModelForMultipleChoice,
-    AutoModelForPreTraining,
-    AutoModelForQuestionAnswering,
-    AutoModelForSequenceClassification,
-    AutoModelForTokenClassification,
-    AutoTokenizer,
-)
+from __future__ import annotations
 
-from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
-from .data.collator import DataCollatorForSOP
-from .modeling import (
-    ALBERT_AUTO_CLASSES,
-    AlbertForMaskedLM,
-    AlbertForMultipleChoice,
-    AlbertForPreTraining,
-    AlbertForPreTrainingOutput,
-    AlbertForQuestionAnswering,
-    AlbertForSequenceClassification,
-    AlbertForTokenClassification,
-    AlbertModel,
-    AlbertPreTrainedModel,
-)
-from .tokenization import AlbertHFTokenizer
-from .training.checkpoints import check_pretrained_source
-from .training.lamb import Lamb, lamb_parameter_groups
-from .training.schedules import get_albert_polynomial_decay_schedule
-from .vocabulary import train_tokenizer
+import importlib
+import os
+import re
+import sys
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_AUTO_FACTORIES = {
-    "AutoModel": AutoModel,
-    "AutoModelForPreTraining": AutoModelForPreTraining,
-    "AutoModelForMaskedLM": AutoModelForMaskedLM,
-    "AutoModelForSequenceClassification": AutoModelForSequenceClassification,
-    "AutoModelForTokenClassification": AutoModelForTokenClassification,
-    "AutoModelForQuestionAnswering": AutoModelForQuestionAnswering,
-    "AutoModelForMultipleChoice": AutoModelForMultipleChoice,
+# Public name -> the module of the package that defines it.
+_PUBLIC_MODULES = {
+    "PRESETS": "configuration",
+    "SHARING_STRATEGIES": "configuration",
+    "AlbertConfig": "configuration",
+    "DataCollatorForSOP": "data.collator",
+    "AlbertPreTrainedModel": "modeling",
+    "AlbertModel": "modeling",
+    "AlbertForPreTraining": "modeling",
+    "AlbertForPreTrainingOutput": "modeling",
+    "AlbertForMaskedLM": "modeling",
+    "AlbertForSequenceClassification": "modeling",
+    "AlbertForTokenClassification": "modeling",
+    "AlbertForQuestionAnswering": "modeling",
+    "AlbertForMultipleChoice": "modeling",
+    "AlbertHFTokenizer": "tokenization",
+    "check_pretrained_source": "training.checkpoints",
+    "Lamb": "training.lamb",
+    "lamb_parameter_groups": "training.lamb",
+    "get_albert_polynomial_decay_schedule": "training.schedules",
+    "train_tokenizer": "vocabulary",
 }
-
-
-def _register_auto_classes() -> None:
-    AutoConfig.register(AlbertConfig.model_type, AlbertConfig, exist_ok=True)
-    for auto_name, model_class in ALBERT_AUTO_CLASSES.items():
-        _AUTO_FACTORIES[auto_name].register(AlbertConfig, model_class, exist_ok=True)
-        # save_pretrained then copies modeling.py/configuration.py and writes `auto_map`, so the folder loads with
-        # trust_remote_code=True where albert_hf is not installed.
-        model_class.register_for_auto_class(auto_name)
-    AlbertConfig.register_for_auto_class()
-    # from_pretrained then names a damaged weights file or a missing folder (modeling.py, which also travels as remote
-    # code, imports nothing of albert_hf to do it itself).
-    AlbertPreTrainedModel.check_pretrained_source = check_pretrained_source
-    # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
-    # "AlbertTokenizer" untouched for official checkpoints.
-    AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertHFTokenizer, exist_ok=True)
-    # save_pretrained copies tokenization.py and writes `auto_map`, so the tokenizer also loads without albert_hf.
-    AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
-
-
-_register_auto_classes()
-
 # The Trainers (albert_hf/training/trainer.py, albert_hf/pretraining/trainer.py) import transformers' Trainer and
-# accelerate, which loading a model or a tokenizer does not need: they are imported on first access, so
-# `import albert_hf` stays as light as before.
+# accelerate, which loading a model or a tokenizer does not need: they are imported on first access in every process,
+# so that `import albert_hf` stays as light as loading a model.
 _TRAINER_MODULES = {
     "AlbertModelCardMixin": "training.trainer",
     "AlbertPretrainingTrainer": "pretraining.trainer",
@@ -83,14 +55,98 @@ _TRAINER_MODULES = {
 }
 _TRAINER_NAMES = tuple(_TRAINER_MODULES)
 
+if TYPE_CHECKING:  # what type checkers and editors read; the names are loaded by `_load_public_names`
+    from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
+    from .data.collator import DataCollatorForSOP
+    from .modeling import (
+        AlbertForMaskedLM,
+        AlbertForMultipleChoice,
+        AlbertForPreTraining,
+        AlbertForPreTrainingOutput,
+        AlbertForQuestionAnswering,
+        AlbertForSequenceClassification,
+        AlbertForTokenClassification,
+        AlbertModel,
+        AlbertPreTrainedModel,
+    )
+    from .tokenization import AlbertHFTokenizer
+    from .training.lamb import Lamb, lamb_parameter_groups
+    from .training.schedules import get_albert_polynomial_decay_schedule
+    from .vocabulary import train_tokenizer
+
+_AUTO_FACTORY_NAMES = (
+    "AutoModel",
+    "AutoModelForPreTraining",
+    "AutoModelForMaskedLM",
+    "AutoModelForSequenceClassification",
+    "AutoModelForTokenClassification",
+    "AutoModelForQuestionAnswering",
+    "AutoModelForMultipleChoice",
+)
+
+
+def _register_auto_classes() -> None:
+    import transformers
+
+    from .configuration import AlbertConfig
+    from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
+    from .tokenization import AlbertHFTokenizer
+    from .training.checkpoints import check_pretrained_source
+
+    factories = {name: getattr(transformers, name) for name in _AUTO_FACTORY_NAMES}
+    transformers.AutoConfig.register(AlbertConfig.model_type, AlbertConfig, exist_ok=True)
+    for auto_name, model_class in ALBERT_AUTO_CLASSES.items():
+        factories[auto_name].register(AlbertConfig, model_class, exist_ok=True)
+        # save_pretrained then copies modeling.py/configuration.py and writes `auto_map`, so the folder loads with
+        # trust_remote_code=True where albert_hf is not installed.
+        model_class.register_for_auto_class(auto_name)
+    AlbertConfig.register_for_auto_class()
+    # from_pretrained then names a damaged weights file or a missing folder (modeling.py, which also travels as remote
+    # code, imports nothing of albert_hf to do it itself).
+    AlbertPreTrainedModel.check_pretrained_source = check_pretrained_source
+    # Folders saved with our config load our tokenizer; its class name (AlbertHFTokenizer) leaves transformers' own
+    # "AlbertTokenizer" untouched for official checkpoints.
+    transformers.AutoTokenizer.register(AlbertConfig, tokenizer_class=AlbertHFTokenizer, exist_ok=True)
+    # save_pretrained copies tokenization.py and writes `auto_map`, so the tokenizer also loads without albert_hf.
+    AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
+
+
+def _load_public_names() -> None:
+    """Import every public name but the Trainers' into the package and register the Auto classes (once)."""
+    if "AlbertConfig" in globals():
+        return
+    names = {
+        name: getattr(importlib.import_module(f".{module}", __name__), name) for name, module in _PUBLIC_MODULES.items()
+    }
+    _register_auto_classes()
+    globals().update(names)
+
 
 def __getattr__(name: str):
+    if name in _PUBLIC_MODULES:
+        _load_public_names()
+        return globals()[name]
     if name in _TRAINER_MODULES:
-        import importlib
-
+        _load_public_names()  # a Trainer's models are registered as with `import albert_hf` anywhere else
         return getattr(importlib.import_module(f".{_TRAINER_MODULES[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+def _started_as_the_command() -> bool:
+    """Whether this process is the `albert-hf` command: its console script (`albert-hf`, `albert-hf.exe`,
+    `albert-hf-script.py` on Windows) or `python -m albert_hf.cli`."""
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if re.fullmatch(r"albert-hf(\.exe|-script\.pyw?)?", script):
+        return True
+    command_line = list(getattr(sys, "orig_argv", []))
+    return any(
+        item == "-m" and command_line[position + 1 : position + 2] == ["albert_hf.cli"]
+        for position, item in enumerate(command_line)
+    )
+
+
+if not _started_as_the_command():
+    _load_public_names()
 
 __all__ = [
     "AlbertConfig",
@@ -112,5 +168,4 @@ __all__ = [
     "lamb_parameter_groups",
     "get_albert_polynomial_decay_schedule",
     *_TRAINER_NAMES,
-    "SquadTrainer",
 ]

@@ -1,7 +1,9 @@
 """`albert-hf` command line: one subcommand per job, each a thin call into the library.
 
 The example scripts in `examples/` call `main` with their command, so the CLI and the scripts share one
-implementation and one error boundary. Subcommands are imported lazily: `albert-hf --help` does not import torch.
+implementation and one error boundary. Subcommands are imported lazily, and the `albert-hf` process imports the package
+lazily (albert_hf/__init__.py): `albert-hf --help`, `--version` and `albert-hf <command> --help` import neither torch
+nor transformers (`albert_hf.job_help`); `albert-hf <command> --help-all` adds Trainer's options.
 
 The one error boundary of every command: each family of failure becomes one line,
 `albert-hf <command>: error: <message>`, naming the cause and the file, option or folder, with its exit status:
@@ -28,6 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import job_help
 from .errors import MachineStateError, UserError
 
 DEBUG_FLAG = "--debug"
@@ -92,7 +95,7 @@ def _usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: albert-hf <command> [options]", "", "commands:"]
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
-    lines += ["", "`albert-hf <command> --help` lists each command's options."]
+    lines += ["", "`albert-hf <command> --help` lists each command's own options; --help-all adds Trainer's."]
     lines += [f"{DEBUG_FLAG} (anywhere) or ALBERT_HF_DEBUG=1: show the traceback of an error in what was given."]
     lines += ["--version: the installed albert_hf's version."]
     lines += ["Exit status: 0 done, 2 an error in what was given, 3 the machine's state (disk, permissions, network),"]
@@ -139,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"albert-hf: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    if job_help.wants_help(rest):
+        print(job_help.job_help(command, everything=job_help.HELP_ALL in rest), end="")
+        return 0
+    _load_package()
     module_name, function_name, _ = COMMANDS[command]
     function = getattr(importlib.import_module(module_name), function_name)
     from .run_folder import release_held_locks
@@ -158,6 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         release_held_locks()
     return int(result or 0)
+
+
+def _load_package() -> None:
+    """Load what `import albert_hf` loads in any other process (its public names, the Auto classes registered),
+    before a job runs: the `albert-hf` process imports the package lazily, for --help and --version."""
+    import albert_hf
+
+    albert_hf._load_public_names()
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -36,9 +36,7 @@ import torch
 
 from .errors import MissingFileError, UserError
 from .modeling import AlbertForSequenceClassification, AlbertPreTrainedModel
-from .options import RefusingParser
-
-QUANTIZE_CHOICES = ("int8",)
+from .options import QUANTIZE_CHOICES
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -533,21 +531,6 @@ def export(
         if pytorch_int8:
             written["pytorch_int8"] = save_pytorch_int8(model, output_dir / "pytorch_model.int8.pt")
     return written
-
-
-def export_parser() -> argparse.ArgumentParser:
-    """The options of `albert-hf export` (the command, with its output-folder guard, is
-    `albert_hf.tasks.folder_commands.export_main`; `run_export` does the work)."""
-    parser = RefusingParser(
-        prog="albert-hf export",
-        description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
-        "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers).",
-    )
-    parser.add_argument("--model_name_or_path", required=True, help="folder saved with save_pretrained")
-    parser.add_argument("--output_dir", required=True, help="folder for model.onnx (+ int8 files)")
-    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None, help="also write int8 models")
-    parser.add_argument("--no_pytorch_int8", action="store_true", help="with --quantize: skip the PyTorch int8 file")
-    return parser
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -195,3 +195,85 @@ class RefusingParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise OptionError(message)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The two commands that parse with argparse: their options here, where `albert-hf <command> --help` reads them without
+# loading the libraries the commands work with.
+# --------------------------------------------------------------------------------------------------------------------
+
+# The character coverage of the ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).
+ALBERT_CHARACTER_COVERAGE = 0.99995
+TRAIN_TOKENIZER_DESCRIPTION = "Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder."
+# What `albert-hf export --quantize` writes besides the float model.
+QUANTIZE_CHOICES = ("int8",)
+
+
+def train_tokenizer_parser() -> argparse.ArgumentParser:
+    """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
+    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `albert_hf.vocabulary.run_train_tokenizer` does the work)."""
+    parser = RefusingParser(prog="albert-hf train-tokenizer", description=TRAIN_TOKENIZER_DESCRIPTION)
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        help="data files, folders or globs: text (one sentence or paragraph per line), json/jsonl, csv/tsv or "
+        "parquet (one text per row, in --text_column); or none, with --dataset_name",
+    )
+    parser.add_argument(
+        "--dataset_name", help="a datasets Hub name, a local dataset folder, or a folder written by save_to_disk"
+    )
+    parser.add_argument("--dataset_config_name", help="the configuration of --dataset_name (e.g. 20231101.ja)")
+    parser.add_argument("--dataset_split", default="train", help="the split of --dataset_name to read (default train)")
+    parser.add_argument("--text_column", default="text", help="the column of the text in rows (default text)")
+    parser.add_argument(
+        "--streaming",
+        action="store_true",
+        help="read the rows while training instead of preparing the whole dataset first (large Hub corpora)",
+    )
+    parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
+    parser.add_argument("--vocab_size", type=COUNT.argument_type(int), default=30000)
+    parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
+    accents = parser.add_mutually_exclusive_group()
+    accents.add_argument(
+        "--keep_accents",
+        action="store_const",
+        const=False,
+        dest="strip_accents",
+        help="no NFKD accent stripping (default: chosen from the text, kept for e.g. Japanese)",
+    )
+    accents.add_argument(
+        "--strip_accents",
+        action="store_const",
+        const=True,
+        dest="strip_accents",
+        help="strip accents as ALBERT does; an error on text whose script it would damage",
+    )
+    parser.add_argument(
+        "--character_coverage", type=Range(above=0, max=1).argument_type(float), default=ALBERT_CHARACTER_COVERAGE
+    )
+    parser.add_argument(
+        "--input_sentence_size",
+        type=NON_NEGATIVE.argument_type(int),
+        default=10_000_000,
+        help="sentences SentencePiece samples (0: all)",
+    )
+    parser.add_argument(
+        "--num_threads", type=COUNT.argument_type(int), help="SentencePiece's training threads (default: every core)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    return parser
+
+
+def export_parser() -> argparse.ArgumentParser:
+    """The options of `albert-hf export` (the command, with its output-folder guard, is
+    `albert_hf.tasks.folder_commands.export_main`; `albert_hf.onnx_export.run_export` does the work)."""
+    parser = RefusingParser(
+        prog="albert-hf export",
+        description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
+        "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers).",
+    )
+    parser.add_argument("--model_name_or_path", required=True, help="folder saved with save_pretrained")
+    parser.add_argument("--output_dir", required=True, help="folder for model.onnx (+ int8 files)")
+    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None, help="also write int8 models")
+    parser.add_argument("--no_pytorch_int8", action="store_true", help="with --quantize: skip the PyTorch int8 file")
+    return parser

@@ -22,7 +22,7 @@ from transformers.utils import logging
 
 from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
 from .errors import DataError, UserError
-from .options import COUNT, NON_NEGATIVE, Range, RefusingParser
+from .options import ALBERT_CHARACTER_COVERAGE, train_tokenizer_parser
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -76,7 +76,6 @@ logger = logging.get_logger(__name__)
 # The ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
-ALBERT_CHARACTER_COVERAGE = 0.99995
 
 
 # Accent stripping (NFKD, then every combining character dropped) is meant for the letters of cased scripts: é -> e,
@@ -356,61 +355,6 @@ class _RowLines:
     def __iter__(self) -> Iterator[str]:
         for text in self.texts:
             yield from text.splitlines()
-
-
-def train_tokenizer_parser() -> argparse.ArgumentParser:
-    """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
-    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `run_train_tokenizer` does the work)."""
-    parser = RefusingParser(prog="albert-hf train-tokenizer", description=train_tokenizer.__doc__.split("\n")[0])
-    parser.add_argument(
-        "inputs",
-        nargs="*",
-        help="data files, folders or globs: text (one sentence or paragraph per line), json/jsonl, csv/tsv or "
-        "parquet (one text per row, in --text_column); or none, with --dataset_name",
-    )
-    parser.add_argument(
-        "--dataset_name", help="a datasets Hub name, a local dataset folder, or a folder written by save_to_disk"
-    )
-    parser.add_argument("--dataset_config_name", help="the configuration of --dataset_name (e.g. 20231101.ja)")
-    parser.add_argument("--dataset_split", default="train", help="the split of --dataset_name to read (default train)")
-    parser.add_argument("--text_column", default="text", help="the column of the text in rows (default text)")
-    parser.add_argument(
-        "--streaming",
-        action="store_true",
-        help="read the rows while training instead of preparing the whole dataset first (large Hub corpora)",
-    )
-    parser.add_argument("--output_dir", required=True, help="folder to write spiece.model and tokenizer_config.json")
-    parser.add_argument("--vocab_size", type=COUNT.argument_type(int), default=30000)
-    parser.add_argument("--no_lowercase", action="store_true", help="keep case (e.g. for Japanese or cased models)")
-    accents = parser.add_mutually_exclusive_group()
-    accents.add_argument(
-        "--keep_accents",
-        action="store_const",
-        const=False,
-        dest="strip_accents",
-        help="no NFKD accent stripping (default: chosen from the text, kept for e.g. Japanese)",
-    )
-    accents.add_argument(
-        "--strip_accents",
-        action="store_const",
-        const=True,
-        dest="strip_accents",
-        help="strip accents as ALBERT does; an error on text whose script it would damage",
-    )
-    parser.add_argument(
-        "--character_coverage", type=Range(above=0, max=1).argument_type(float), default=ALBERT_CHARACTER_COVERAGE
-    )
-    parser.add_argument(
-        "--input_sentence_size",
-        type=NON_NEGATIVE.argument_type(int),
-        default=10_000_000,
-        help="sentences SentencePiece samples (0: all)",
-    )
-    parser.add_argument(
-        "--num_threads", type=COUNT.argument_type(int), help="SentencePiece's training threads (default: every core)"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-    return parser
 
 
 def run_train_tokenizer(args: argparse.Namespace) -> int:

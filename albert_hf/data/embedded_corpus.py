@@ -26,10 +26,8 @@ from pathlib import Path
 
 from datasets import Dataset
 
+from .choices import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
 from .pretraining import split_sentences
-
-EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings", "stdlib-modules")
-DEFAULT_EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings")
 
 # Standard-library folders left out: test suites (mostly code and test data), the IDE, demos, vendored packages.
 _SKIPPED_FOLDERS = frozenset(

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 import datasets
 
 from ..errors import UserError
-
-CLASSIFICATION = "classification"
-REGRESSION = "regression"
+from .choices import CLASSIFICATION, REGRESSION
 
 
 class LabelError(UserError):

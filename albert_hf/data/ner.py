@@ -41,6 +41,7 @@ from datasets import Dataset
 
 from ..errors import DataError, MissingFileError, UserError
 from .caching import map_fingerprint
+from .choices import ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS, ALIGNMENTS
 from .sources import require_columns
 from .textfiles import read_utf8
 from .word_segmentation import UNSPACED_CHARACTER, unspaced_language
@@ -387,9 +388,6 @@ def word_predictions(
 
 # ----------------------------------------------------------------------------------------------------------------------
 # words of scripts without spaces: running text
-
-ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS = "auto", "running_text", "words"
-ALIGNMENTS = (ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS)
 
 
 def resolve_alignment(alignment: str, sentences: Sequence[Sequence[str]]) -> str:

@@ -21,20 +21,20 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from ..errors import UserError
 from ..hub import CardInfo
-from ..options import COUNT, NON_NEGATIVE, POSITIVE, RANGE, Range
 from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.reliability import ReliableTrainerMixin
 from ..training.schedules import get_albert_polynomial_decay_schedule
 from ..training.trainer import AlbertModelCardMixin
 from ..training.transformers_internals import mark_scheduler_created
+from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -45,83 +45,22 @@ METRIC_SUMS = ("mlm_loss_sum", "mlm_correct", "mlm_count", "sop_loss_sum", "sop_
 
 
 @dataclass
-class PretrainingArguments(TrainingArguments):
-    """`TrainingArguments` with ALBERT's optimizer defaults (LAMB, eps 1e-6, weight decay 0.01) and schedule."""
+class PretrainingArguments(PretrainingOptions, TrainingArguments):
+    """`TrainingArguments` with ALBERT's optimizer defaults (LAMB, eps 1e-6, weight decay 0.01) and schedule, and
+    the options of pretraining's own optimizer, schedule, checks and divergence guard ([`PretrainingOptions`])."""
 
-    optimizer: Literal["lamb", "adamw"] = field(
-        default="lamb",
-        metadata={
-            "help": "lamb: ALBERT's LAMB (betas from --adam_beta1/2, eps --adam_epsilon, --weight_decay); "
-            "adamw: Trainer's optimizer chosen by --optim."
-        },
-    )
-    lr_schedule: Literal["albert", "trainer"] = field(
-        default="albert",
-        metadata={
-            "help": "albert: linear warmup then (1 - step/max_steps)^power from step 0, as the original; "
-            "trainer: --lr_scheduler_type."
-        },
-    )
-    lr_decay_power: float = field(
-        default=1.0, metadata={RANGE: POSITIVE, "help": "Power of the albert schedule's decay."}
-    )
     remove_unused_columns: bool = field(
-        default=False,
+        default=TRAINER_DEFAULTS["remove_unused_columns"],
         metadata={
             "help": "Keep every column of the instances for the collator (default): the word starts of text without "
             'spaces ("word_starts") are read by the collator, never by the model\'s forward.'
         },
     )
-    mlm_masked_positions_only: bool = field(
-        default=True,
-        metadata={
-            "help": "Compute MLM logits only at the ~15%% masked positions, as the original ALBERT does: the "
-            "same loss and gradients for much less work (the model must support it)."
-        },
+    weight_decay: float = field(
+        default=TRAINER_DEFAULTS["weight_decay"], metadata={"help": "Decoupled weight decay (ALBERT: 0.01)."}
     )
-    weight_decay: float = field(default=0.01, metadata={"help": "Decoupled weight decay (ALBERT: 0.01)."})
-    adam_epsilon: float = field(default=1e-6, metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."})
-    sanity_checks: bool = field(
-        default=True,
-        metadata={
-            "help": "Before training, check that tokenizer, model config and a first batch fit together "
-            "(vocabulary, special ids, lengths, no padding as a target); --no_sanity_checks skips it."
-        },
-    )
-    divergence_guard: bool = field(
-        default=True,
-        metadata={
-            "help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
-            "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."
-        },
-    )
-    divergence_spike_factor: float = field(
-        default=3.0,
-        metadata={RANGE: Range(above=1), "help": "A step's loss above this multiple of the running median is a spike."},
-    )
-    divergence_window: int = field(
-        default=100, metadata={RANGE: COUNT, "help": "Steps in the running median of the loss."}
-    )
-    divergence_min_history: int = field(
-        default=10,
-        metadata={RANGE: COUNT, "help": "Steps of history needed before a spike can be called (non-finite: always)."},
-    )
-    divergence_snapshot_steps: int = field(
-        default=50, metadata={RANGE: COUNT, "help": "Refresh the in-memory good state every this many steps."}
-    )
-    divergence_max_rollbacks: int = field(
-        default=5,
-        metadata={
-            RANGE: NON_NEGATIVE,
-            "help": "Stop with an error after this many rollbacks (the run keeps diverging).",
-        },
-    )
-    divergence_lr_factor: float = field(
-        default=1.0,
-        metadata={
-            RANGE: Range(above=0, max=1),
-            "help": "Multiply the learning rate by this at each rollback (1: keep it).",
-        },
+    adam_epsilon: float = field(
+        default=TRAINER_DEFAULTS["adam_epsilon"], metadata={"help": "Epsilon of LAMB/AdamW (ALBERT: 1e-6)."}
     )
 
     def divergence_guard_config(self) -> DivergenceGuardConfig | None:

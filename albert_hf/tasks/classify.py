@@ -15,7 +15,6 @@ macro-F1), scores a regression (Pearson and Spearman). The names are saved as th
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -30,46 +29,14 @@ from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels,
 from ..data.sources import load_rows, require_columns, source_name
 from ..errors import UserError
 from ..hub import CardInfo
+from .arguments import ClassifyArguments
 from .finetuning import FineTuningArguments, first_output, output_path
-from .glue import EarlyExitArguments, SequenceClassificationJob
+from .glue import SequenceClassificationJob
 
 logger = logging.getLogger(__name__)
 
 # The option of each split's file.
 FILE_OPTIONS = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
-
-
-@dataclass
-class ClassifyArguments(EarlyExitArguments):
-    """Where the table's texts and labels are."""
-
-    dataset_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "Dataset whose train/validation/test splits to read when no files are given: a Hub name, a local "
-            "dataset folder or a save_to_disk folder."
-        },
-    )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration."})
-    text_column: str = field(default="text", metadata={"help": "Column of the text to classify."})
-    text_pair_column: str | None = field(
-        default=None, metadata={"help": "Column of the second text, for sentence pairs (entailment, similarity)."}
-    )
-    label_column: str = field(
-        default="label",
-        metadata={"help": "Column of the labels: names or class ids (classification) or scores (regression)."},
-    )
-    label_kind: str | None = field(
-        default=None,
-        metadata={
-            "help": "classification or regression, where the labels allow both: integer scores (a 1-5 rating) "
-            "learned as a score, or numbers that name classes. Default: read off the training split."
-        },
-    )
-
-    def __post_init__(self):
-        if self.label_kind not in (None, CLASSIFICATION, REGRESSION):
-            raise UserError(f"--label_kind must be {CLASSIFICATION} or {REGRESSION}, got {self.label_kind!r}.")
 
 
 def classification_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import logging
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from transformers import HfArgumentParser
@@ -15,43 +14,9 @@ from transformers import HfArgumentParser
 from ..configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
 from ..errors import OptionError, UserError
 from ..options import RANGE, RefusingParser, check_arguments, check_ranges, closest, unknown_options
+from .arguments import ModelArguments
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ModelArguments:
-    model_name_or_path: str | None = field(
-        default=None,
-        metadata={
-            "help": "Checkpoint folder or Hub id to start from (official ALBERT or albert_hf). "
-            "Leave unset to train from scratch with --config_preset / --config_overrides."
-        },
-    )
-    tokenizer_name_or_path: str | None = field(
-        default=None,
-        metadata={"help": "Tokenizer folder or spiece.model file. Defaults to --model_name_or_path."},
-    )
-    config_preset: str = field(
-        default="base-v2",
-        metadata={"help": "Preset used when training from scratch: base/large/xlarge/xxlarge(-v1|-v2)."},
-    )
-    config_overrides: str | None = field(
-        default=None,
-        metadata={"help": "Comma-separated config fields, e.g. 'hidden_size=128,num_hidden_layers=2,sharing=none'."},
-    )
-    attn_implementation: str | None = field(
-        default=None, metadata={"help": "eager, sdpa, flash_attention_2, flex_attention (default: sdpa)."}
-    )
-    # transformers 5 dropped TrainingArguments.overwrite_output_dir; albert_hf's jobs keep the option, with the
-    # meaning of `albert_hf.run_folder`.
-    overwrite_output_dir: bool = field(
-        default=False,
-        metadata={
-            "help": "Use an --output_dir holding another run's model or checkpoints: remove those run files first "
-            "(logged; logs under runs/ and other files stay). Never the folder of --model_name_or_path."
-        },
-    )
 
 
 def config_override_items(text: str | None) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from datasets import Dataset
@@ -22,10 +22,10 @@ from transformers import Trainer, TrainingArguments, set_seed
 from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
-from ..options import COUNT, RANGE, Range, check_arguments
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from ..training.trainer import FineTuningTrainer
+from .arguments import FineTuningArguments
 from .common import (
     ModelArguments,
     build_config,
@@ -40,48 +40,6 @@ from .common import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class FineTuningArguments:
-    """Data files, sequence length and sample limits shared by all fine-tuning tasks."""
-
-    data_dir: str | None = field(
-        default=None, metadata={"help": "Folder with the task's files in their original layout (e.g. glue_data/MRPC)."}
-    )
-    train_file: str | None = field(default=None, metadata={"help": "Training file (task-specific layout)."})
-    validation_file: str | None = field(default=None, metadata={"help": "Evaluation file (task-specific layout)."})
-    test_file: str | None = field(default=None, metadata={"help": "Test file to predict (task-specific layout)."})
-    max_seq_length: int = field(
-        default=128,
-        metadata={
-            RANGE: Range(min=8),
-            "help": "Longest tokenized input; longer inputs are truncated and the count is logged.",
-        },
-    )
-    pad_to_max_length: bool = field(
-        default=False,
-        metadata={"help": "Pad every input to max_seq_length. Default: pad each batch to its longest input."},
-    )
-    max_train_samples: int | None = field(
-        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training examples."}
-    )
-    max_eval_samples: int | None = field(
-        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation examples."}
-    )
-    max_predict_samples: int | None = field(
-        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N test examples."}
-    )
-    preset: str | None = field(
-        default=None,
-        metadata={
-            "help": "Apply a row of the ALBERT paper's Table 14 (lr, batch size, steps, warmup, dropout, max length): "
-            "cola, stsb, sst2, mnli, qnli, qqp, rte, mrpc, wnli, race. Flags given explicitly keep their value."
-        },
-    )
-
-    def __post_init__(self):
-        check_arguments(self)  # the declared ranges, for arguments built in Python too
 
 
 @dataclass(frozen=True)

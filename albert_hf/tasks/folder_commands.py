@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..run_folder import open_output_folder
+from ..options import export_parser, train_tokenizer_parser
 
 # What `train-tokenizer` writes (`vocabulary.train_tokenizer`): the SentencePiece model and vocabulary, the settings
 # and the tokenizer's remote code.
@@ -30,21 +30,35 @@ def _with_overwrite_option(parser: argparse.ArgumentParser) -> argparse.Argument
     return parser
 
 
+# The parsers import nothing the work needs (the run folder's guard, the tokenizer, the model), so that
+# `albert-hf train-tokenizer --help` and `albert-hf export --help` answer at once.
+def train_tokenizer_command_parser() -> argparse.ArgumentParser:
+    """Every option of `albert-hf train-tokenizer`."""
+    return _with_overwrite_option(train_tokenizer_parser())
+
+
+def export_command_parser() -> argparse.ArgumentParser:
+    """Every option of `albert-hf export`."""
+    return _with_overwrite_option(export_parser())
+
+
 def train_tokenizer_main(argv: list[str] | None = None) -> int:
     """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe into a guarded folder."""
-    from ..vocabulary import run_train_tokenizer, train_tokenizer_parser
+    from ..run_folder import open_output_folder
+    from ..vocabulary import run_train_tokenizer
 
-    args = _with_overwrite_option(train_tokenizer_parser()).parse_args(argv)
+    args = train_tokenizer_command_parser().parse_args(argv)
     open_output_folder(args.output_dir, args.overwrite_output_dir, writes=TOKENIZER_FILES)
     return run_train_tokenizer(args)
 
 
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
-    from ..onnx_export import export_parser, run_export
+    from ..onnx_export import run_export
+    from ..run_folder import open_output_folder
     from ..training.checkpoints import check_finite_weights, check_pretrained_source
 
-    args = _with_overwrite_option(export_parser()).parse_args(argv)
+    args = export_command_parser().parse_args(argv)
     check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
     check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
     open_output_folder(

@@ -11,7 +11,6 @@ layout, or csv/json with the Hub's column names), or else from the Hub. `--do_pr
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from datasets import Dataset, DatasetDict
@@ -34,54 +33,10 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.glue import glue_compute_metrics, logits_to_predictions
 from ..modeling import AlbertForSequenceClassification
+from .arguments import GlueArguments
 from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(kw_only=True)
-class EarlyExitArguments:
-    """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification and multiple-choice jobs,
-    written into the saved config; an option not given keeps the checkpoint's (or the preset's) value."""
-
-    early_exit: bool = field(
-        default=False,
-        metadata={
-            "help": "Train an exit classifier after every application of the shared layer (PABEE's loss: the exits' "
-            "losses weighted by depth); inference can then stop early (docs/performance.md)."
-        },
-    )
-    early_exit_shared_classifier: bool = field(
-        default=False, metadata={"help": "With --early_exit: one classifier shared by every exit."}
-    )
-    early_exit_patience: int | None = field(
-        default=None,
-        metadata={"help": "Inference: stop once the prediction stayed the same for this many further exits (0: off)."},
-    )
-    num_layers_at_inference: int | None = field(
-        default=None, metadata={"help": "Inference: run at most this many layer applications (fixed depth)."}
-    )
-
-    def early_exit_config(self) -> dict:
-        """The config fields given on the command line (the switches only when on)."""
-        names = ("early_exit", "early_exit_shared_classifier", "early_exit_patience", "num_layers_at_inference")
-        return {name: getattr(self, name) for name in names if getattr(self, name) not in (None, False)}
-
-
-@dataclass
-class GlueArguments(EarlyExitArguments):
-    task_name: str = field(metadata={"help": f"GLUE task: {', '.join(name for name in GLUE_TASKS if name != 'ax')}."})
-    dataset_name: str = field(
-        default="nyu-mll/glue", metadata={"help": "Hub dataset used when neither --data_dir nor files are given."}
-    )
-    ax_file: str | None = field(
-        default=None,
-        metadata={"help": "MNLI only: glue_data/diagnostic/diagnostic.tsv; --do_predict then also writes AX.tsv."},
-    )
-    skip_malformed_rows: bool = field(
-        default=False,
-        metadata={"help": "Skip (and count) tsv rows with a wrong column count or unknown label instead of failing."},
-    )
 
 
 def load_glue_splits(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 
 import numpy as np
 from datasets import Dataset
@@ -28,37 +27,10 @@ from ..data.sources import load_rows
 from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForMultipleChoice
+from .arguments import MultipleChoiceArguments
 from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path, preset_key
-from .glue import EarlyExitArguments
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class MultipleChoiceArguments(EarlyExitArguments):
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
-    )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration (e.g. regular, all)."})
-    context_column: str | None = field(
-        default=None,
-        metadata={
-            "help": "Read the files (csv, tsv, json, jsonl, parquet) or --dataset_name as a table: the column of "
-            "each question's context (the first segment of every pair)."
-        },
-    )
-    choice_columns: list[str] = field(
-        default_factory=list,
-        metadata={"help": "With --context_column: one column per choice, or one column holding the list of choices."},
-    )
-    question_column: str | None = field(
-        default=None,
-        metadata={"help": "With --context_column: a question column put before each choice (RACE-like tables)."},
-    )
-    label_column: str = field(
-        default="label",
-        metadata={"help": "With --context_column: the column of the right choice (index, digit or letter)."},
-    )
 
 
 def accuracy_compute_metrics(eval_prediction: EvalPrediction) -> dict[str, float]:

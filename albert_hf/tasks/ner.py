@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -23,9 +22,7 @@ from transformers import DataCollatorForTokenClassification, Trainer
 
 from ..configuration import AlbertConfig
 from ..data.ner import (
-    ALIGN_AUTO,
     ALIGN_RUNNING_TEXT,
-    ALIGNMENTS,
     build_label_list,
     check_tags_seen_in_training,
     from_hub_layout,
@@ -42,6 +39,7 @@ from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
 from ..modeling import AlbertForTokenClassification
+from .arguments import NerArguments
 from .common import ModelArguments
 from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
 
@@ -54,51 +52,6 @@ DATA_DIR_FILES = {
     "test": ("test.txt", "eng.testb"),
 }
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "labels")
-
-
-@dataclass
-class NerArguments:
-    label_all_tokens: bool = field(
-        default=False,
-        metadata={
-            "help": "Train on every sub-token of a word (B-X becomes I-X after the first), not only the first. "
-            "Evaluation always reads the first sub-token."
-        },
-    )
-    tag_column: int = field(default=-1, metadata={"help": "Column of the NER tag in CoNLL files (default: last)."})
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "Hub dataset (e.g. eriktks/conll2003) when no local files are given."}
-    )
-    tokens_column: str | None = field(
-        default=None,
-        metadata={
-            "help": "Read the files (json, jsonl, parquet) or --dataset_name as a table: the column holding each "
-            "sentence's list of words (default with --tags_column: tokens)."
-        },
-    )
-    tags_column: str | None = field(
-        default=None,
-        metadata={
-            "help": "With tables: the column holding each sentence's list of tags, as names (B-PER) or as ids "
-            "(named by the column's ClassLabel feature or by --tag_names; default with --tokens_column: ner_tags)."
-        },
-    )
-    tag_names: str | None = field(
-        default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
-    )
-    alignment: str = field(
-        default=ALIGN_AUTO,
-        metadata={
-            "help": "How words become the model's input: 'running_text' joins them as a language without spaces "
-            "writes them (Japanese, Chinese) and tokenizes the text once, 'words' encodes each word as if a space "
-            "preceded it (one '▁' per word, as English is written), 'auto' chooses from the script of the data.",
-            "choices": list(ALIGNMENTS),
-        },
-    )
-
-    def reads_tables(self) -> bool:
-        """Whether the data are tables read by column (`albert_hf.data.sources`) rather than CoNLL/Hub-layout files."""
-        return bool(self.tokens_column or self.tags_column or self.tag_names)
 
 
 def find_split_files(data_args: FineTuningArguments, splits: list[str]) -> dict[str, str]:

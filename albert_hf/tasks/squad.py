@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 
 from datasets import Dataset, load_dataset
 from transformers import TrainingArguments, default_data_collator
@@ -36,10 +35,10 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
 from ..modeling import AlbertForQuestionAnswering
-from ..options import COUNT, RANGE, Range
 from ..training.trainer import FineTuningTrainer
+from .arguments import SquadArguments
 from .common import ModelArguments, fill_unset
-from .finetuning import FineTuningArguments, FineTuningJob, PaperHyperparameters, apply_paper_preset, preset_key
+from .finetuning import FineTuningJob, PaperHyperparameters, apply_paper_preset, preset_key
 
 logger = logging.getLogger(__name__)
 
@@ -48,81 +47,6 @@ SQUAD_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
     "squad1.1": PaperHyperparameters(5e-5, 48, 0.0, 0.1, 3649, 365, 384),
     "squad2.0": PaperHyperparameters(3e-5, 48, 0.0, 0.1, 8144, 814, 512),
 }
-
-# Options of FineTuningArguments that SQuAD has no use for: evaluation is its prediction (predictions.json).
-UNREAD_OPTIONS = ("data_dir", "test_file", "max_predict_samples")
-
-
-@dataclass
-class SquadArguments(FineTuningArguments):
-    """Data, windowing and answer-extraction options of the SQuAD job: the fine-tuning data arguments, with SQuAD's
-    window length and preset rows, and its own options."""
-
-    train_file: str | None = field(
-        default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
-    )
-    validation_file: str | None = field(default=None, metadata={"help": "Evaluation file, same layouts."})
-    max_seq_length: int = field(
-        default=384, metadata={RANGE: Range(min=8), "help": "Window length in tokens, question included."}
-    )
-    max_train_samples: int | None = field(
-        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training questions."}
-    )
-    max_eval_samples: int | None = field(
-        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation questions."}
-    )
-    preset: str | None = field(
-        default=None,
-        metadata={
-            "help": "The paper's Table 14 row: squad1.1 or squad2.0 (lr, batch 48, steps, warmup, dropout, "
-            "max length; squad2.0 also sets --version_2_with_negative). Flags given explicitly win."
-        },
-    )
-    dataset_name: str | None = field(
-        default=None,
-        metadata={"help": "Hub dataset (e.g. rajpurkar/squad_v2) used when no file is given; needs a network."},
-    )
-    version_2_with_negative: bool = field(
-        default=False, metadata={"help": "SQuAD v2.0: some questions have no answer (null answer at [CLS])."}
-    )
-    doc_stride: int = field(
-        default=128,
-        metadata={
-            RANGE: COUNT,
-            "help": "Context tokens shared by consecutive windows (the tokenizer's stride; the original scripts' "
-            "doc_stride was the step between windows instead).",
-        },
-    )
-    max_query_length: int = field(
-        default=64,
-        metadata={RANGE: COUNT, "help": "Questions longer than this many tokens are cut (the count is logged)."},
-    )
-    n_best_size: int = field(
-        default=20, metadata={RANGE: COUNT, "help": "Starts and ends tried per window, and answers kept per question."}
-    )
-    max_answer_length: int = field(default=30, metadata={RANGE: COUNT, "help": "Longest answer, in tokens."})
-    null_score_diff_threshold: float = field(
-        default=0.0,
-        metadata={RANGE: Range(), "help": "v2.0: answer '' when null score - best span score exceeds this."},
-    )
-
-    def __post_init__(self):
-        super().__post_init__()
-        unread = [f"--{name}" for name in UNREAD_OPTIONS if getattr(self, name) is not None]
-        if unread:
-            raise UserError(
-                f"SQuAD does not read {unread}: it answers the questions of --validation_file (--do_eval), and writes "
-                "predictions.json for them."
-            )
-
-    def check_window_room(self) -> None:
-        """A window holds [CLS] question [SEP] context [SEP]; the stride must leave context tokens to advance by."""
-        context_room = self.max_seq_length - self.max_query_length - 3
-        if self.doc_stride >= context_room:
-            raise UserError(
-                f"--doc_stride {self.doc_stride} must be smaller than the context room of a window, max_seq_length "
-                f"({self.max_seq_length}) - max_query_length ({self.max_query_length}) - 3 = {context_room}."
-            )
 
 
 def apply_squad_preset(

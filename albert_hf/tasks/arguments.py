@@ -1,0 +1,319 @@
+"""The arguments of the jobs that start from a model (dataclasses, one field per option): what every job shares
+([`ModelArguments`]), the fine-tuning data ([`FineTuningArguments`]) and each task's own.
+
+They live apart from the jobs, in a module that imports neither torch nor transformers (nor `datasets`), so that
+`albert-hf <job> --help` lists them at once (`albert_hf.job_help`); the jobs parse them with transformers'
+`HfArgumentParser`, together with `TrainingArguments` (`albert_hf.tasks.common.parse_args`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
+from ..data.glue_tasks import GLUE_TASKS
+from ..errors import UserError
+from ..options import COUNT, RANGE, Range, check_arguments
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Checkpoint folder or Hub id to start from (official ALBERT or albert_hf). "
+            "Leave unset to train from scratch with --config_preset / --config_overrides."
+        },
+    )
+    tokenizer_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Tokenizer folder or spiece.model file. Defaults to --model_name_or_path."},
+    )
+    config_preset: str = field(
+        default="base-v2",
+        metadata={"help": "Preset used when training from scratch: base/large/xlarge/xxlarge(-v1|-v2)."},
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "Comma-separated config fields, e.g. 'hidden_size=128,num_hidden_layers=2,sharing=none'."},
+    )
+    attn_implementation: str | None = field(
+        default=None, metadata={"help": "eager, sdpa, flash_attention_2, flex_attention (default: sdpa)."}
+    )
+    # transformers 5 dropped TrainingArguments.overwrite_output_dir; albert_hf's jobs keep the option, with the
+    # meaning of `albert_hf.run_folder`.
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Use an --output_dir holding another run's model or checkpoints: remove those run files first "
+            "(logged; logs under runs/ and other files stay). Never the folder of --model_name_or_path."
+        },
+    )
+
+
+@dataclass
+class FineTuningArguments:
+    """Data files, sequence length and sample limits shared by all fine-tuning tasks."""
+
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Folder with the task's files in their original layout (e.g. glue_data/MRPC)."}
+    )
+    train_file: str | None = field(default=None, metadata={"help": "Training file (task-specific layout)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Evaluation file (task-specific layout)."})
+    test_file: str | None = field(default=None, metadata={"help": "Test file to predict (task-specific layout)."})
+    max_seq_length: int = field(
+        default=128,
+        metadata={
+            RANGE: Range(min=8),
+            "help": "Longest tokenized input; longer inputs are truncated and the count is logged.",
+        },
+    )
+    pad_to_max_length: bool = field(
+        default=False,
+        metadata={"help": "Pad every input to max_seq_length. Default: pad each batch to its longest input."},
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training examples."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation examples."}
+    )
+    max_predict_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N test examples."}
+    )
+    preset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Apply a row of the ALBERT paper's Table 14 (lr, batch size, steps, warmup, dropout, max length): "
+            "cola, stsb, sst2, mnli, qnli, qqp, rte, mrpc, wnli, race. Flags given explicitly keep their value."
+        },
+    )
+
+    def __post_init__(self):
+        check_arguments(self)  # the declared ranges, for arguments built in Python too
+
+
+@dataclass(kw_only=True)
+class EarlyExitArguments:
+    """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification and multiple-choice jobs,
+    written into the saved config; an option not given keeps the checkpoint's (or the preset's) value."""
+
+    early_exit: bool = field(
+        default=False,
+        metadata={
+            "help": "Train an exit classifier after every application of the shared layer (PABEE's loss: the exits' "
+            "losses weighted by depth); inference can then stop early (docs/performance.md)."
+        },
+    )
+    early_exit_shared_classifier: bool = field(
+        default=False, metadata={"help": "With --early_exit: one classifier shared by every exit."}
+    )
+    early_exit_patience: int | None = field(
+        default=None,
+        metadata={"help": "Inference: stop once the prediction stayed the same for this many further exits (0: off)."},
+    )
+    num_layers_at_inference: int | None = field(
+        default=None, metadata={"help": "Inference: run at most this many layer applications (fixed depth)."}
+    )
+
+    def early_exit_config(self) -> dict:
+        """The config fields given on the command line (the switches only when on)."""
+        names = ("early_exit", "early_exit_shared_classifier", "early_exit_patience", "num_layers_at_inference")
+        return {name: getattr(self, name) for name in names if getattr(self, name) not in (None, False)}
+
+
+@dataclass
+class GlueArguments(EarlyExitArguments):
+    task_name: str = field(metadata={"help": f"GLUE task: {', '.join(name for name in GLUE_TASKS if name != 'ax')}."})
+    dataset_name: str = field(
+        default="nyu-mll/glue", metadata={"help": "Hub dataset used when neither --data_dir nor files are given."}
+    )
+    ax_file: str | None = field(
+        default=None,
+        metadata={"help": "MNLI only: glue_data/diagnostic/diagnostic.tsv; --do_predict then also writes AX.tsv."},
+    )
+    skip_malformed_rows: bool = field(
+        default=False,
+        metadata={"help": "Skip (and count) tsv rows with a wrong column count or unknown label instead of failing."},
+    )
+
+
+@dataclass
+class ClassifyArguments(EarlyExitArguments):
+    """Where the table's texts and labels are."""
+
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Dataset whose train/validation/test splits to read when no files are given: a Hub name, a local "
+            "dataset folder or a save_to_disk folder."
+        },
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration."})
+    text_column: str = field(default="text", metadata={"help": "Column of the text to classify."})
+    text_pair_column: str | None = field(
+        default=None, metadata={"help": "Column of the second text, for sentence pairs (entailment, similarity)."}
+    )
+    label_column: str = field(
+        default="label",
+        metadata={"help": "Column of the labels: names or class ids (classification) or scores (regression)."},
+    )
+    label_kind: str | None = field(
+        default=None,
+        metadata={
+            "help": "classification or regression, where the labels allow both: integer scores (a 1-5 rating) "
+            "learned as a score, or numbers that name classes. Default: read off the training split."
+        },
+    )
+
+    def __post_init__(self):
+        if self.label_kind not in (None, CLASSIFICATION, REGRESSION):
+            raise UserError(f"--label_kind must be {CLASSIFICATION} or {REGRESSION}, got {self.label_kind!r}.")
+
+
+@dataclass
+class NerArguments:
+    label_all_tokens: bool = field(
+        default=False,
+        metadata={
+            "help": "Train on every sub-token of a word (B-X becomes I-X after the first), not only the first. "
+            "Evaluation always reads the first sub-token."
+        },
+    )
+    tag_column: int = field(default=-1, metadata={"help": "Column of the NER tag in CoNLL files (default: last)."})
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "Hub dataset (e.g. eriktks/conll2003) when no local files are given."}
+    )
+    tokens_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (json, jsonl, parquet) or --dataset_name as a table: the column holding each "
+            "sentence's list of words (default with --tags_column: tokens)."
+        },
+    )
+    tags_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "With tables: the column holding each sentence's list of tags, as names (B-PER) or as ids "
+            "(named by the column's ClassLabel feature or by --tag_names; default with --tokens_column: ner_tags)."
+        },
+    )
+    tag_names: str | None = field(
+        default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
+    )
+    alignment: str = field(
+        default=ALIGN_AUTO,
+        metadata={
+            "help": "How words become the model's input: 'running_text' joins them as a language without spaces "
+            "writes them (Japanese, Chinese) and tokenizes the text once, 'words' encodes each word as if a space "
+            "preceded it (one '▁' per word, as English is written), 'auto' chooses from the script of the data.",
+            "choices": list(ALIGNMENTS),
+        },
+    )
+
+    def reads_tables(self) -> bool:
+        """Whether the data are tables read by column (`albert_hf.data.sources`) rather than CoNLL/Hub-layout files."""
+        return bool(self.tokens_column or self.tags_column or self.tag_names)
+
+
+# Options of FineTuningArguments that SQuAD has no use for: evaluation is its prediction (predictions.json).
+UNREAD_OPTIONS = ("data_dir", "test_file", "max_predict_samples")
+
+
+@dataclass
+class SquadArguments(FineTuningArguments):
+    """Data, windowing and answer-extraction options of the SQuAD job: the fine-tuning data arguments, with SQuAD's
+    window length and preset rows, and its own options."""
+
+    train_file: str | None = field(
+        default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "Evaluation file, same layouts."})
+    max_seq_length: int = field(
+        default=384, metadata={RANGE: Range(min=8), "help": "Window length in tokens, question included."}
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N training questions."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={RANGE: COUNT, "help": "Keep only the first N evaluation questions."}
+    )
+    preset: str | None = field(
+        default=None,
+        metadata={
+            "help": "The paper's Table 14 row: squad1.1 or squad2.0 (lr, batch 48, steps, warmup, dropout, "
+            "max length; squad2.0 also sets --version_2_with_negative). Flags given explicitly win."
+        },
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Hub dataset (e.g. rajpurkar/squad_v2) used when no file is given; needs a network."},
+    )
+    version_2_with_negative: bool = field(
+        default=False, metadata={"help": "SQuAD v2.0: some questions have no answer (null answer at [CLS])."}
+    )
+    doc_stride: int = field(
+        default=128,
+        metadata={
+            RANGE: COUNT,
+            "help": "Context tokens shared by consecutive windows (the tokenizer's stride; the original scripts' "
+            "doc_stride was the step between windows instead).",
+        },
+    )
+    max_query_length: int = field(
+        default=64,
+        metadata={RANGE: COUNT, "help": "Questions longer than this many tokens are cut (the count is logged)."},
+    )
+    n_best_size: int = field(
+        default=20, metadata={RANGE: COUNT, "help": "Starts and ends tried per window, and answers kept per question."}
+    )
+    max_answer_length: int = field(default=30, metadata={RANGE: COUNT, "help": "Longest answer, in tokens."})
+    null_score_diff_threshold: float = field(
+        default=0.0,
+        metadata={RANGE: Range(), "help": "v2.0: answer '' when null score - best span score exceeds this."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        unread = [f"--{name}" for name in UNREAD_OPTIONS if getattr(self, name) is not None]
+        if unread:
+            raise UserError(
+                f"SQuAD does not read {unread}: it answers the questions of --validation_file (--do_eval), and writes "
+                "predictions.json for them."
+            )
+
+    def check_window_room(self) -> None:
+        """A window holds [CLS] question [SEP] context [SEP]; the stride must leave context tokens to advance by."""
+        context_room = self.max_seq_length - self.max_query_length - 3
+        if self.doc_stride >= context_room:
+            raise UserError(
+                f"--doc_stride {self.doc_stride} must be smaller than the context room of a window, max_seq_length "
+                f"({self.max_seq_length}) - max_query_length ({self.max_query_length}) - 3 = {context_room}."
+            )
+
+
+@dataclass
+class MultipleChoiceArguments(EarlyExitArguments):
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration (e.g. regular, all)."})
+    context_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read the files (csv, tsv, json, jsonl, parquet) or --dataset_name as a table: the column of "
+            "each question's context (the first segment of every pair)."
+        },
+    )
+    choice_columns: list[str] = field(
+        default_factory=list,
+        metadata={"help": "With --context_column: one column per choice, or one column holding the list of choices."},
+    )
+    question_column: str | None = field(
+        default=None,
+        metadata={"help": "With --context_column: a question column put before each choice (RACE-like tables)."},
+    )
+    label_column: str = field(
+        default="label",
+        metadata={"help": "With --context_column: the column of the right choice (index, digit or letter)."},
+    )
