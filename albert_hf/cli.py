@@ -14,6 +14,11 @@ The one error boundary of every command: each family of failure becomes one line
     3  the machine's state: no space left (also torch's "unexpected pos" of a save to a full disk), a read-only
        folder, a permission refused, no network
     4  an optional dependency missing: the line gives the `pip install "albert_hf[<extra>]"` to run
+    128+N  training stopped by signal N, as schedulers announce a preemption or a time limit: 143 for SIGTERM, 138
+       for SIGUSR1 (`sbatch --signal=USR1@<seconds>`). A complete checkpoint of the step reached was written, and
+       no final model, results or card (`StoppedBySignal`, `albert_hf.training.preemption`); the line names the
+       checkpoint, and the same command with `--resume_from_checkpoint latest` continues the run exactly. The
+       status a shell gives a process killed by that signal, so a scheduler reads the job as stopped, not done.
 
 `--debug` (anywhere on the command line) or `ALBERT_HF_DEBUG=1` shows the traceback too. Any other exception is a
 fault of albert_hf or of a library below it and keeps its traceback (exit status 1).
@@ -31,7 +36,7 @@ import sys
 from pathlib import Path
 
 from . import job_help
-from .errors import MachineStateError, UserError
+from .errors import MachineStateError, StoppedBySignal, UserError
 
 DEBUG_FLAG = "--debug"
 USER_ERROR_STATUS = 2  # argparse's status for a bad command line
@@ -152,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = function(rest)
+    except StoppedBySignal as stop:  # its status is what the scheduler reads, --debug or not
+        sys.stderr.write(f"albert-hf {command}: {stop}\n")
+        sys.stderr.flush()
+        return stop.exit_status
     except Exception as error:
         failure = explain_failure(error, rest)
         if failure is None or debug:

@@ -38,6 +38,7 @@ from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
 from ..training.job_logs import TrainingProgressLog
+from ..training.preemption import train_or_checkpoint_on_signal
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import (
     check_batch,
@@ -255,10 +256,12 @@ def masking_log(trainer: AlbertPretrainingTrainer, features: list[dict], source:
 def train_and_save(run: PretrainingRun) -> dict[str, float]:
     """Train (from --resume_from_checkpoint, `latest`: the newest complete checkpoint of --output_dir), save model
     and tokenizer (loadable with from_pretrained), evaluate on the held-out instances, save metrics, state and the
-    model card; returns the held-out metrics (empty without held-out instances)."""
+    model card; returns the held-out metrics (empty without held-out instances). A SIGTERM or SIGUSR1 during training
+    writes a checkpoint of that step and raises `StoppedBySignal` instead: nothing final is written."""
     trainer, training_args = run.trainer, run.job.training
     checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    result = trainer.train(resume_from_checkpoint=checkpoint)
+    # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
+    result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
     trainer.save_model()
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)

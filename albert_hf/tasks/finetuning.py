@@ -22,6 +22,7 @@ from transformers import Trainer, TrainingArguments, set_seed
 from ..distributed import launched_world_size
 from ..errors import UserError
 from ..hub import CardInfo
+from ..training.preemption import train_or_checkpoint_on_signal
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from ..training.trainer import FineTuningTrainer
@@ -181,7 +182,8 @@ def train_and_evaluate(
     training_args: TrainingArguments,
     eval_datasets: dict[str, Any],
 ) -> dict[str, dict[str, float]]:
-    """Train (if --do_train), save the model, then evaluate on each named eval set (if --do_eval).
+    """Train (if --do_train), save the model, then evaluate on each named eval set (if --do_eval). A SIGTERM or
+    SIGUSR1 during training writes a checkpoint of that step and raises `StoppedBySignal` instead: nothing final.
 
     Returns the metrics by split name ("train", "eval", or "eval_<name>" for extra sets such as MNLI mismatched); each
     is also logged and saved as `<split>_results.json` in the output folder.
@@ -190,7 +192,8 @@ def train_and_evaluate(
     if training_args.do_train:
         # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts.
         checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-        train_result = trainer.train(resume_from_checkpoint=checkpoint)
+        # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
+        train_result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
         trainer.save_model()
         metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
         _report(trainer, "train", metrics)
