@@ -134,13 +134,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "only the Auto classes have a public `from_config`; albert_hf's job builds a given head class",
         ("config",),
     ),
-    InternalName(
-        "Trainer._created_lr_scheduler",
-        "attribute",
-        "marking a scheduler a Trainer subclass built in `create_scheduler` as Trainer's own, so a second `train()` "
-        "rebuilds it as Trainer does its own",
-        "no public flag; `create_scheduler` sets it only for the schedulers it builds itself",
-    ),
 )
 
 
@@ -209,11 +202,6 @@ def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any
 def model_from_config(model_class: type[PreTrainedModel], config) -> PreTrainedModel:
     """A fresh `model_class` of `config`, built the way `AutoModel.from_config` builds one (ZeRO-3 partitioned init)."""
     return model_class._from_config(config)
-
-
-def mark_scheduler_created(trainer: Trainer) -> None:
-    """Tell Trainer that the scheduler a subclass built is to be rebuilt by the next `train()`, like its own."""
-    trainer._created_lr_scheduler = True
 
 
 @contextlib.contextmanager
