@@ -126,14 +126,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "the public `save_model` writes nothing under FSDP with a sharded state dict",
         ("output_dir", "state_dict"),
     ),
-    InternalName(
-        "PreTrainedModel._from_config",
-        "call",
-        "building a fresh model from its config, already partitioned under DeepSpeed ZeRO-3 (`deepspeed.zero.Init`) "
-        "and with the config's attention implementation and dtype applied, as `AutoModel.from_config` does",
-        "only the Auto classes have a public `from_config`; albert_hf's job builds a given head class",
-        ("config",),
-    ),
 )
 
 
@@ -197,11 +189,6 @@ def load_checkpoint_weights(trainer: Trainer, checkpoint: str) -> None:
 def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any]) -> None:
     """Trainer's `_save`: weights from `state_dict`, config, tokenizer and training arguments into `output_dir`."""
     Trainer._save(trainer, output_dir, state_dict=state_dict)
-
-
-def model_from_config(model_class: type[PreTrainedModel], config) -> PreTrainedModel:
-    """A fresh `model_class` of `config`, built the way `AutoModel.from_config` builds one (ZeRO-3 partitioned init)."""
-    return model_class._from_config(config)
 
 
 @contextlib.contextmanager
