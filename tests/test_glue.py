@@ -574,3 +574,56 @@ def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
     trainer = FineTuningTrainer(model=model, args=args, data_collator=lambda rows: rows)
     order = [row["input_ids"][0] for batch in trainer.get_eval_dataloader(dataset) for row in batch]
     assert order == list(range(len(lengths)))
+
+
+def test_predictions_line_up_with_their_examples_under_group_by_length(tmp_path):
+    """`predict` (the leaderboard files' path) returns row i for example i; a plain Trainer with the same arguments
+    length-groups the rows, which is what the fine-tuning Trainer prevents."""
+    import torch
+    from transformers import Trainer
+
+    from albert_hf.configuration import AlbertConfig
+    from albert_hf.modeling import AlbertForSequenceClassification
+    from albert_hf.training.trainer import FineTuningTrainer
+
+    lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 2
+    # Each example's label is its index, and its tokens make its logits its own.
+    dataset = Dataset.from_list(
+        [{"input_ids": [(5 * i + j) % 60 + 4 for j in range(n)], "label": i} for i, n in enumerate(lengths)]
+    )
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_eval_batch_size=4,
+        report_to="none",
+        train_sampling_strategy="group_by_length",
+        use_cpu=True,
+    )
+    config = AlbertConfig(
+        vocab_size=64, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=16,
+        num_hidden_layers=1, num_labels=len(lengths),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = AlbertForSequenceClassification(config).eval()
+    collator = _pad
+    output = FineTuningTrainer(model=model, args=args, data_collator=collator).predict(dataset)
+    assert output.label_ids.tolist() == list(range(len(lengths)))
+    with torch.no_grad():  # each example alone, without padding: the row predict returned for it
+        alone = [model(input_ids=torch.tensor([row["input_ids"]])).logits[0].numpy() for row in dataset]
+    np.testing.assert_allclose(output.predictions, np.stack(alone), rtol=0, atol=1e-5)
+    assert args.train_sampling_strategy == "group_by_length"  # restored after the loader was built
+    plain = Trainer(model=model, args=args, data_collator=collator).predict(dataset)
+    assert plain.label_ids.tolist() != list(range(len(lengths)))
+
+
+def _pad(rows: list[dict]) -> dict:
+    """Right-padding with 0 and an attention mask: the batch each example shares with others of other lengths."""
+    import torch
+
+    width = max(len(row["input_ids"]) for row in rows)
+    return {
+        "input_ids": torch.tensor([row["input_ids"] + [0] * (width - len(row["input_ids"])) for row in rows]),
+        "attention_mask": torch.tensor(
+            [[1] * len(row["input_ids"]) + [0] * (width - len(row["input_ids"])) for row in rows]
+        ),
+        "labels": torch.tensor([row["label"] for row in rows]),
+    }

@@ -33,7 +33,6 @@ from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.reliability import ReliableTrainerMixin
 from ..training.schedules import get_albert_polynomial_decay_schedule
 from ..training.trainer import AlbertModelCardMixin
-from ..training.transformers_internals import mark_scheduler_created
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)
@@ -154,9 +153,20 @@ class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Train
                 num_training_steps=num_training_steps,
                 power=self.args.lr_decay_power,
             )
-            mark_scheduler_created(self)  # as Trainer does for its own: rebuilt if train() is called again
+            self._built_albert_schedule = True
             return self.lr_scheduler
         return super().create_scheduler(num_training_steps, optimizer)
+
+    # Whether `lr_scheduler` is the ALBERT schedule `create_scheduler` built (not one passed in `optimizers`).
+    _built_albert_schedule = False
+
+    def train(self, *args: Any, **kwargs: Any):
+        """Trainer's `train`, with the ALBERT schedule built anew for each call, as Trainer rebuilds its own
+        schedules: a second call may train for another number of steps, and must not continue a finished decay."""
+        if self._built_albert_schedule:
+            self.lr_scheduler = None
+            self._built_albert_schedule = False
+        return super().train(*args, **kwargs)
 
     # ---- loss normalization -----------------------------------------------------------------------------------------
 

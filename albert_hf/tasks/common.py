@@ -131,10 +131,29 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     """Load the checkpoint into `model_class`, or build it from `config` with fresh weights."""
     if model_args.model_name_or_path:
         return model_class.from_pretrained(model_args.model_name_or_path, config=config)
-    from ..training.transformers_internals import model_from_config
-
-    # Not the constructor: under DeepSpeed ZeRO-3 the model is built already partitioned.
     return model_from_config(model_class, config)
+
+
+def model_from_config(model_class, config: AlbertConfig):
+    """A fresh `model_class` of `config`, built by `from_config` of the Auto class albert_hf registers it with.
+
+    Not the constructor: `from_config` builds the model already partitioned under DeepSpeed ZeRO-3 (inside
+    `deepspeed.zero.Init`), and applies the config's attention implementation and dtype. Only the Auto classes have a
+    public `from_config`, so the class must be one albert_hf registers (every task's is). `trust_remote_code=False`:
+    albert_hf's own class, never code copied beside a saved config (`auto_map`).
+    """
+    import transformers
+
+    from ..modeling import ALBERT_AUTO_CLASSES
+
+    auto_name = next((name for name, registered in ALBERT_AUTO_CLASSES.items() if registered is model_class), None)
+    if auto_name is None:
+        raise ValueError(
+            f"{model_class.__name__} is not one of the model classes albert_hf registers with transformers' Auto "
+            f"classes ({', '.join(cls.__name__ for cls in ALBERT_AUTO_CLASSES.values())}): it cannot be built from a "
+            "config; start from a checkpoint (--model_name_or_path) instead."
+        )
+    return getattr(transformers, auto_name).from_config(config, trust_remote_code=False)
 
 
 def load_tokenizer(model_args: ModelArguments):

@@ -13,11 +13,12 @@ cards or evaluation order is made once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from torch.utils.data import SequentialSampler
 from transformers import PreTrainedTokenizerBase, Trainer
 
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
@@ -148,8 +149,26 @@ class FineTuningTrainer(AlbertTrainer):
     NER predictions and SQuAD post-processing must line predictions up with their examples.
     """
 
-    def evaluation_sampler(self, eval_dataset):
-        if eval_dataset is None or not hasattr(eval_dataset, "__len__"):
-            return None
-        # One process: in order. Several: accelerate shards sequentially and the gather restores the order.
-        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
+    def get_eval_dataloader(self, eval_dataset=None):
+        with self._sampling_in_dataset_order():
+            return super().get_eval_dataloader(eval_dataset)
+
+    def get_test_dataloader(self, test_dataset):
+        with self._sampling_in_dataset_order():
+            return super().get_test_dataloader(test_dataset)
+
+    @contextlib.contextmanager
+    def _sampling_in_dataset_order(self) -> Iterator[None]:
+        """`train_sampling_strategy` "sequential" while an evaluation or test loader is built.
+
+        Trainer picks the evaluation sampler from the training strategy, and no argument sets the evaluation order
+        alone; "sequential" is the one strategy that keeps the dataset's order. Then one process reads in order,
+        several get sequential shards from accelerate, whose gather restores the order. The training loader is built
+        apart from these two, so it keeps the strategy asked for.
+        """
+        strategy = self.args.train_sampling_strategy
+        self.args.train_sampling_strategy = "sequential"
+        try:
+            yield
+        finally:
+            self.args.train_sampling_strategy = strategy

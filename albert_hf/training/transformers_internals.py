@@ -3,7 +3,7 @@
 albert_hf builds on public hooks wherever one serves: `train()` (checks before a resume), `TrainerCallback` events
 with `control` (divergence rollback), `save_model` (atomic final save), `training_step` (loss checks). A few features
 have no public hook: writing a checkpoint under another name before publishing it, starting its upload from the
-published folder, resuming a stream without reading the trained batches again, evaluating in dataset order. Those
+published folder, resuming a stream without reading the trained batches again. Those
 use private Trainer names, and only here: each name is listed in [`INTERNAL_NAMES`] with what it is used for and why
 no public hook serves, every access goes through a function or override of this module, and
 tests/test_transformers_internals.py checks each name against the installed transformers (existence, parameters), so
@@ -126,29 +126,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "the public `save_model` writes nothing under FSDP with a sharded state dict",
         ("output_dir", "state_dict"),
     ),
-    InternalName(
-        "Trainer._get_eval_sampler",
-        "override",
-        "evaluation in dataset order for the fine-tuning jobs (per-example outputs line up with their examples)",
-        "`train_sampling_strategy group_by_length` also reorders evaluation, and no argument sets only the "
-        "evaluation order",
-        ("eval_dataset",),
-    ),
-    InternalName(
-        "PreTrainedModel._from_config",
-        "call",
-        "building a fresh model from its config, already partitioned under DeepSpeed ZeRO-3 (`deepspeed.zero.Init`) "
-        "and with the config's attention implementation and dtype applied, as `AutoModel.from_config` does",
-        "only the Auto classes have a public `from_config`; albert_hf's job builds a given head class",
-        ("config",),
-    ),
-    InternalName(
-        "Trainer._created_lr_scheduler",
-        "attribute",
-        "marking a scheduler a Trainer subclass built in `create_scheduler` as Trainer's own, so a second `train()` "
-        "rebuilds it as Trainer does its own",
-        "no public flag; `create_scheduler` sets it only for the schedulers it builds itself",
-    ),
 )
 
 
@@ -214,16 +191,6 @@ def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any
     Trainer._save(trainer, output_dir, state_dict=state_dict)
 
 
-def model_from_config(model_class: type[PreTrainedModel], config) -> PreTrainedModel:
-    """A fresh `model_class` of `config`, built the way `AutoModel.from_config` builds one (ZeRO-3 partitioned init)."""
-    return model_class._from_config(config)
-
-
-def mark_scheduler_created(trainer: Trainer) -> None:
-    """Tell Trainer that the scheduler a subclass built is to be rebuilt by the next `train()`, like its own."""
-    trainer._created_lr_scheduler = True
-
-
 @contextlib.contextmanager
 def batches_not_skipped() -> Iterator[None]:
     """Trainer's `skip_first_batches` as the identity for the duration: for a stream that starts after them."""
@@ -253,7 +220,6 @@ class TrainerInternalHooks:
         (pass, batches into it) to resume at, from Trainer's.
       * `stream_starts_after_skipped_batches(epoch)`: whether in `epoch` the data already starts after the batches
         Trainer would skip.
-      * `evaluation_sampler(eval_dataset)`: the evaluation sampler (default: Trainer's).
     """
 
     _checkpoint_run_dir: str | None = None  # while a checkpoint is written elsewhere: where
@@ -311,11 +277,3 @@ class TrainerInternalHooks:
 
     def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
         return False
-
-    # ---- data order -------------------------------------------------------------------------------------------------
-
-    def _get_eval_sampler(self, eval_dataset):
-        return self.evaluation_sampler(eval_dataset)
-
-    def evaluation_sampler(self, eval_dataset):
-        return super()._get_eval_sampler(eval_dataset)

@@ -1,0 +1,157 @@
+"""Behaviour that albert_hf's Trainers keep through public transformers hooks where they once used private Trainer
+names: the ALBERT schedule rebuilt by each `train()`, a fresh model built from its config (partitioned under
+ZeRO-3, with the config's dtype and attention implementation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from albert_hf.configuration import AlbertConfig
+from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.tasks.common import ModelArguments, build_model
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class PretrainingRows(torch.utils.data.Dataset):
+    """Fixed random rows with masked-token and sentence-order labels."""
+
+    def __init__(self, rows: int = 8, length: int = 8):
+        generator = torch.Generator().manual_seed(0)
+        self.input_ids = torch.randint(5, 60, (rows, length), generator=generator)
+        self.labels = torch.where(torch.rand(rows, length, generator=generator) < 0.3, self.input_ids, -100)
+        self.labels[:, 0] = self.input_ids[:, 0]  # at least one masked token per row
+        self.order = torch.randint(0, 2, (rows,), generator=generator)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {
+            "input_ids": self.input_ids[index],
+            "labels": self.labels[index],
+            "sentence_order_label": self.order[index],
+        }
+
+
+def tiny_pretraining_model() -> AlbertForPreTraining:
+    torch.manual_seed(0)
+    config = AlbertConfig(
+        vocab_size=64, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=16, max_position_embeddings=16,
+    )  # fmt: skip
+    return AlbertForPreTraining(config)
+
+
+class RecordLearningRates(TrainerCallback):
+    """The learning rate each optimizer step uses (read before the step)."""
+
+    def __init__(self):
+        self.rates: list[float] = []
+
+    def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
+        self.rates.append(optimizer.param_groups[0]["lr"])
+
+
+def test_the_albert_schedule_gives_each_step_its_rate_and_is_rebuilt_by_each_train(tmp_path):
+    """Warmup over 2 steps, then `lr * (1 - step / 6)` counted from step 0 (ALBERT's decay): by hand, for every one
+    of the 6 steps; a second `train()` on the same Trainer starts the schedule again instead of staying at its end."""
+    record = RecordLearningRates()
+    args = PretrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=6,
+        per_device_train_batch_size=2,
+        learning_rate=0.01,
+        warmup_steps=2,
+        lr_schedule="albert",
+        optimizer="adamw",
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = AlbertPretrainingTrainer(
+        model=tiny_pretraining_model(), args=args, train_dataset=PretrainingRows(), callbacks=[record]
+    )
+    expected = [0.0, 0.005, 0.01 * 4 / 6, 0.01 * 3 / 6, 0.01 * 2 / 6, 0.01 * 1 / 6]
+    trainer.train()
+    assert record.rates == pytest.approx(expected, rel=1e-12, abs=0)
+    record.rates.clear()
+    trainer.train()
+    assert record.rates == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A fresh model built from its config: through the Auto classes' public `from_config`
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_model_built_from_its_config_under_zero3_comes_out_partitioned_and_initialized(tmp_path):
+    """Every tensor partitioned as it is built (none left whole in the process), and the gathered weights are the
+    model's initialization: normal(0, initializer_range 0.02) matrices, LayerNorm weights 1, zero biases. Built by
+    the constructor instead, no tensor would be partitioned."""
+    script = Path(__file__).parent / "distributed" / "zero3_from_config.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_BUILD_OPS": "0", "PYTHONPATH": str(Path(__file__).parents[1])}
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(free_port())],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    reference = dict(AlbertForSequenceClassification(tiny_classifier_config()).named_parameters())
+    assert record.keys() == reference.keys()
+    for name, stats in record.items():
+        assert stats["numel"] == 0 and stats["ds_numel"] == reference[name].numel(), name
+        if "LayerNorm" in name or "layer_norm" in name:
+            assert (stats["mean"], stats["std"]) == ((1.0, 0.0) if name.endswith("weight") else (0.0, 0.0)), name
+        elif name.endswith("bias"):
+            assert (stats["mean"], stats["std"]) == (0.0, 0.0), name
+        else:  # at least 32 samples of normal(0, 0.02): their std lies within 0.02 x (1 +- 0.5)
+            assert 0.01 < stats["std"] < 0.03, name
+
+
+def tiny_classifier_config(**fields) -> AlbertConfig:
+    """The config zero3_from_config.py builds its model of."""
+    return AlbertConfig(
+        vocab_size=64, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=16, max_position_embeddings=16, **fields,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_a_model_built_from_its_config_takes_its_dtype_and_attention_implementation(attn_implementation):
+    config = tiny_classifier_config(dtype="bfloat16", attn_implementation=attn_implementation)
+    model = build_model(AlbertForSequenceClassification, ModelArguments(), config)
+    assert type(model) is AlbertForSequenceClassification
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.bfloat16}
+    assert model.config._attn_implementation == attn_implementation
+
+
+def test_building_an_unregistered_class_from_a_config_names_the_problem():
+    class Custom(AlbertForSequenceClassification):
+        pass
+
+    with pytest.raises(ValueError, match="Custom is not one of the model classes albert_hf registers"):
+        build_model(Custom, ModelArguments(), tiny_classifier_config())
