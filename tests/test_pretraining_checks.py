@@ -333,9 +333,24 @@ def test_learning_rate_jump_is_rolled_back(tokenizer, features, undisturbed, tmp
     assert skipped.divergence_guard.rollbacks == 0
     assert trainer.state.global_step == skipped.state.global_step == STEPS
     assert_states_equal(state_copy(trainer.model, trainer.optimizer), state_copy(skipped.model, skipped.optimizer))
+    assert_logs_cover_the_kept_steps(trainer, skipped, BAD_STEP + 1)
     # Two batches of 30 fewer: the last losses stay within 5% of the undisturbed run's (without the guard the jump
     # leaves the loss several times higher, see test_without_the_guard_the_jump_is_not_recovered).
     assert final_loss(trainer) == pytest.approx(final_loss(undisturbed), rel=0.05)
+
+
+def assert_logs_cover_the_kept_steps(trainer, skipped, bad_step: int) -> None:
+    """The losses logged (every step) by a run rolled back at `bad_step` to `bad_step - 2`, against those of the run
+    that never read the skipped batches: Trainer's own before the rollback and from `bad_step + 1` on; at `bad_step`
+    the mean of the two redone steps (the first one had been logged before the rollback: it is not logged again);
+    the final `train_loss` the mean over the kept steps, not over the undone ones."""
+    logged = {entry["step"]: entry["loss"] for entry in trainer.state.log_history if "loss" in entry}
+    reference = {entry["step"]: entry["loss"] for entry in skipped.state.log_history if "loss" in entry}
+    assert sorted(logged) == sorted(reference)
+    assert logged[bad_step] == (reference[bad_step - 1] + reference[bad_step]) / 2
+    assert all(logged[step] == reference[step] for step in reference if step < bad_step - 1 or step > bad_step)
+    final, expected = trainer.state.log_history[-1], skipped.state.log_history[-1]
+    assert final["train_loss"] == pytest.approx(expected["train_loss"], rel=1e-12)
 
 
 def test_without_the_guard_the_jump_is_not_recovered(tokenizer, features, undisturbed, tmp_path):
@@ -428,6 +443,7 @@ def test_corrupted_batch_is_rolled_back(tokenizer, instances, tmp_path):
     assert skipped.divergence_guard.rollbacks == 0
     assert trainer.state.global_step == skipped.state.global_step == CYCLE_STEPS
     assert_states_equal(state_copy(trainer.model, trainer.optimizer), state_copy(skipped.model, skipped.optimizer))
+    assert_logs_cover_the_kept_steps(trainer, skipped, CORRUPTED_STEP)
     # ... and its last losses are within 5% of those of the run that never saw the corrupted batch (one good batch
     # of 200 fewer).
     undisturbed = guarded_run(

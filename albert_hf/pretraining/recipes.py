@@ -346,7 +346,8 @@ class PretrainingOptions:
         default=True,
         metadata={
             "help": "Roll back to the last good in-memory state on a non-finite loss or a loss spike, skip the "
-            "batches read since and go on (--no_divergence_guard: stop on a non-finite loss instead)."
+            "batches read since and go on, under DDP, DeepSpeed ZeRO-1/2/3 and FSDP2 (--no_divergence_guard: stop "
+            "on a non-finite loss instead)."
         },
     )
     divergence_spike_factor: float = field(

@@ -28,7 +28,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from ..errors import UserError
 from ..hub import CardInfo
-from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
+from ..training.divergence import DivergenceGuard, DivergenceGuardConfig, unsupported_engine
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.reliability import ReliableTrainerMixin
 from ..training.schedules import get_albert_polynomial_decay_schedule
@@ -110,10 +110,10 @@ class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Train
             self.add_callback(RegisterZeroPartitionsWithLamb())
         guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
         if guard_config is not None:
-            if self.is_deepspeed_enabled or self.is_fsdp_enabled:  # sharded states owned by the engine
-                logger.warning("The divergence guard is off under DeepSpeed/FSDP: a non-finite loss stops the run.")
-            else:
-                self.divergence_guard = DivergenceGuard(guard_config)
+            problem = unsupported_engine(self)
+            if problem is not None:  # refused, never silently off: the run would stop at the first NaN
+                raise UserError(f"--divergence_guard: {problem}; or turn the guard off with --no_divergence_guard.")
+            self.divergence_guard = DivergenceGuard(guard_config)
 
     def _check_columns_reach_the_collator(self) -> None:
         """Refuse to drop "word_starts" (the word boundaries of text without spaces): Trainer keeps only the columns

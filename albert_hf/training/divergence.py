@@ -8,9 +8,12 @@ guard does that inside the run:
   * Every optimizer step's loss (summed over gradient-accumulation micro-batches, averaged over processes) is checked
     once all its micro-batches are done, before anything reads the weights it produces. It is bad when it is not
     finite, or when it exceeds `spike_factor` times the median of the last `window` good steps.
-  * A good state is kept in memory (on the CPU): model, optimizer and scheduler state dicts, the RNG states and the
-    step, refreshed every `snapshot_steps` steps. A snapshot is committed only once the next step's loss has been
-    checked, because an update is first judged by the loss it leads to: a learning-rate jump shows one step late.
+  * A good state is kept in memory (on the CPU): model, optimizer and scheduler state, the RNG states and the step,
+    copied at the start of every `snapshot_steps`-th step and committed only once that step's loss has been checked,
+    because an update is first judged by the loss it leads to: a learning-rate jump shows one step late. Copied at
+    the start of the step (not once its loss is known) because DeepSpeed takes the optimizer step inside the
+    backward pass: by the time the loss is judged the weights have already moved. The previous snapshot is kept
+    until the new one is committed, so for one step in `snapshot_steps` two copies are held.
     In-memory (not the last checkpoint on disk) so that it works with `save_strategy="no"`, costs no I/O, and never
     depends on a save that may itself be behind by thousands of steps.
   * On a bad step the optimizer step the loop then takes is undone with everything since the snapshot: the snapshot
@@ -18,8 +21,15 @@ guard does that inside the run:
     the learning rate is optionally multiplied by `lr_factor`, and a warning and a log entry say what happened.
   * After `max_rollbacks` rollbacks, [`TrainingDivergedError`] stops the run with the steps and losses involved.
 
-Under DeepSpeed or FSDP the optimizer and weights are sharded and owned by the engine: the guard is then off and a
-non-finite loss stops the run as before.
+Every engine keeps the guard, each process snapshotting and restoring its own part of the state; the loss is
+averaged over the processes before it is judged, so all of them roll back together, to the same step:
+  * DDP: the whole model and optimizer state, on every process.
+  * DeepSpeed ZeRO-1/2/3: the ZeRO optimizer's own state dict of this process (its fp32 master partition and the
+    optimizer moments of that partition), restored through the engine's own loading (`load_state_dict` between
+    `checkpoint_event_prologue`/`epilogue`, as `DeepSpeedEngine.load_checkpoint` does); under ZeRO-1/2 also the
+    model's weights, which every process holds whole. Under ZeRO-3 the weights are restored from the fp32 partition,
+    as a DeepSpeed checkpoint load does. DeepSpeed without ZeRO is refused ([`unsupported_engine`]).
+  * FSDP2: the local shards of the model's and the optimizer's DTensors; FSDP1 is refused.
 """
 
 from __future__ import annotations
@@ -35,9 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import TrainerCallback
-
-from .transformers_internals import forget_unlogged_loss
+from transformers import DefaultFlowCallback, TrainerCallback
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +81,61 @@ class DivergenceGuardConfig:
 @dataclass
 class Snapshot:
     step: int
-    model: dict[str, torch.Tensor]
+    model: dict[str, Any] | None  # None under ZeRO-3: the weights are in the optimizer's partitions
     optimizer: dict[str, Any]
     scheduler: dict[str, Any] | None
     rng: dict[str, Any]
     rollbacks: int  # rollbacks applied (each with its lr factor) when it was taken
+
+
+@dataclass
+class LossBook:
+    """The loss of each kept step, to correct what Trainer logs after a rollback.
+
+    Trainer sums the training loss of every step since its last log, the steps a rollback undid included, and divides
+    by the steps counted since (its counter is not moved back). After a rollback, the guard's callback replaces the
+    next training log's `loss` with the mean of the kept steps since the last log, and the final `train_loss` with the
+    mean over all kept steps (in the log and in `state.log_history`); logs without a rollback are Trainer's own. A
+    redone step at or before the step of the last log is not logged again: the next log covers it.
+    """
+
+    unlogged: list[tuple[int, float]] = field(default_factory=list)  # (step, loss) since the last training log
+    recent: list[tuple[int, float]] = field(default_factory=list)  # since the committed snapshot: what may be undone
+    total: float = 0.0
+    steps: int = 0
+    window_rolled_back: bool = False
+    run_rolled_back: bool = False
+
+    def add(self, step: int, loss: float) -> None:
+        self.unlogged.append((step, loss))
+        self.recent.append((step, loss))
+        self.total += loss
+        self.steps += 1
+
+    def forget_before(self, step: int) -> None:
+        """A snapshot of `step` was committed: the steps up to it can no longer be undone."""
+        self.recent = [(kept, loss) for kept, loss in self.recent if kept > step]
+
+    def undo_after(self, step: int) -> None:
+        """A rollback to `step`: the losses of the steps after it are no longer part of the run."""
+        self.total -= sum(loss for kept, loss in self.recent if kept > step)
+        self.steps -= sum(1 for kept, _ in self.recent if kept > step)
+        self.recent = [(kept, loss) for kept, loss in self.recent if kept <= step]
+        self.unlogged = [(kept, loss) for kept, loss in self.unlogged if kept <= step]
+        self.window_rolled_back = self.run_rolled_back = True
+
+    def correct(self, logs: dict[str, float], logged: dict[str, Any] | None) -> None:
+        """Correct a log (`logs`, and `logged`, its copy in `state.log_history`) made after a rollback."""
+        fixes = {}
+        if "loss" in logs:  # a training log: its window ends here
+            if self.window_rolled_back and self.unlogged:
+                fixes["loss"] = sum(loss for _, loss in self.unlogged) / len(self.unlogged)
+            self.unlogged, self.window_rolled_back = [], False
+        if "train_loss" in logs and self.run_rolled_back and self.steps:
+            fixes["train_loss"] = self.total / self.steps
+        logs.update(fixes)
+        if logged is not None:
+            logged.update(fixes)
 
 
 @dataclass
@@ -90,27 +148,29 @@ class DivergenceGuard:
     rollbacks: int = 0
     events: list[dict[str, float]] = field(default_factory=list)
     _snapshot: Snapshot | None = None
-    _pending_rng: dict[str, Any] | None = None
+    _pending: Snapshot | None = None
     _step_loss: torch.Tensor | None = None
     _bad: str | None = None
     _bad_step: int = 0
+    _losses: LossBook = field(default_factory=lambda: LossBook())
 
     def __post_init__(self):
         self.history = deque(self.history, maxlen=self.config.window)
 
     # ---- during the step --------------------------------------------------------------------------------------------
 
-    def before_micro_batch(self, global_step: int) -> None:
-        """At the first micro-batch of a step that may become a snapshot: keep the RNG states it starts from."""
-        if self._step_loss is None and global_step % self.config.snapshot_steps == 0:
-            self._pending_rng = rng_state()
+    def begin_step(self, trainer) -> None:
+        """Before the first micro-batch of a step that may become a snapshot: copy the state it starts from."""
+        if trainer.state.global_step % self.config.snapshot_steps == 0:
+            self._pending = take_snapshot(trainer, rng_state(), self.rollbacks)
 
     def add_micro_batch(self, loss: torch.Tensor) -> None:
         loss = loss.detach().float().sum()
         self._step_loss = loss if self._step_loss is None else self._step_loss + loss
 
     def check_step(self, trainer) -> None:
-        """Judge the finished step's loss (all processes agree); commit a pending snapshot if it is good."""
+        """Judge the finished step's loss (averaged over the processes, so all of them decide the same); commit the
+        snapshot taken at the start of the step if it is good."""
         loss, self._step_loss = self._step_loss, None
         if trainer.accelerator.num_processes > 1:
             loss = trainer.accelerator.reduce(loss, reduction="mean")
@@ -123,16 +183,15 @@ class DivergenceGuard:
                 f"loss spike {value:.4g} > {self.config.spike_factor:g} x the median {median:.4g} of the "
                 f"last {len(self.history)} steps"
             )
+        pending, self._pending = self._pending, None
         if self._bad is not None:
             self._bad_step = trainer.state.global_step + 1
-            self._pending_rng = None
             return
         self.history.append(value)
-        # The weights now in the model were judged good by this loss: they (and the RNG states this step started
-        # from) are the snapshot of `global_step`.
-        if self._pending_rng is not None:
-            self._snapshot = take_snapshot(trainer, self._pending_rng, self.rollbacks)
-            self._pending_rng = None
+        self._losses.add(trainer.state.global_step + 1, value)
+        if pending is not None:  # the state this step started from was judged good by its loss
+            self._snapshot = pending
+            self._losses.forget_before(pending.step)
 
     # ---- after the optimizer step -----------------------------------------------------------------------------------
 
@@ -153,6 +212,7 @@ class DivergenceGuard:
             )
         skipped = self._bad_step - snapshot.step
         restore_snapshot(trainer, snapshot)
+        self._losses.undo_after(snapshot.step)
         scale = self.config.lr_factor ** (self.rollbacks - snapshot.rollbacks)
         if scale != 1.0:
             scale_learning_rate(trainer, scale)
@@ -183,14 +243,63 @@ class DivergenceGuard:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _to_cpu(value: Any) -> Any:
-    """A deep copy of a (nested) state dict with every tensor copied to the CPU."""
+@dataclass
+class _ShardCopy:
+    """A DTensor's local shard, copied to the CPU, with what it takes to rebuild the DTensor on its mesh."""
+
+    local: torch.Tensor
+    device: torch.device
+    mesh: Any
+    placements: tuple
+    shape: torch.Size
+    stride: tuple
+
+
+def _dtensor_type() -> type | None:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # a torch built without distributed support
+        return None
+    return DTensor
+
+
+def _to_cpu(value: Any, dtensor: type | None = None) -> Any:
+    """A deep copy of a (nested) state dict with every tensor copied to the CPU; of a DTensor (FSDP2) only this
+    process's shard."""
+    if dtensor is not None and isinstance(value, dtensor):
+        local = value.to_local()
+        return _ShardCopy(
+            local.detach().to("cpu", copy=True),
+            local.device,
+            value.device_mesh,
+            tuple(value.placements),
+            value.shape,
+            value.stride(),
+        )
     if torch.is_tensor(value):
         return value.detach().to("cpu", copy=True)
     if isinstance(value, dict):
-        return {key: _to_cpu(item) for key, item in value.items()}
+        return {key: _to_cpu(item, dtensor) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_cpu(item) for item in value)
+        return type(value)(_to_cpu(item, dtensor) for item in value)
+    return copy.deepcopy(value)
+
+
+def _from_cpu(value: Any) -> Any:
+    """A fresh copy of what [`_to_cpu`] kept, to load: tensors cloned (loading may keep them), DTensors rebuilt."""
+    if isinstance(value, _ShardCopy):
+        from torch.distributed.tensor import DTensor
+
+        local = value.local.to(value.device, copy=True)
+        return DTensor.from_local(
+            local, value.mesh, value.placements, run_check=False, shape=value.shape, stride=value.stride
+        )
+    if torch.is_tensor(value):
+        return value.clone()
+    if isinstance(value, dict):
+        return {key: _from_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_from_cpu(item) for item in value)
     return copy.deepcopy(value)
 
 
@@ -209,13 +318,35 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def unsupported_engine(trainer) -> str | None:
+    """Why the guard cannot snapshot this trainer's engine, or None: DeepSpeed without ZeRO (its fp16/bf16 wrappers
+    load their state each their own way) and FSDP1 (flat parameters) are not covered."""
+    if trainer.is_deepspeed_enabled:
+        stage = trainer.accelerator.state.deepspeed_plugin.zero_stage
+        if stage not in (1, 2, 3):
+            return f"DeepSpeed without ZeRO (zero_optimization.stage {stage}) is not supported: use ZeRO-1, 2 or 3"
+    if trainer.is_fsdp_enabled and trainer.accelerator.state.fsdp_plugin.fsdp_version != 2:
+        return "FSDP1 is not supported: use FSDP2 (fsdp_version: 2)"
+    return None
+
+
+def _zero_optimizer(trainer):
+    """DeepSpeed's ZeRO optimizer (the engine's), or None when the run is not under DeepSpeed."""
+    return trainer.model_wrapped.optimizer if trainer.is_deepspeed_enabled else None
+
+
 def take_snapshot(trainer, rng: dict[str, Any], rollbacks: int) -> Snapshot:
+    """This process's part of the training state, copied to the CPU (see the module docstring per engine)."""
+    dtensor = _dtensor_type() if trainer.is_fsdp_enabled else None
     model = trainer.accelerator.unwrap_model(trainer.model)
+    zero = _zero_optimizer(trainer)
+    # Under ZeRO-3 the module holds empty placeholders: its weights live in the optimizer's partitions.
+    weights_partitioned = zero is not None and trainer.model_wrapped.zero_optimization_partition_weights()
     scheduler = trainer.lr_scheduler
     return Snapshot(
         step=trainer.state.global_step,
-        model=_to_cpu(model.state_dict()),
-        optimizer=_to_cpu(trainer.optimizer.state_dict()),
+        model=None if weights_partitioned else _to_cpu(model.state_dict(), dtensor),
+        optimizer=_to_cpu((zero or trainer.optimizer).state_dict(), dtensor),
         scheduler=None if scheduler is None else _to_cpu(scheduler.state_dict()),
         rng=rng,
         rollbacks=rollbacks,
@@ -223,18 +354,35 @@ def take_snapshot(trainer, rng: dict[str, Any], rollbacks: int) -> Snapshot:
 
 
 def restore_snapshot(trainer, snapshot: Snapshot) -> None:
-    """Model, optimizer, scheduler, RNG and step as they were at the snapshot; gradients and logging sums reset."""
+    """Model, optimizer, scheduler, RNG and step as they were at the snapshot; gradients and logging sums reset.
+    Every process calls it at the same step (ZeRO's loading communicates)."""
     model = trainer.accelerator.unwrap_model(trainer.model)
-    model.load_state_dict(snapshot.model)  # copies into the existing tensors: tied weights stay tied
-    trainer.optimizer.load_state_dict(copy.deepcopy(snapshot.optimizer))
+    zero = _zero_optimizer(trainer)
+    if zero is not None and hasattr(zero, "checkpoint_event_prologue"):  # ZeRO-3: every parameter partitioned
+        zero.checkpoint_event_prologue()
+    if snapshot.model is not None:
+        model.load_state_dict(_from_cpu(snapshot.model))  # copies into the existing tensors: tied weights stay tied
+    if zero is None:
+        trainer.optimizer.load_state_dict(_from_cpu(snapshot.optimizer))
+    else:
+        _load_zero_state(zero, _from_cpu(snapshot.optimizer))
     if snapshot.scheduler is not None:
-        trainer.lr_scheduler.load_state_dict(copy.deepcopy(snapshot.scheduler))
+        trainer.lr_scheduler.load_state_dict(_from_cpu(snapshot.scheduler))
     set_rng_state(snapshot.rng)
     model.zero_grad(set_to_none=True)
     trainer.state.global_step = snapshot.step
-    # The loss and metric sums of the steps undone must not reach the next log.
-    forget_unlogged_loss(trainer, snapshot.step)
-    trainer.discard_training_log_sums()
+    trainer.discard_training_log_sums()  # the MLM/SOP sums of the steps undone must not reach the next log
+
+
+def _load_zero_state(zero, state: dict[str, Any]) -> None:
+    """This process's ZeRO state dict loaded back as `DeepSpeedEngine.load_checkpoint` loads it: the fp32 master
+    partition from the state itself (not re-derived from the 16-bit weights), then the 16-bit weights from it."""
+    group = zero.dp_process_group
+    states = [None] * torch.distributed.get_world_size(group=group)
+    states[torch.distributed.get_rank(group=group)] = state  # any other entry read would fail loudly
+    zero.load_state_dict(states, load_optimizer_states=True, load_from_fp32_weights=True)
+    if hasattr(zero, "checkpoint_event_epilogue"):  # ZeRO-3: gathers the persistent parameters again
+        zero.checkpoint_event_epilogue()
 
 
 def scale_learning_rate(trainer, scale: float) -> None:
@@ -251,11 +399,17 @@ def scale_learning_rate(trainer, scale: float) -> None:
 
 
 class RollbackDivergedSteps(TrainerCallback):
-    """Rolls back a step the trainer's guard judged bad, at the end of that step: after Trainer's own flow callback
-    has decided what to do at this step, before anything logs, evaluates or saves the weights it produced."""
+    """Takes the guard's snapshots at the start of a step, and rolls back a step the guard judged bad at the end of
+    that step: after Trainer's own flow callback has decided what to do at this step, before anything logs,
+    evaluates or saves the weights it produced."""
 
     def __init__(self, trainer):
         self.trainer = trainer
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        guard = self.trainer.divergence_guard
+        if guard is not None:
+            guard.begin_step(self.trainer)
 
     def on_step_end(self, args, state, control, **kwargs):
         guard = self.trainer.divergence_guard
@@ -263,3 +417,24 @@ class RollbackDivergedSteps(TrainerCallback):
             control.should_log = control.should_save = control.should_evaluate = False
             self.trainer.log(dict(guard.events[-1]))
         return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        """Correct the loss of the log after a rollback (see [`LossBook`]); in place, so that the callbacks after
+        this one (reporting integrations) get the corrected value: [`add_rollback_callback`] puts it before them."""
+        guard = self.trainer.divergence_guard
+        if guard is not None and logs is not None:
+            # Trainer appends a copy of `logs` (plus "step") to the history just before calling `on_log`.
+            last = state.log_history[-1] if state.log_history else None
+            logged = last if last is not None and last.get("step") == state.global_step else None
+            guard._losses.correct(logs, logged)
+
+
+def add_rollback_callback(trainer) -> None:
+    """Register [`RollbackDivergedSteps`] once, right after Trainer's flow callback: after it, so that its
+    `on_step_end` overrides the flow's decision to log, evaluate or save a rolled-back step; before the reporting
+    integrations, so that they see the logs it corrects."""
+    callbacks = trainer.callback_handler.callbacks
+    if any(isinstance(callback, RollbackDivergedSteps) for callback in callbacks):
+        return
+    flow = [i for i, callback in enumerate(callbacks) if isinstance(callback, DefaultFlowCallback)]
+    callbacks.insert(flow[0] + 1 if flow else 0, RollbackDivergedSteps(trainer))

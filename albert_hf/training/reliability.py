@@ -74,7 +74,7 @@ from .checkpoints import (
     torch_file_problem,
     weights_file_problem,
 )
-from .divergence import DivergenceGuard, RollbackDivergedSteps
+from .divergence import DivergenceGuard, add_rollback_callback
 from .transformers_internals import (
     TrainerInternalHooks,
     load_checkpoint_weights,
@@ -647,8 +647,7 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         self._positioned_stream_epoch = None
         if self.divergence_guard is not None:  # a fresh history and snapshot for every run
             self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
-            if not any(isinstance(callback, RollbackDivergedSteps) for callback in self.callback_handler.callbacks):
-                self.add_callback(RollbackDivergedSteps(self))
+            add_rollback_callback(self)
         if resume_from_checkpoint is True:
             resume_from_checkpoint = latest_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is None:
@@ -869,8 +868,6 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         rolls a bad step back after the loop has taken it; without one, a non-finite loss stops the run here.
         """
         guard = self.divergence_guard
-        if guard is not None:
-            guard.before_micro_batch(self.state.global_step)
         loss = super().training_step(model, inputs, num_items_in_batch)
         if guard is not None:
             guard.add_micro_batch(loss)

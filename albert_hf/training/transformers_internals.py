@@ -100,18 +100,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "Trainer calls accelerate's function through this module global, with no argument to turn the skip off",
     ),
     InternalName(
-        "Trainer._tr_loss",
-        "attribute",
-        "forgetting the summed loss of the steps a divergence rollback undoes, so they never reach the next log",
-        "the loss sum behind each training log is kept only here",
-    ),
-    InternalName(
-        "Trainer._globalstep_last_logged",
-        "attribute",
-        "the step of the last training log, moved back with a rollback so the next log averages over the right steps",
-        "no public counter of the logging window",
-    ),
-    InternalName(
         "Trainer._load_from_checkpoint",
         "call",
         "loading a finished run's weights when a relaunch has nothing left to train, so the job saves the trained "
@@ -173,12 +161,6 @@ def upload_jobs(trainer: Trainer) -> list:
     """The background upload futures Trainer keeps for its checkpoint pushes (`push_in_progress`)."""
     in_progress = getattr(trainer, "push_in_progress", None)
     return list(in_progress.jobs) if in_progress is not None else []
-
-
-def forget_unlogged_loss(trainer: Trainer, last_logged_step: int) -> None:
-    """Drop the loss summed since the last training log, and count the next logging window from `last_logged_step`."""
-    trainer._tr_loss = torch.zeros_like(trainer._tr_loss)
-    trainer._globalstep_last_logged = last_logged_step
 
 
 def load_checkpoint_weights(trainer: Trainer, checkpoint: str) -> None:
