@@ -165,10 +165,12 @@ def checkpoint_step(path: str | os.PathLike) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None) -> str | None:
+def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None, marked: bool = False) -> str | None:
     """Why `folder` is not a complete Trainer checkpoint (a message naming the missing or damaged file), or None.
 
-    Complete means that every file a resume reads is there and readable:
+    Complete means that every file a resume reads is there and readable, and with `marked`, that the checkpoint was
+    marked complete once written (its `run_fingerprint.json`, written last by [`ReliableTrainerMixin`] and by
+    `albert_hf.training.callbacks.CompleteCheckpoints`: a save killed before it leaves a folder without one):
       * `trainer_state.json` parses (Trainer writes it last, so a crash mid-save leaves none);
       * a weights file (safetensors headers are parsed: that is what truncation breaks), or an engine's shards;
       * the training state, unless the checkpoint holds none of it (`save_only_model`): see
@@ -176,6 +178,10 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None)
       * every file written by `torch.save` (optimizer, scheduler, RNG states, engine shards) opens as a zip archive.
     """
     folder = os.fspath(folder)
+    if marked:
+        problem = marker_problem(folder)
+        if problem is not None:
+            return problem
     state_file = os.path.join(folder, TRAINER_STATE_NAME)
     if not os.path.isfile(state_file):
         return f"{state_file} is missing (the save did not finish)"
@@ -192,6 +198,19 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None)
         if problem is not None:
             return problem
     return training_state_problem(folder, world_size) or damaged_torch_file(folder)
+
+
+def marker_problem(folder: str) -> str | None:
+    """Why `folder` carries no readable completion marker (`run_fingerprint.json`), or None."""
+    path = os.path.join(folder, FINGERPRINT_NAME)
+    if not os.path.isfile(path):
+        return f"{path} is missing (the save did not finish: a checkpoint is marked complete last)"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"{path} is unreadable: {error}"
+    return None
 
 
 _RNG_FILE = re.compile(r"^rng_state(?:_(\d+))?\.pth$")
@@ -264,12 +283,12 @@ def find_weights(folder: str) -> str | None:
     return None
 
 
-def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
+def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False) -> str | None:
     """The newest complete `checkpoint-N` folder of `output_dir`, or None if there is none.
 
     Unlike transformers' `get_last_checkpoint`, folders a crash left incomplete (no `trainer_state.json`, unreadable
-    weights) are skipped with a warning naming the problem, and the staging area of [`ReliableTrainerMixin`] is never
-    considered.
+    weights; with `marked`, no completion marker) are skipped with a warning naming the problem, and the staging area
+    of [`ReliableTrainerMixin`] is never considered.
     """
     output_dir = os.fspath(output_dir)
     if not os.path.isdir(output_dir):
@@ -280,7 +299,7 @@ def latest_checkpoint(output_dir: str | os.PathLike) -> str | None:
         if step is not None and os.path.isdir(os.path.join(output_dir, name)):
             candidates.append((step, os.path.join(output_dir, name)))
     for _, folder in sorted(candidates, reverse=True):
-        problem = checkpoint_problem(folder)
+        problem = checkpoint_problem(folder, marked=marked)
         if problem is None:
             return folder
         logger.warning("Skipping incomplete checkpoint %s: %s.", folder, problem)
@@ -420,7 +439,9 @@ def non_finite_parameters(model: torch.nn.Module) -> list[str]:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def rotate_checkpoints(run_dir: str, save_total_limit: int | None, best_model_checkpoint: str | None) -> None:
+def rotate_checkpoints(
+    run_dir: str, save_total_limit: int | None, best_model_checkpoint: str | None, marked: bool = False
+) -> None:
     """Delete the checkpoints of `run_dir` older than its `save_total_limit` newest complete ones, never the best.
 
     Ordered by step, not by modification time (which a copy or a restore from backup changes). Folders a crash left
@@ -434,7 +455,7 @@ def rotate_checkpoints(run_dir: str, save_total_limit: int | None, best_model_ch
         for name in os.listdir(run_dir)
         if (step := checkpoint_step(name)) is not None and os.path.isdir(os.path.join(run_dir, name))
     )
-    complete = [(step, folder) for step, folder in folders if checkpoint_problem(folder) is None]
+    complete = [(step, folder) for step, folder in folders if checkpoint_problem(folder, marked=marked) is None]
     if len(complete) <= save_total_limit:
         return
     oldest_kept = complete[-save_total_limit][0]
@@ -487,8 +508,13 @@ def run_fingerprint(trainer: Trainer) -> dict[str, Any]:
     """The options a resume must keep, flat ("model.hidden_size", "optimizer.learning_rate", "global_batch_size",
     "job.<key>"): the model's config, the optimizer and its schedule, the global batch (per device x accumulation x
     processes) and what the job declared in `trainer.run_fingerprint_extra` (data files, tokenizer, objective)."""
-    args = trainer.args
-    config = getattr(trainer.accelerator.unwrap_model(trainer.model), "config", None)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    return fingerprint_of(trainer.args, model, trainer.run_fingerprint_extra)
+
+
+def fingerprint_of(args, model: torch.nn.Module | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """[`run_fingerprint`] from its parts: training arguments, the (unwrapped) model, the job's own options."""
+    config = getattr(model, "config", None)
     config_dict = config.to_dict() if config is not None else {}
     fingerprint: dict[str, Any] = {
         f"model.{key}": value for key, value in config_dict.items() if key not in CONFIG_FIELDS_NOT_FINGERPRINTED
@@ -497,7 +523,7 @@ def run_fingerprint(trainer: Trainer) -> dict[str, Any]:
     fingerprint["global_batch_size"] = (
         args.per_device_train_batch_size * args.gradient_accumulation_steps * max(args.world_size, 1)
     )
-    fingerprint.update({f"job.{key}": value for key, value in (trainer.run_fingerprint_extra or {}).items()})
+    fingerprint.update({f"job.{key}": value for key, value in (extra or {}).items()})
     return _plain(fingerprint)
 
 
@@ -557,6 +583,36 @@ def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> l
         for key in sorted(set(saved) | set(current))
         if saved.get(key, missing) != current.get(key, missing)
     ]
+
+
+def check_fingerprint(checkpoint: str, current: dict[str, Any]) -> None:
+    """Raise [`CheckpointError`] naming each option (both values) that `current` (a [`run_fingerprint`]) changes from
+    the one saved in `checkpoint`; a checkpoint without a fingerprint (an older albert_hf's, a plain Trainer's) is
+    let through with a warning."""
+    path = os.path.join(checkpoint, FINGERPRINT_NAME)
+    if not os.path.isfile(path):
+        logger.warning(
+            "%s has no %s (written by an older albert_hf or a plain Trainer): the options of the run it "
+            "continues (model, optimizer, batch size, data) cannot be checked.",
+            checkpoint,
+            FINGERPRINT_NAME,
+        )
+        return
+    try:
+        with open(path, encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} is unreadable: {error}") from None
+    if not any(key.startswith(f"job.{DATA_FILE_KEY}") for key in saved):  # written before data was fingerprinted
+        current = {key: value for key, value in current.items() if not key.startswith(f"job.{DATA_FILE_KEY}")}
+        logger.warning("%s identifies no data file by content: a change of the data cannot be checked.", path)
+    differences = fingerprint_differences(saved, current)
+    if differences:
+        raise CheckpointError(
+            f"Cannot resume from {checkpoint}: the run would change {len(differences)} of the options it was "
+            f"trained with ({path}): " + "; ".join(differences) + ". Resume with the same options, or start a new "
+            "run in another --output_dir."
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -671,31 +727,7 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         return TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
 
     def _check_fingerprint(self, checkpoint: str) -> None:
-        path = os.path.join(checkpoint, FINGERPRINT_NAME)
-        if not os.path.isfile(path):
-            logger.warning(
-                "%s has no %s (written by an older albert_hf or a plain Trainer): the options of the run it "
-                "continues (model, optimizer, batch size, data) cannot be checked.",
-                checkpoint,
-                FINGERPRINT_NAME,
-            )
-            return
-        try:
-            with open(path, encoding="utf-8") as handle:
-                saved = json.load(handle)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise CheckpointError(f"{path} is unreadable: {error}") from None
-        current = run_fingerprint(self)
-        if not any(key.startswith(f"job.{DATA_FILE_KEY}") for key in saved):  # written before data was fingerprinted
-            current = {key: value for key, value in current.items() if not key.startswith(f"job.{DATA_FILE_KEY}")}
-            logger.warning("%s identifies no data file by content: a change of the data cannot be checked.", path)
-        differences = fingerprint_differences(saved, current)
-        if differences:
-            raise CheckpointError(
-                f"Cannot resume from {checkpoint}: the run would change {len(differences)} of the options it was "
-                f"trained with ({path}): " + "; ".join(differences) + ". Resume with the same options, or start a new "
-                "run in another --output_dir."
-            )
+        check_fingerprint(checkpoint, run_fingerprint(self))
 
     def _nothing_left_to_train(self, checkpoint: str, step: int) -> TrainOutput:
         """A finished run relaunched: its state and weights from `checkpoint`, no training step."""

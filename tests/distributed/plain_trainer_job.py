@@ -1,0 +1,70 @@
+"""A plain `transformers.Trainer` on the tiny classifier with albert_hf's `CompleteCheckpoints`: the job the callback
+tests kill (through tests/distributed/killed_job.py, `main(argv)`) and resume.
+
+    python tests/distributed/killed_job.py plain_trainer_job --output_dir DIR [--resume latest] [--learning_rate LR]
+
+KILL_BEFORE_MARK=N (read here, not by killed_job.py) SIGKILLs the process in `on_save` of checkpoint-N, after Trainer
+wrote every file of it (trainer_state.json included) and rotated, before the callback marks it: a callback placed
+before `CompleteCheckpoints` in the list, so Trainer calls it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: trainer_helpers and conftest
+
+from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier  # noqa: E402
+from transformers import Trainer, TrainerCallback  # noqa: E402
+
+from albert_hf.training.callbacks import CompleteCheckpoints, resume_checkpoint  # noqa: E402
+
+
+class KillBeforeMark(TrainerCallback):
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def build(argv: list[str]) -> tuple[Trainer, str | None]:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--learning_rate", type=float, default=1e-2)
+    parser.add_argument("--per_device_train_batch_size", type=int, default=4)
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    parser.add_argument("--save_total_limit", type=int, default=None)
+    parser.add_argument("--data_version", default="1")
+    options = parser.parse_args(argv)
+    callbacks = []
+    if os.environ.get("KILL_BEFORE_MARK"):
+        callbacks.append(KillBeforeMark(int(os.environ["KILL_BEFORE_MARK"])))
+    callbacks.append(CompleteCheckpoints({"data": options.data_version}))
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(
+            Path(options.output_dir),
+            learning_rate=options.learning_rate,
+            per_device_train_batch_size=options.per_device_train_batch_size,
+            gradient_accumulation_steps=options.gradient_accumulation_steps,
+            save_total_limit=options.save_total_limit,
+        ),
+        train_dataset=RandomSequences(),
+        callbacks=callbacks,
+    )
+    return trainer, options.resume
+
+
+def main(argv: list[str]) -> int:
+    trainer, resume = build(argv)
+    trainer.train(resume_from_checkpoint=resume_checkpoint(trainer, resume))
+    trainer.save_model()
+    return 0

@@ -1,0 +1,155 @@
+"""albert_hf's reliability callbacks on a plain `transformers.Trainer`: real processes killed with SIGKILL at a step,
+in the middle of a step, inside a save and between a save and its completion marker resume exactly; a resume that
+changes the run, or starts from an unmarked folder, is refused before a step is trained.
+
+The job (tests/distributed/plain_trainer_job.py) runs under tests/distributed/killed_job.py, which kills it as in
+tests/test_reliability.py. The reference is the same job uninterrupted; "exactly" is bit-identical final weights and
+optimizer moments (same threads, same batches, same RNG states), as `assert_same_run` checks for albert_hf's Trainers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from trainer_helpers import KILLED_JOB, REPO_ROOT, assert_same_run, wait_killed
+from transformers.trainer_utils import get_last_checkpoint
+
+from albert_hf.training.callbacks import resume_checkpoint
+from albert_hf.training.reliability import CheckpointError, latest_checkpoint
+
+sys.path.insert(0, str(REPO_ROOT / "tests" / "distributed"))
+import plain_trainer_job  # noqa: E402
+
+
+def start_killed_job(output_dir: Path, step: int, mode: str, *extra: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "TORCH_THREADS": str(torch.get_num_threads()),
+        "HF_HUB_OFFLINE": "1",
+        "KILL_STEP": str(step),
+    }
+    for name in ("KILL_IN_SAVE", "KILL_MID_STEP", "KILL_BEFORE_MARK"):
+        env.pop(name, None)
+    if mode == "before_mark":
+        env["KILL_BEFORE_MARK"] = str(step)
+        env["KILL_STEP"] = "0"  # killed_job.py injects nothing
+    elif mode == "in_save":
+        env["KILL_IN_SAVE"] = "1"
+    elif mode == "mid_step":
+        env["KILL_MID_STEP"] = "1"
+    return subprocess.Popen(
+        [sys.executable, str(KILLED_JOB), "plain_trainer_job", "--output_dir", str(output_dir), *extra],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def reference_runs(tmp_path_factory):
+    """The uninterrupted job's output folder for given job options (each run once per module)."""
+    runs: dict[tuple[str, ...], Path] = {}
+
+    def run(*options: str) -> Path:
+        if options not in runs:
+            output_dir = tmp_path_factory.mktemp("reference")
+            assert plain_trainer_job.main(["--output_dir", str(output_dir), *options]) == 0
+            runs[options] = output_dir
+        return runs[options]
+
+    return run
+
+
+@pytest.fixture
+def reference_run(reference_runs) -> Path:
+    return reference_runs()
+
+
+@pytest.mark.parametrize(
+    "mode, step, latest",
+    [
+        ("at_step_end", 3, 2),  # after step 3's update, before any save of it
+        ("mid_step", 5, 4),  # between the 2 micro-batches of step 5, before its optimizer step
+        ("in_save", 4, 2),  # inside the save of checkpoint-4: weights and optimizer written, no RNG state
+        ("before_mark", 4, 2),  # checkpoint-4 fully written by Trainer, killed before the marker
+    ],
+)
+def test_plain_trainer_killed_resumes_exactly(reference_runs, tmp_path, mode, step, latest):
+    context = f"plain Trainer killed {mode} at step {step}"
+    killed_dir = tmp_path / "killed"
+    # A step of several micro-batches only where the kill falls between them.
+    options = ("--gradient_accumulation_steps", "2") if mode == "mid_step" else ()
+    reference_run = reference_runs(*options)
+    # save_total_limit=1: Trainer's own rotation (before on_save) would delete checkpoint-2 for an unmarked one.
+    wait_killed(start_killed_job(killed_dir, step, mode, "--save_total_limit", "1", *options), context)
+
+    assert latest_checkpoint(killed_dir, marked=True) == str(killed_dir / f"checkpoint-{latest}"), context
+    if mode == "before_mark":
+        # What transformers alone would resume from: the unmarked folder, whose files all look complete.
+        assert get_last_checkpoint(str(killed_dir)) == str(killed_dir / "checkpoint-4"), context
+        assert (killed_dir / "checkpoint-4" / "trainer_state.json").is_file(), context
+        assert not (killed_dir / "checkpoint-4" / "run_fingerprint.json").exists(), context
+        with pytest.raises(CheckpointError, match=re.escape("run_fingerprint.json is missing")):
+            trainer, _ = plain_trainer_job.build(["--output_dir", str(killed_dir)])
+            resume_checkpoint(trainer, killed_dir / "checkpoint-4")
+
+    argv = ["--output_dir", str(killed_dir), "--save_total_limit", "1", "--resume", "latest", *options]
+    assert plain_trainer_job.main(argv) == 0
+    assert_same_run(reference_run, killed_dir, final_step=6, context=context)
+    assert sorted(p.name for p in killed_dir.glob("checkpoint-*")) == ["checkpoint-6"], context
+    assert logged_losses(killed_dir, latest) == logged_losses(reference_run, latest) != [], context
+
+
+def logged_losses(run: Path, after_step: int) -> list[tuple[int, float]]:
+    history = json.loads((run / "checkpoint-6" / "trainer_state.json").read_text())["log_history"]
+    return [(entry["step"], entry["loss"]) for entry in history if "loss" in entry and entry["step"] > after_step]
+
+
+@pytest.mark.parametrize(
+    "options, differences",
+    [
+        (["--learning_rate", "2e-2"], ["optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"]),
+        (["--per_device_train_batch_size", "8"], ["global_batch_size: 4 in the checkpoint, 8 now"]),
+        (
+            ["--learning_rate", "2e-2", "--data_version", "2"],
+            ["job.data: '1' in the checkpoint, '2' now", "optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"],
+        ),
+    ],
+)
+def test_a_resume_that_changes_the_run_is_refused_naming_each_difference(reference_run, tmp_path, options, differences):
+    trainer, _ = plain_trainer_job.build(["--output_dir", str(reference_run), *options])
+    with pytest.raises(CheckpointError) as caught:
+        resume_checkpoint(trainer, "latest")
+    message = str(caught.value)
+    assert f"would change {len(differences)} of the options" in message
+    for difference in differences:
+        assert difference in message
+
+
+def test_a_changed_run_given_a_path_straight_to_train_stops_before_a_step(reference_run, tmp_path):
+    output_dir = tmp_path / "run"
+    assert plain_trainer_job.main(["--output_dir", str(output_dir)]) == 0
+    before = (output_dir / "checkpoint-6" / "model.safetensors").read_bytes()
+    trainer, _ = plain_trainer_job.build(["--output_dir", str(output_dir), "--learning_rate", "2e-2"])
+    with pytest.raises(CheckpointError, match=re.escape("optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now")):
+        trainer.train(resume_from_checkpoint=str(output_dir / "checkpoint-4"))
+    assert trainer.state.global_step == 4  # resumed state loaded, no step trained
+    assert (output_dir / "checkpoint-6" / "model.safetensors").read_bytes() == before
+
+
+def test_latest_with_nothing_marked_starts_fresh_and_a_missing_path_is_named(tmp_path):
+    trainer, _ = plain_trainer_job.build(["--output_dir", str(tmp_path)])
+    assert resume_checkpoint(trainer, "latest") is None
+    assert resume_checkpoint(trainer, None) is None
+    with pytest.raises(CheckpointError, match=re.escape(f"no checkpoint folder at {tmp_path / 'checkpoint-9'}")):
+        resume_checkpoint(trainer, tmp_path / "checkpoint-9")
