@@ -22,8 +22,8 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
   could be lost there.
 
-One writer per folder: the main process creates `_albert_hf.lock` (JSON: token, pid, host, command, start time, lease
-duration) with an atomic create-if-absent, and removes it when the process exits (explicitly from
+One writer per folder: the main process creates `_albert_hf.lock` (JSON: lease id, pid, host, command, start time,
+lease duration) with an atomic create-if-absent, and removes it when the process exits (explicitly from
 `albert_hf.cli.main`, and from `atexit` for every other way out). The lock is a lease: a daemon thread of the holder
 renews it (touches the file: its mtime is the renewal time) ten times per lease, `ALBERT_HF_LEASE_SECONDS` (default
 600). A job arriving at a lock:
@@ -337,7 +337,7 @@ def lease_seconds() -> float:
 def _this_holder(lease: float) -> dict:
     return {
         # Tells two leases of one pid apart (a container restarted on the same host gets the same pid).
-        "token": uuid.uuid4().hex,
+        "lease_id": uuid.uuid4().hex,
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "command": _command_line(sys.argv),
@@ -380,7 +380,7 @@ def _pid_is_alive(pid: int) -> bool:
 
 
 def read_lock(path: str) -> dict | None:
-    """The holder a lock file names (token, pid, host, command, started, lease_seconds); None when there is no lock
+    """The holder a lock file names (lease_id, pid, host, command, started, lease_seconds); None when there is no lock
     file, {} when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -75,7 +75,7 @@ def utc(seconds: float) -> str:
 def write_lease(folder: Path, renewed: int, lease: float, host: str = "node-gone", pid: int = 4242) -> dict:
     """A lock file as a job on `host` leaves it, last renewed at `renewed` (its mtime)."""
     holder = {
-        "token": f"{host}-{pid}",
+        "lease_id": f"{host}-{pid}",
         "pid": pid,
         "host": host,
         "command": "albert-hf pretrain --hub_token ***",
@@ -219,7 +219,7 @@ def test_a_lock_replaced_between_the_look_and_the_removal_is_put_back(tmp_path, 
     stale = write_lease(tmp_path, int(time.time()) - 300, lease=5)
     judged = path.stat().st_mtime_ns
     newer = tmp_path / "newer"
-    newer.write_text(json.dumps({**stale, "token": "newer", "pid": 7}))
+    newer.write_text(json.dumps({**stale, "lease_id": "newer", "pid": 7}))
     rename = os.rename
 
     def another_job_takes_over_first(source, target):
@@ -229,7 +229,7 @@ def test_a_lock_replaced_between_the_look_and_the_removal_is_put_back(tmp_path, 
     monkeypatch.setattr(os, "rename", another_job_takes_over_first)
     assert not run_folder._remove_if_unchanged(str(path), stale, judged)
     monkeypatch.undo()
-    assert read_lock(str(path))["token"] == "newer" and os.listdir(tmp_path) == [LOCK_NAME]
+    assert read_lock(str(path))["lease_id"] == "newer" and os.listdir(tmp_path) == [LOCK_NAME]
 
     write_lease(tmp_path, int(time.time()) - 300, lease=5)
     judged = path.stat().st_mtime_ns
