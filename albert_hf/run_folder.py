@@ -417,7 +417,7 @@ def _try_create(path: str, holder: dict) -> bool:
     except FileExistsError:
         return False
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(holder))  # one write: readers see the whole text or none of it
+        handle.write(json.dumps(holder))  # one write: a reader finds the file empty or whole (see _read_written)
         handle.flush()
         os.fsync(handle.fileno())
     return True
