@@ -22,11 +22,24 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
   could be lost there.
 
-One writer per folder: the main process creates `_albert_hf.lock` (JSON: pid, host, command, start time) with an
-atomic create-if-absent, and removes it when the process exits (explicitly from `albert_hf.cli.main`, and from
-`atexit` for every other way out). A second job on the folder stops at once, naming the holder. A lock left by a
-process that is gone (a dead pid on this host: killed with SIGKILL, or the machine rebooted) is taken over with a
-warning; a lock from another host cannot be checked, and its message says to remove the file once that job is gone.
+One writer per folder: the main process creates `_albert_hf.lock` (JSON: lease id, pid, host, command, start time,
+lease duration) with an atomic create-if-absent, and removes it when the process exits (explicitly from
+`albert_hf.cli.main`, and from `atexit` for every other way out). The lock is a lease: a daemon thread of the holder
+renews it (touches the file: its mtime is the renewal time) ten times per lease, `ALBERT_HF_LEASE_SECONDS` (default
+600). A job arriving at a lock:
+
+* a dead pid on this host (killed with SIGKILL, the machine rebooted): taken over at once, with a warning;
+* a lease not renewed for longer than it states, on any host: taken over with a warning naming the old holder and
+  when it last renewed, so a SLURM job requeued onto another node or a spot instance restarted elsewhere starts
+  without a person deleting the file;
+* a lease renewed within its duration (any host), or a live pid on this host: refused at once, naming the holder,
+  when it last renewed and when the lease would expire.
+
+A holder that stalled past its lease and was taken over notices at its next renewal, logs an error and stops
+renewing; its release leaves the new holder's file alone. Staleness is judged from the file's mtime against a probe
+file's (`_age_seconds`), and a stale lock is removed only if still unchanged (`_remove_if_unchanged`): of jobs racing
+for one folder, exactly one gets it. A lock of an older albert_hf (no lease in it) from another host is never taken
+over: it is not renewed, so its age says nothing.
 
 Under a launcher (torchrun, accelerate) only the main process checks, removes and locks; the others receive its
 verdict, so every process stops with the same error instead of waiting for a process that has stopped.
@@ -39,12 +52,16 @@ import contextlib
 import datetime
 import json
 import logging
+import math
 import os
 import re
 import shutil
 import socket
 import sys
-from dataclasses import dataclass
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
 
 from .errors import UserError
 from .training.checkpoints import CHECKPOINT_NAME, WEIGHTS_FILE_SUFFIXES
@@ -54,6 +71,13 @@ logger = logging.getLogger(__name__)
 # "_" first: Trainer's upload of the output folder to the Hub (push_to_hub) leaves out names starting with "_", so the
 # lock of a running job never lands in a model repository.
 LOCK_NAME = "_albert_hf.lock"
+# The lease a holder states in its lock file (seconds): a lock not renewed for longer is taken over, on any host.
+# Long enough that a stalled file server or a slow checkpoint write does not lose a live job its folder, short enough
+# that a requeued job does not wait long for the one that was preempted.
+LEASE_ENV = "ALBERT_HF_LEASE_SECONDS"
+DEFAULT_LEASE_SECONDS = 600.0
+# Renewals per lease: a lease expires only after this many renewals in a row were missed, not after one slow write.
+RENEWALS_PER_LEASE = 10
 # Options whose values the lock file does not repeat (it records the command line of the job holding the folder):
 # any spelling (`--hub_token`, `--hub-token`, `--HUB_TOKEN`), and the abbreviations argparse accepts for
 # `--hub_token` (`--hub_tok`, `--hub-t`).
@@ -232,36 +256,93 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
 
 @dataclass
 class FolderLock:
-    """The lock file of an output folder, held by this process until `release`."""
+    """The lease on an output folder's lock file, held (and renewed) by this process until `release`."""
 
     path: str
     created_folder: bool = False  # the folder did not exist before this job took the lock
+    holder: dict = field(default_factory=dict)  # what this process wrote into the lock file; never changes
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def lease_seconds(self) -> float:
+        return float(self.holder.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+
+    def is_held(self) -> bool:
+        """Whether the lock file still names this lease (no other job took it over)."""
+        return bool(self.holder) and read_lock(self.path) == self.holder
 
     def release(self) -> None:
-        """Remove the lock file if it is still this process's (idempotent), and the folder too when this job made it
-        and left nothing in it: a job refused after taking the lock (bad data, a tokenizer that does not fit) leaves
-        no empty folder behind to be mistaken for a run."""
-        _HELD.pop(self.path, None)
-        holder = read_lock(self.path)
-        if holder is not None and _is_this_process(holder):
-            try:
-                os.remove(self.path)
-            except FileNotFoundError:
-                pass
-            if self.created_folder:
-                with contextlib.suppress(OSError):  # not empty, or gone: nothing to do
-                    os.rmdir(os.path.dirname(self.path))
+        """Stop renewing and remove the lock file if it is still this lease's (idempotent; a file another job took
+        over stays), and the folder too when this job made it and left nothing in it: a job refused after taking the
+        lock (bad data, a tokenizer that does not fit) leaves no empty folder behind to be mistaken for a run."""
+        if _HELD.get(self.path) is self:
+            del _HELD[self.path]
+        self._stop.set()
+        if self.holder and _remove_if_unchanged(self.path, self.holder) and self.created_folder:
+            with contextlib.suppress(OSError):  # not empty, or gone: nothing to do
+                os.rmdir(os.path.dirname(self.path))
+
+    def _start_renewing(self) -> None:
+        threading.Thread(target=self._renew, name=f"albert_hf lease {self.path}", daemon=True).start()
+
+    def _renew(self) -> None:
+        """Renew the lease every `lease_seconds / RENEWALS_PER_LEASE` until released. Once the lock file names
+        another job (this one stalled past its lease and was taken over) or is gone, say so and stop: renewing then
+        would keep alive a lease that is not ours, and `release` leaves that file alone."""
+        while not self._stop.wait(self.lease_seconds / RENEWALS_PER_LEASE):
+            problem = self._renew_once()
+            if problem is not None and not self._stop.is_set():  # not the file `release` removed meanwhile
+                logger.error(
+                    "The lock of %s is no longer this job's: %s. This job stops renewing it; another job may be "
+                    "writing into the folder, stop one of them.",
+                    os.path.dirname(self.path),
+                    problem,
+                )
+            if problem is not None:
+                return
+
+    def _renew_once(self) -> str | None:
+        """Touch the lock file (its mtime is the renewal time) if it still names this lease; None, or why not.
+        A takeover between the check and the touch would make us touch the new holder's lease: harmless, that
+        one is alive."""
+        found = read_lock(self.path)
+        if found is None:
+            return f"{self.path} was removed"
+        if found != self.holder:
+            return f"{self.path} now names another job ({_describe(found)})"
+        try:
+            os.utime(self.path)  # no times given: "now" by the clock that stamps the file (see _age_seconds)
+        except OSError as error:
+            return f"{self.path} cannot be renewed ({error})"
+        return None
 
 
 _HELD: dict[str, FolderLock] = {}
 
 
-def _this_holder() -> dict:
+def lease_seconds() -> float:
+    """The lease a lock taken now states: `ALBERT_HF_LEASE_SECONDS` (seconds, > 0), by default 600."""
+    raw = os.environ.get(LEASE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_LEASE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UserError(f"{LEASE_ENV}={raw!r}: expected a number of seconds greater than 0.")
+    return value
+
+
+def _this_holder(lease: float) -> dict:
     return {
+        # Tells two leases of one pid apart (a container restarted on the same host gets the same pid).
+        "lease_id": uuid.uuid4().hex,
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "command": _command_line(sys.argv),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "lease_seconds": lease,
     }
 
 
@@ -288,10 +369,6 @@ def _is_secret_option(arg: str) -> bool:
     return any(len(name) > len("--hub_") and secret.startswith(name) for secret in _SECRET_OPTION_NAMES)
 
 
-def _is_this_process(holder: dict) -> bool:
-    return holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname()
-
-
 def _pid_is_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -303,8 +380,8 @@ def _pid_is_alive(pid: int) -> bool:
 
 
 def read_lock(path: str) -> dict | None:
-    """The holder a lock file names (pid, host, command, started); None when there is no lock file, {} when it
-    cannot be read."""
+    """The holder a lock file names (lease_id, pid, host, command, started, lease_seconds); None when there is no lock
+    file, {} when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
             holder = json.load(handle)
@@ -315,58 +392,198 @@ def read_lock(path: str) -> dict | None:
     return holder if isinstance(holder, dict) else {}
 
 
+def _read_written(path: str) -> dict | None:
+    """`read_lock`, waiting up to half a second for a file being written: a job that has just created its lock
+    (`_try_create`) writes into it a moment later, and on a network file system other hosts see the text only
+    once the file is closed."""
+    for _ in range(10):
+        holder = read_lock(path)
+        if holder != {}:
+            return holder
+        time.sleep(0.05)
+    return holder
+
+
 def _describe(holder: dict) -> str:
     return (
         f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}: {holder.get('command')!r}"
     )
 
 
-def _try_create(path: str) -> bool:
-    """Create the lock file holding this process, atomically (fails if it exists); whether it was created."""
+def _try_create(path: str, holder: dict) -> bool:
+    """Create the lock file naming `holder`, atomically (fails if it exists); whether it was created."""
     try:
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(_this_holder(), handle)
+        handle.write(json.dumps(holder))  # one write: a reader finds the file empty or whole (see _read_written)
         handle.flush()
         os.fsync(handle.fileno())
     return True
 
 
+def _age_seconds(path: str, mtime_ns: int) -> float:
+    """Seconds since `mtime_ns`, the lock file's last renewal, by the clock that stamped it.
+
+    Staleness is judged from the file's mtime, not from a time the holder writes into it: the holder's clock and
+    ours may disagree (another node, a restored spot instance), and on a network file system the server stamps the
+    mtime, by its own clock, which may disagree with ours too. So "now" is read the same way: the mtime of a probe
+    file created beside the lock at this moment, stamped by that same server (or by this kernel, on a local disk).
+    Left is the client's attribute cache (NFS serves a stat up to about a minute old), small against the lease."""
+    probe = f"{path}.{uuid.uuid4().hex}.probe"
+    try:
+        descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except OSError:  # a folder we cannot write into: our clock is the best left
+        return time.time() - mtime_ns / 1e9
+    try:
+        now_ns = os.fstat(descriptor).st_mtime_ns
+    finally:
+        os.close(descriptor)
+        with contextlib.suppress(OSError):
+            os.remove(probe)
+    return (now_ns - mtime_ns) / 1e9
+
+
+def _remove_if_unchanged(path: str, expected: dict, mtime_ns: int | None = None) -> bool:
+    """Remove the lock file at `path` if it still names `expected` (and, with `mtime_ns`, was not renewed since);
+    whether this call removed it.
+
+    POSIX has no remove-if-unchanged, and a check followed by a remove could remove a lock another job created
+    between the two. So the file is first renamed to a name only this call uses (rename is atomic: of two jobs
+    renaming the one file, one gets it, the other finds nothing) and checked there. A file that is not the one
+    judged (another job took over or started between our look and our rename, or the holder renewed its lease) is
+    put back with link, which fails rather than replace a lock created at `path` meanwhile."""
+    if read_lock(path) != expected:
+        return False
+    aside = f"{path}.{uuid.uuid4().hex}.aside"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return False
+    try:
+        unchanged = read_lock(aside) == expected and mtime_ns in (None, os.stat(aside).st_mtime_ns)
+        if not unchanged:
+            _put_back(aside, path)
+        return unchanged
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(aside)
+
+
+def _put_back(aside: str, path: str) -> None:
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        logger.error("Could not put back the lock %s moved aside by mistake: a new lock was created meanwhile.", path)
+    except OSError:  # a file system without hard links
+        if not os.path.exists(path):
+            os.rename(aside, path)
+
+
+@dataclass
+class _Found:
+    """A lock file found in the way: the holder it names and how long ago it was last renewed."""
+
+    holder: dict
+    mtime_ns: int
+    age: float
+
+    @property
+    def lease(self) -> float | None:
+        """The lease the holder stated; None for a lock of an older albert_hf, which does not renew its lock."""
+        lease = self.holder.get("lease_seconds")
+        return float(lease) if isinstance(lease, (int, float)) and lease > 0 else None
+
+    def expired(self) -> bool:
+        return self.lease is not None and self.age > self.lease
+
+    def renewal(self) -> str:
+        """When the lease was last renewed and when it expires, as times of this machine's clock."""
+        renewed = time.time() - self.age
+        text = f"last renewed {_utc(renewed)} ({self.age:.0f} s ago)"
+        if self.lease is None:
+            return text
+        return (
+            f"{text}, lease {self.lease:g} s {'expired' if self.expired() else 'expires'} {_utc(renewed + self.lease)}"
+        )
+
+
+def _utc(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(round(seconds), datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _find(path: str) -> _Found | None:
+    holder = _read_written(path)
+    try:
+        mtime_ns = os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        return None
+    if holder is None:
+        return None
+    return _Found(holder, mtime_ns, _age_seconds(path, mtime_ns))
+
+
+def _verdict(found: _Found) -> str:
+    """ "gone" (a dead holder on this host: take over at once), "expired" (take over), or "live" (refuse)."""
+    holder = found.holder
+    if holder.get("host") == socket.gethostname():
+        # Our own pid on a lock that is not our lease (those `acquire_lock` keeps) is an earlier process with the
+        # same pid: a container restarted on this host.
+        if holder["pid"] == os.getpid() or not _pid_is_alive(holder["pid"]):
+            return "gone"
+        return "live"  # alive here, even past its lease: stopped (SIGSTOP, a suspended job) rather than gone
+    return "expired" if found.expired() else "live"
+
+
+def _refusal(folder: str, path: str, found: _Found) -> FolderInUseError:
+    if found.lease is None and found.holder.get("host") != socket.gethostname():
+        after = f"if that job is gone (it ran on another machine), remove {path}."
+    else:
+        after = f"if that job is gone, the folder is free once its lease expires, or at once when {path} is removed."
+    return FolderInUseError(
+        f"--output_dir {folder} is in use by another job ({_describe(found.holder)}; {found.renewal()}). Wait for "
+        f"it to finish or pass another --output_dir; {after}"
+    )
+
+
 def acquire_lock(folder: str) -> FolderLock:
-    """Take the lock of `folder` (created if absent) for this process, or raise `FolderInUseError` naming the job
-    holding it. A lock of this very process is kept; one of a dead process on this host is taken over."""
+    """Take the lease on `folder`'s lock (the folder is created if absent) for this process and keep renewing it
+    until `release`, or raise `FolderInUseError` naming the job holding it. A lease of this very process is kept;
+    the lock of a dead process on this host, and a lease not renewed for longer than it states (on any host), are
+    taken over with a warning."""
+    lease = lease_seconds()  # a bad value refused before anything is created
     created_folder = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK_NAME)
+    held = _HELD.get(path)
+    if held is not None and held.is_held():
+        return held
+    holder = _this_holder(lease)
     for _ in range(3):  # a lock removed between our attempts: try again
-        if _try_create(path):
-            break
-        holder = read_lock(path)
-        if holder is None:
+        if _try_create(path, holder):
+            lock = _HELD[path] = FolderLock(path, created_folder, holder)
+            lock._start_renewing()
+            return lock
+        found = _find(path)
+        if found is None:
             continue
-        if not isinstance(holder.get("pid"), int) or holder["pid"] <= 0:
+        if not isinstance(found.holder.get("pid"), int) or found.holder["pid"] <= 0:
             raise FolderInUseError(
                 f"--output_dir {folder} has a lock file {path} that cannot be read. If no job is writing into "
                 "this folder, remove that file and start again."
             )
-        if _is_this_process(holder):
-            break
-        if holder.get("host") != socket.gethostname() or _pid_is_alive(holder["pid"]):
-            raise FolderInUseError(
-                f"--output_dir {folder} is in use by another job ({_describe(holder)}). Wait for it to finish or "
-                f"pass another --output_dir; if that job is gone (it ran on another machine), remove {path}."
+        verdict = _verdict(found)
+        if verdict == "live":
+            raise _refusal(folder, path, found)
+        # Of several jobs taking over one stale lock at once, one removes it (`_remove_if_unchanged`) and the
+        # atomic create above lets one job in: the others find its fresh lease and are refused.
+        if _remove_if_unchanged(path, found.holder, found.mtime_ns):
+            gone = "a job that is gone" if verdict == "gone" else "a job whose lease expired"
+            logger.warning(
+                "Taking over the lock of %s from %s (%s; %s).", folder, gone, _describe(found.holder), found.renewal()
             )
-        logger.warning("Taking over the lock of %s from a job that is gone (%s).", folder, _describe(holder))
-        # Only if it still names the dead job: another job taking over at the same time may have replaced it.
-        if read_lock(path) == holder:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-    else:
-        raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
-    lock = _HELD.setdefault(path, FolderLock(path, created_folder))
-    return lock
+    raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
 
 
 def release_held_locks() -> None:
