@@ -194,37 +194,46 @@ def _add_option(group, item: dataclasses.Field, kind: Any, recipe: Mapping[str, 
     """`item` as `HfArgumentParser` declares it: its option strings (aliases and `--no_<name>` included), its value
     and its help, ending with its range and its default."""
     kind = _without_none(kind)
-    metadata = item.metadata
-    default = _default(item)
-    from_recipe = item.name in recipe
-    if from_recipe:
-        default = recipe[item.name]
-    aliases = metadata.get("aliases", [])
+    aliases = item.metadata.get("aliases", [])
     names = [f"--{item.name}", *([aliases] if isinstance(aliases, str) else aliases)]
-    help_text = (metadata.get("help") or "").rstrip()
-    if RANGE in metadata:
-        help_text += f" ({metadata[RANGE].describe()})"
-    choices = metadata.get("choices") or (typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None)
-    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-        help_text += " (required)"
-    elif default is not None and not (kind is bool and default is False):
-        source = f", from the {recipe_name} recipe" if from_recipe and item.name != "recipe" else ""
-        help_text += f" (default: {_shown(default)}{source})"
-    help_text = help_text.replace("%", "%%").replace("%%%%", "%%")  # the fields' help is written for argparse
-    options: dict[str, Any] = {"help": help_text.strip(), "dest": item.name}
+    options: dict[str, Any] = {"help": _option_help(item, kind, recipe, recipe_name), "dest": item.name}
     if kind is bool:
         options.update(nargs="?", metavar="true|false")
     elif typing.get_origin(kind) is list:
         options.update(nargs="+", metavar=item.name.upper())
+    choices = item.metadata.get("choices") or (
+        typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
+    )
     if choices:
         listed = ",".join(map(str, choices))
-        if len(listed) < 30:
+        if len(listed) < 40:
             options["metavar"] = "{" + listed + "}"
         else:  # too long to repeat for each value of a list
-            options["help"] += f" Choices: {', '.join(map(str, choices))}."
+            options["help"] += _escaped(f" Choices: {', '.join(map(str, choices))}.")
     group.add_argument(*names, **options)
     if kind is bool and item.default is True:
         group.add_argument(f"--no_{item.name}", action="store_true", help=f"turn off --{item.name}")
+
+
+def _option_help(item: dataclasses.Field, kind: Any, recipe: Mapping[str, Any], recipe_name: str | None) -> str:
+    """The field's help, then its range and its default for this job (the recipe's value where the recipe sets it).
+    The field's help is written for argparse (a `%` doubled), as the job's parser reads it; what is added is
+    escaped."""
+    text = (item.metadata.get("help") or "").rstrip()
+    if RANGE in item.metadata:
+        text += _escaped(f" ({item.metadata[RANGE].describe()})")
+    default = recipe[item.name] if item.name in recipe else _default(item)
+    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+        text += " (required)"
+    elif default is not None and not (kind is bool and default is False):
+        source = f", from the {recipe_name} recipe" if item.name in recipe and item.name != "recipe" else ""
+        text += _escaped(f" (default: {_shown(default)}{source})")
+    return text.strip()
+
+
+def _escaped(text: str) -> str:
+    """`text` as argparse prints it verbatim (it formats help strings with `%`)."""
+    return text.replace("%", "%%")
 
 
 def _without_none(kind: Any) -> Any:

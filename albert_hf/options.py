@@ -211,7 +211,8 @@ QUANTIZE_CHOICES = ("int8",)
 
 def train_tokenizer_parser() -> argparse.ArgumentParser:
     """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
-    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `albert_hf.vocabulary.run_train_tokenizer` does the work)."""
+    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `albert_hf.vocabulary.run_train_tokenizer` does the
+    work)."""
     parser = RefusingParser(prog="albert-hf train-tokenizer", description=TRAIN_TOKENIZER_DESCRIPTION)
     parser.add_argument(
         "inputs",
