@@ -303,7 +303,7 @@ def test_handlers_exist_only_during_train_and_a_signal_after_the_last_step_is_ra
 def test_sigusr1_stops_with_status_138_after_the_checkpoint_of_its_step(tmp_path, recorded_sigterm):
     trainer = Trainer(
         model=tiny_classifier(),
-        args=tiny_arguments(tmp_path, max_steps=6, save_steps=100),
+        args=tiny_arguments(tmp_path, max_steps=6, save_strategy="no"),  # a preempted run saves all the same
         train_dataset=RandomSequences(),
         callbacks=[SendSignal(signal.SIGUSR1, step=2)],
     )
@@ -332,3 +332,92 @@ def test_transformers_jit_checkpoint_is_refused_beside_it(tmp_path, recorded_sig
             trainer.train()
     finally:
         signal.signal(signal.SIGTERM, recorder)  # transformers installed its own handler when the Trainer was built
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Two processes: the rank that got the signal and the one that did not stop at the same step
+# --------------------------------------------------------------------------------------------------------------------
+
+TWO_RANK_CHILD = """
+    import json, os, sys, time
+    from pathlib import Path
+
+    sys.path.insert(0, {tests!r})
+    import torch
+    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from transformers import Trainer, TrainerCallback
+
+    from albert_hf.errors import StoppedBySignal
+    from albert_hf.training.preemption import CheckpointOnSignal
+
+    output_dir, go_on = Path({output_dir!r}), Path({go_on!r})
+
+
+    class WaitInStep4(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                print(f"rank {{args.process_index}} pid {{os.getpid()}} waiting in step 4", flush=True)
+                deadline = time.monotonic() + 120
+                while not go_on.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+
+
+    stop_on_signal = CheckpointOnSignal()
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(output_dir, max_steps=8, save_steps=100),
+        train_dataset=RandomSequences(),
+        callbacks=[WaitInStep4(), stop_on_signal],
+    )
+    trainer.train()
+    rank = trainer.args.process_index
+    try:
+        stop_on_signal.raise_if_stopped()
+        status, stopped = 0, None
+    except StoppedBySignal as stop:
+        status, stopped = stop.exit_status, str(stop)
+    record = {{"world_size": trainer.args.world_size, "stopped": stopped, "received": stop_on_signal.received}}
+    (output_dir / f"rank{{rank}}.json").write_text(json.dumps(record))
+    torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(status)
+"""
+
+
+@pytest.mark.distributed  # two processes under torchrun: about 30 s
+def test_a_signal_to_one_rank_stops_both_at_the_same_step_with_one_checkpoint(tmp_path):
+    output_dir, go_on = tmp_path / "stopped", tmp_path / "signal-sent"
+    script = tmp_path / "two_ranks.py"
+    tests = str(REPO_ROOT / "tests")
+    script.write_text(textwrap.dedent(TWO_RANK_CHILD.format(tests=tests, output_dir=str(output_dir), go_on=str(go_on))))
+    environment = {**child_environment(), "OMP_NUM_THREADS": "1"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
+        environment.pop(name, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
+    # A session of its own: if the ranks disagree they hang in a collective, and the test ends them all at once.
+    launcher = subprocess.Popen(
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    lines = []
+    for line in launcher.stdout:
+        lines.append(line)
+        waiting = re.match(r"rank 1 pid (\d+) waiting in step 4", line)
+        if waiting:
+            os.kill(int(waiting.group(1)), signal.SIGTERM)  # rank 1 only, as a node's own scheduler daemon would
+            go_on.touch()
+            break
+    try:
+        output = "".join(lines) + launcher.communicate(timeout=240)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(launcher.pid, signal.SIGKILL)
+        pytest.fail("the ranks did not stop together (hung in a collective):\n" + "".join(lines)[-3000:])
+    assert launcher.returncode != 0, output[-3000:]  # torchrun reports its workers' status 143 as a failure
+
+    records = [json.loads((output_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert [record["world_size"] for record in records] == [2, 2]
+    assert [record["received"] for record in records] == [None, signal.SIGTERM]
+    checkpoint = output_dir / "checkpoint-4"
+    for record in records:
+        assert record["stopped"].startswith(f"stopped by SIGTERM at step 4: {checkpoint} written"), record
+    assert sorted(path.name for path in output_dir.glob("checkpoint-*")) == ["checkpoint-4"]
+    assert checkpoint_problem(checkpoint, world_size=2) is None  # both ranks' RNG states in it
