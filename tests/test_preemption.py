@@ -161,8 +161,11 @@ def test_glue_stopped_by_sigterm_checkpoints_its_step_and_writes_no_results(shar
 # A plain transformers.Trainer with the callback
 # --------------------------------------------------------------------------------------------------------------------
 
-PLAIN_TRAINER_CHILD = """
-    import sys, time
+# The child: a plain Trainer with the callback, one process or one per rank under torchrun. Each rank says, inside
+# step 4 (before its batch), its pid, then waits until the test has sent the signal; after train() it writes what it
+# saw to rank<N>.json and exits with the status of the StoppedBySignal (0 without one).
+TRAINER_CHILD = """
+    import json, os, sys, time
     from pathlib import Path
 
     sys.path.insert(0, {tests!r})
@@ -177,73 +180,92 @@ PLAIN_TRAINER_CHILD = """
 
 
     class WaitInStep4(TrainerCallback):
-        # In step 4, before its batch: say so, then wait until the test has sent the signal.
         def on_step_begin(self, args, state, control, **kwargs):
             if state.global_step == 3:
-                print("waiting in step 4", flush=True)
+                print(f"rank {{args.process_index}} pid {{os.getpid()}} waiting in step 4", flush=True)
                 deadline = time.monotonic() + 120
                 while not go_on.exists() and time.monotonic() < deadline:
                     time.sleep(0.01)
 
 
     stop_on_signal = CheckpointOnSignal()
-    arguments = tiny_arguments(output_dir, max_steps=8, save_steps=100)
     trainer = Trainer(
         model=tiny_classifier(),
-        args=arguments,
+        args=tiny_arguments(output_dir, max_steps=8, save_steps=100),
         train_dataset=RandomSequences(),
         callbacks=[WaitInStep4(), stop_on_signal],
     )
     trainer.train()
     try:
         stop_on_signal.raise_if_stopped()
+        status, stopped = 0, None
     except StoppedBySignal as stop:
-        print(stop, flush=True)
-        sys.exit(stop.exit_status)
-    trainer.save_model()
+        status, stopped = stop.exit_status, str(stop)
+    if not stopped:
+        trainer.save_model()
+    record = {{"world_size": trainer.args.world_size, "stopped": stopped, "received": stop_on_signal.received}}
+    (output_dir / f"rank{{trainer.args.process_index}}.json").write_text(json.dumps(record))
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(status)
 """
 
 
-def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrived_in(tmp_path):
-    output_dir, go_on = tmp_path / "stopped", tmp_path / "signal-sent"
-    script = tmp_path / "plain_trainer.py"
-    tests = str(REPO_ROOT / "tests")
-    script.write_text(
-        textwrap.dedent(PLAIN_TRAINER_CHILD.format(tests=tests, output_dir=str(output_dir), go_on=str(go_on)))
-    )
+def signal_trainer_child(tmp_path: Path, launcher: list[str], rank: int, **env: str) -> tuple[int, str, Path]:
+    """Run [`TRAINER_CHILD`] under `launcher` (in a session of its own), send SIGTERM to `rank` alone while every rank
+    waits in step 4, then let them go on: (exit status, output, output folder). If the ranks disagree they hang in
+    a collective: the test then ends them all and fails."""
+    output_dir, go_on, script = tmp_path / "stopped", tmp_path / "signal-sent", tmp_path / "trainer_child.py"
+    paths = dict(tests=str(REPO_ROOT / "tests"), output_dir=str(output_dir), go_on=str(go_on))
+    script.write_text(textwrap.dedent(TRAINER_CHILD.format(**paths)))
+    environment = {**child_environment(), **env}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
+        environment.pop(name, None)
     child = subprocess.Popen(
-        [sys.executable, str(script)],
-        env=child_environment(),
+        [*launcher, str(script)],
+        env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
     lines = []
     for line in child.stdout:
         lines.append(line)
-        if line.startswith("waiting in step 4"):
-            os.kill(child.pid, signal.SIGTERM)
+        waiting = re.match(rf"rank {rank} pid (\d+) waiting in step 4", line)
+        if waiting:
+            os.kill(int(waiting.group(1)), signal.SIGTERM)
             go_on.touch()
             break
-    output = "".join(lines) + child.communicate(timeout=600)[0]
-    assert child.returncode == 143, output[-3000:]
+    try:
+        output = "".join(lines) + child.communicate(timeout=240)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        pytest.fail("the ranks did not stop together (hung in a collective):\n" + "".join(lines)[-3000:])
+    return child.returncode, output, output_dir
+
+
+def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrived_in(tmp_path):
+    status, output, output_dir = signal_trainer_child(tmp_path, [sys.executable], rank=0)
+    assert status == 143, output[-3000:]
     checkpoint = output_dir / "checkpoint-4"
-    assert f"stopped by SIGTERM at step 4: {checkpoint} written" in output
+    record = json.loads((output_dir / "rank0.json").read_text())
+    assert record["stopped"].startswith(f"stopped by SIGTERM at step 4: {checkpoint} written"), record
     assert get_last_checkpoint(str(output_dir)) == str(checkpoint)
     assert checkpoint_problem(checkpoint) is None
     assert not (output_dir / "model.safetensors").exists()
 
     # The uninterrupted run's checkpoint of step 4 holds the same model and optimizer state.
-    reference = Trainer(
+    reference = tmp_path / "reference"
+    Trainer(
         model=tiny_classifier(),
-        args=tiny_arguments(tmp_path / "reference", max_steps=8, save_steps=4),
+        args=tiny_arguments(reference, max_steps=8, save_steps=4),
         train_dataset=RandomSequences(),
-    )
-    reference.train()
-    assert_same_weights(tmp_path / "reference" / "checkpoint-4" / "model.safetensors", checkpoint / "model.safetensors")
+    ).train()
+    assert_same_weights(reference / "checkpoint-4" / "model.safetensors", checkpoint / "model.safetensors")
     optimizers = [
-        torch.load(run / "optimizer.pt", weights_only=True)
-        for run in (tmp_path / "reference" / "checkpoint-4", checkpoint)
+        torch.load(run / "optimizer.pt", weights_only=True) for run in (reference / "checkpoint-4", checkpoint)
     ]
     for index, state in optimizers[0]["state"].items():
         for key, value in state.items():
@@ -303,7 +325,7 @@ def test_handlers_exist_only_during_train_and_a_signal_after_the_last_step_is_ra
 def test_sigusr1_stops_with_status_138_after_the_checkpoint_of_its_step(tmp_path, recorded_sigterm):
     trainer = Trainer(
         model=tiny_classifier(),
-        args=tiny_arguments(tmp_path, max_steps=6, save_steps=100),
+        args=tiny_arguments(tmp_path, max_steps=6, save_strategy="no"),  # a preempted run saves all the same
         train_dataset=RandomSequences(),
         callbacks=[SendSignal(signal.SIGUSR1, step=2)],
     )
@@ -332,3 +354,25 @@ def test_transformers_jit_checkpoint_is_refused_beside_it(tmp_path, recorded_sig
             trainer.train()
     finally:
         signal.signal(signal.SIGTERM, recorder)  # transformers installed its own handler when the Trainer was built
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Two processes: the rank that got the signal and the one that did not stop at the same step
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.distributed  # two processes under torchrun: about 30 s
+def test_a_signal_to_one_rank_stops_both_at_the_same_step_with_one_checkpoint(tmp_path):
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    # Rank 1 only, as the scheduler's daemon of one node of a multi-node job would.
+    status, output, output_dir = signal_trainer_child(tmp_path, torchrun, rank=1, OMP_NUM_THREADS="1")
+    assert status != 0, output[-3000:]  # torchrun reports its workers' status 143 as a failure
+
+    records = [json.loads((output_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert [record["world_size"] for record in records] == [2, 2]
+    assert [record["received"] for record in records] == [None, signal.SIGTERM]
+    checkpoint = output_dir / "checkpoint-4"
+    for record in records:
+        assert record["stopped"].startswith(f"stopped by SIGTERM at step 4: {checkpoint} written"), record
+    assert sorted(path.name for path in output_dir.glob("checkpoint-*")) == ["checkpoint-4"]
+    assert checkpoint_problem(checkpoint, world_size=2) is None  # both ranks' RNG states in it
