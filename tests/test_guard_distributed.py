@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -27,7 +28,11 @@ from distributed_helpers import (
 )
 from trainer_parity import deepspeed_config
 
+import albert_hf.pretraining.trainer as pretraining_trainer
+from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForPreTraining
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.training.divergence import unsupported_engine
 
 GLOBAL_BATCH, STEPS, SEQ_LEN, BAD_STEP = 8, 6, 12, 4
 
@@ -81,3 +86,44 @@ def test_nan_on_one_process_rolls_back_and_ends_as_the_run_without_those_batches
     assert max_difference(reference, {key: initial[key] for key in reference}) > 1e-3  # training moved the weights
     difference = max_difference(guarded, reference)
     assert difference == 0, f"{engine}: the guarded run ends {difference} away from the run without those batches"
+
+
+# ---- engines the guard does not cover: refused at start, never silently unguarded --------------------------------
+
+
+def engine_of(deepspeed_stage: int | None = None, fsdp_version: int | None = None) -> SimpleNamespace:
+    """What `unsupported_engine` reads of a Trainer: its flags and accelerate's plugins."""
+    state = SimpleNamespace(
+        deepspeed_plugin=SimpleNamespace(zero_stage=deepspeed_stage),
+        fsdp_plugin=SimpleNamespace(fsdp_version=fsdp_version),
+    )
+    return SimpleNamespace(
+        is_deepspeed_enabled=deepspeed_stage is not None,
+        is_fsdp_enabled=fsdp_version is not None,
+        accelerator=SimpleNamespace(state=state),
+    )
+
+
+@pytest.mark.parametrize(
+    "engine, problem",
+    [
+        (engine_of(deepspeed_stage=0), "DeepSpeed without ZeRO (zero_optimization.stage 0) is not supported"),
+        (engine_of(fsdp_version=1), "FSDP1 is not supported: use FSDP2"),
+        (engine_of(deepspeed_stage=1), None),
+        (engine_of(deepspeed_stage=3), None),
+        (engine_of(fsdp_version=2), None),
+        (engine_of(), None),
+    ],
+)
+def test_engines_without_a_guard_are_named(engine, problem):
+    found = unsupported_engine(engine)
+    assert (found is None) if problem is None else found.startswith(problem)
+
+
+def test_the_pretraining_trainer_refuses_the_guard_on_such_an_engine(monkeypatch, tmp_path):
+    monkeypatch.setattr(pretraining_trainer, "unsupported_engine", lambda trainer: "FSDP1 is not supported")
+    arguments = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
+    with pytest.raises(UserError, match=r"^--divergence_guard: FSDP1 is not supported; or turn the guard off with"):
+        AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments)
+    guard_off = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[], divergence_guard=False)
+    assert AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=guard_off).divergence_guard is None

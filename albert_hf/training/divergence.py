@@ -140,8 +140,9 @@ class LossBook:
 
 @dataclass
 class DivergenceGuard:
-    """Per-run state of the guard; the Trainer calls [`check_step`] after each step's micro-batches, and
-    [`RollbackDivergedSteps`] calls [`maybe_rollback`] once the loop has taken the optimizer step."""
+    """Per-run state of the guard: [`RollbackDivergedSteps`] calls [`begin_step`] before a step's first micro-batch
+    and [`maybe_rollback`] once the loop has taken the optimizer step; the Trainer calls [`add_micro_batch`] with each
+    micro-batch's loss and [`check_step`] after the step's last one."""
 
     config: DivergenceGuardConfig = field(default_factory=DivergenceGuardConfig)
     history: deque = field(default_factory=deque)
@@ -152,7 +153,7 @@ class DivergenceGuard:
     _step_loss: torch.Tensor | None = None
     _bad: str | None = None
     _bad_step: int = 0
-    _losses: LossBook = field(default_factory=lambda: LossBook())
+    losses: LossBook = field(default_factory=lambda: LossBook())  # what the next logs must say
 
     def __post_init__(self):
         self.history = deque(self.history, maxlen=self.config.window)
@@ -188,10 +189,10 @@ class DivergenceGuard:
             self._bad_step = trainer.state.global_step + 1
             return
         self.history.append(value)
-        self._losses.add(trainer.state.global_step + 1, value)
+        self.losses.add(trainer.state.global_step + 1, value)
         if pending is not None:  # the state this step started from was judged good by its loss
             self._snapshot = pending
-            self._losses.forget_before(pending.step)
+            self.losses.forget_before(pending.step)
 
     # ---- after the optimizer step -----------------------------------------------------------------------------------
 
@@ -212,7 +213,7 @@ class DivergenceGuard:
             )
         skipped = self._bad_step - snapshot.step
         restore_snapshot(trainer, snapshot)
-        self._losses.undo_after(snapshot.step)
+        self.losses.undo_after(snapshot.step)
         scale = self.config.lr_factor ** (self.rollbacks - snapshot.rollbacks)
         if scale != 1.0:
             scale_learning_rate(trainer, scale)
@@ -426,7 +427,7 @@ class RollbackDivergedSteps(TrainerCallback):
             # Trainer appends a copy of `logs` (plus "step") to the history just before calling `on_log`.
             last = state.log_history[-1] if state.log_history else None
             logged = last if last is not None and last.get("step") == state.global_step else None
-            guard._losses.correct(logs, logged)
+            guard.losses.correct(logs, logged)
 
 
 def add_rollback_callback(trainer) -> None:
