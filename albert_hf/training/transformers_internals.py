@@ -111,21 +111,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "the step of the last training log, moved back with a rollback so the next log averages over the right steps",
         "no public counter of the logging window",
     ),
-    InternalName(
-        "Trainer._load_from_checkpoint",
-        "call",
-        "loading a finished run's weights when a relaunch has nothing left to train, so the job saves the trained "
-        "model, not a fresh one",
-        "Trainer loads checkpoint weights only inside `train()`, which would train a step",
-        ("resume_from_checkpoint", "model"),
-    ),
-    InternalName(
-        "Trainer._save",
-        "call",
-        "writing the gathered full weights, config and tokenizer of an FSDP model (`save_model`)",
-        "the public `save_model` writes nothing under FSDP with a sharded state dict",
-        ("output_dir", "state_dict"),
-    ),
 )
 
 
@@ -179,16 +164,6 @@ def forget_unlogged_loss(trainer: Trainer, last_logged_step: int) -> None:
     """Drop the loss summed since the last training log, and count the next logging window from `last_logged_step`."""
     trainer._tr_loss = torch.zeros_like(trainer._tr_loss)
     trainer._globalstep_last_logged = last_logged_step
-
-
-def load_checkpoint_weights(trainer: Trainer, checkpoint: str) -> None:
-    """Trainer's own loading of a checkpoint's weights into its model."""
-    Trainer._load_from_checkpoint(trainer, checkpoint)
-
-
-def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any]) -> None:
-    """Trainer's `_save`: weights from `state_dict`, config, tokenizer and training arguments into `output_dir`."""
-    Trainer._save(trainer, output_dir, state_dict=state_dict)
 
 
 @contextlib.contextmanager
