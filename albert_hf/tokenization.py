@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import functools
 import itertools
 import json
@@ -486,6 +487,10 @@ class _JoinAfterAddedTokens:
         pretokenized.split(split)
 
 
+def _write_nothing(path: str, pretty: bool = True) -> None:
+    """`_Backend.save` inside `_Backend.tokenizer_json_left_out`."""
+
+
 class _Backend:
     """transformers' backend tokenizer for `AlbertHFTokenizer`: four `tokenizers.Tokenizer` routes, and each text
     encoded by the cheapest one that gives the original's tokens.
@@ -567,6 +572,7 @@ class _Backend:
         own(self, "_ascii_screens", self._build_ascii_screens())
         own(self, "_screens_cache", (None, None))
         own(self, "_lock", threading.RLock())
+        own(self, "_saving", threading.local())  # inside `tokenizer_json_left_out`, per thread
 
     # -- which pipeline each text takes ------------------------------------------------------------------------------
 
@@ -705,6 +711,19 @@ class _Backend:
             _pad_to_longest(encodings, padding)
         return encodings
 
+    @contextlib.contextmanager
+    def tokenizer_json_left_out(self) -> Iterator[None]:
+        """For the duration, in this thread, `save` (transformers' `save_pretrained` asking for a `tokenizer.json`)
+        writes nothing: no `tokenizer.json` can hold the Python steps, and one of the Rust steps alone would load
+        (with `tokenizers` or `PreTrainedTokenizerFast`) as a tokenizer that differs from the original on some texts.
+        `AlbertHFTokenizer.save_pretrained` writes `spiece.model` instead, from which the whole pipeline is rebuilt.
+        Anywhere else `save` is not routed, and raises."""
+        self._saving.active = True
+        try:
+            yield
+        finally:
+            self._saving.active = False
+
     # -- everything else: read from the exact route, or set on every route ------------------------------------------
 
     def __getattr__(self, name: str) -> Any:
@@ -715,6 +734,8 @@ class _Backend:
             return getattr(routes["exact"], name)
         if name in self._BROADCAST:
             return functools.partial(self._broadcast, name)
+        if name == "save" and getattr(self.__dict__["_saving"], "active", False):
+            return _write_nothing
         raise AttributeError(
             f"AlbertHFTokenizer's backend does not route `{name}`: it answers only the attributes it keeps exact "
             f"({', '.join(sorted(self._READS | self._BROADCAST | {'encode', 'encode_batch'}))}); encode through the "
@@ -1121,15 +1142,28 @@ class AlbertHFTokenizer(TokenizersBackend):
             file.write(self.sp_model_proto)
         return (path,)
 
-    def _save_pretrained(
+    def save_pretrained(
         self,
         save_directory: str | os.PathLike,
-        file_names: tuple[str, ...],
         legacy_format: bool | None = None,
         filename_prefix: str | None = None,
+        push_to_hub: bool = False,
+        **kwargs: Any,
     ) -> tuple[str, ...]:
-        """Write `spiece.model` and keep tokens added with `add_tokens` in `tokenizer_config.json` (no tokenizer.json)."""
-        config_file = next(name for name in file_names if name.endswith("tokenizer_config.json"))
+        """transformers' save, with `spiece.model` instead of a `tokenizer.json` (see
+        `_Backend.tokenizer_json_left_out`), and the tokens added with `add_tokens` kept in `tokenizer_config.json`:
+        transformers leaves them out of it for a tokenizer whose `tokenizer.json` holds them. With `push_to_hub`, the
+        upload starts once every file is written."""
+        with self.backend_tokenizer.tokenizer_json_left_out():
+            saved = super().save_pretrained(
+                save_directory,
+                legacy_format=legacy_format,
+                filename_prefix=filename_prefix,
+                push_to_hub=False,
+                **kwargs,
+            )
+        prefix = filename_prefix + "-" if filename_prefix else ""
+        config_file = os.path.join(save_directory, prefix + "tokenizer_config.json")
         with open(config_file, encoding="utf-8") as file:
             config = json.load(file)
         config["added_tokens_decoder"] = {
@@ -1137,7 +1171,14 @@ class AlbertHFTokenizer(TokenizersBackend):
         }
         with open(config_file, "w", encoding="utf-8") as file:
             file.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        return file_names + self.save_vocabulary(str(save_directory), filename_prefix)
+        not_written = os.path.join(save_directory, prefix + VOCAB_FILES_NAMES["tokenizer_file"])
+        saved = tuple(name for name in saved if name != not_written)
+        saved += self.save_vocabulary(str(save_directory), filename_prefix)
+        if push_to_hub:
+            repo_id = kwargs.get("repo_id", str(save_directory).split(os.path.sep)[-1])
+            hub_options = {name: kwargs[name] for name in ("commit_message", "private", "token") if name in kwargs}
+            self.push_to_hub(repo_id, **hub_options)
+        return saved
 
 
 __all__ = [

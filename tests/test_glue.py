@@ -547,31 +547,39 @@ def test_file_arguments_choose_splits(tmp_path):
         load_glue_splits(task, data_args, glue_args, ["train", "validation_matched"])
 
 
-def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
-    """transformers also length-groups (and shuffles) evaluation with group_by_length; prediction files need order."""
-    from albert_hf.configuration import AlbertConfig
-    from albert_hf.modeling import AlbertForSequenceClassification
-    from albert_hf.training.trainer import FineTuningTrainer
-
-    lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 3
-    dataset = Dataset.from_list([{"input_ids": [i] * n, "label": 0} for i, n in enumerate(lengths)])
-    args = TrainingArguments(
+def _group_by_length_arguments(tmp_path) -> TrainingArguments:
+    """Evaluation batches of 4 on the CPU, training length-grouped: what transformers also applies to evaluation."""
+    return TrainingArguments(
         output_dir=str(tmp_path),
         per_device_eval_batch_size=4,
         report_to="none",
         train_sampling_strategy="group_by_length",
         use_cpu=True,
     )
+
+
+def _tiny_classifier(num_labels: int):
+    import torch
+
+    from albert_hf.configuration import AlbertConfig
+    from albert_hf.modeling import AlbertForSequenceClassification
+
+    torch.manual_seed(0)
     config = AlbertConfig(
-        vocab_size=64,
-        embedding_size=8,
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=16,
-        num_hidden_layers=1,
-    )
-    model = AlbertForSequenceClassification(config)
-    trainer = FineTuningTrainer(model=model, args=args, data_collator=lambda rows: rows)
+        vocab_size=64, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=16,
+        num_hidden_layers=1, num_labels=num_labels,
+    )  # fmt: skip
+    return AlbertForSequenceClassification(config)
+
+
+def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
+    """transformers also length-groups (and shuffles) evaluation with group_by_length; prediction files need order."""
+    from albert_hf.training.trainer import FineTuningTrainer
+
+    lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 3
+    dataset = Dataset.from_list([{"input_ids": [i] * n, "label": 0} for i, n in enumerate(lengths)])
+    args = _group_by_length_arguments(tmp_path)
+    trainer = FineTuningTrainer(model=_tiny_classifier(2), args=args, data_collator=lambda rows: rows)
     order = [row["input_ids"][0] for batch in trainer.get_eval_dataloader(dataset) for row in batch]
     assert order == list(range(len(lengths)))
 
@@ -582,8 +590,6 @@ def test_predictions_line_up_with_their_examples_under_group_by_length(tmp_path)
     import torch
     from transformers import Trainer
 
-    from albert_hf.configuration import AlbertConfig
-    from albert_hf.modeling import AlbertForSequenceClassification
     from albert_hf.training.trainer import FineTuningTrainer
 
     lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 2
@@ -591,19 +597,8 @@ def test_predictions_line_up_with_their_examples_under_group_by_length(tmp_path)
     dataset = Dataset.from_list(
         [{"input_ids": [(5 * i + j) % 60 + 4 for j in range(n)], "label": i} for i, n in enumerate(lengths)]
     )
-    args = TrainingArguments(
-        output_dir=str(tmp_path),
-        per_device_eval_batch_size=4,
-        report_to="none",
-        train_sampling_strategy="group_by_length",
-        use_cpu=True,
-    )
-    config = AlbertConfig(
-        vocab_size=64, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=16,
-        num_hidden_layers=1, num_labels=len(lengths),
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = AlbertForSequenceClassification(config).eval()
+    args = _group_by_length_arguments(tmp_path)
+    model = _tiny_classifier(len(lengths)).eval()
     collator = _pad
     output = FineTuningTrainer(model=model, args=args, data_collator=collator).predict(dataset)
     assert output.label_ids.tolist() == list(range(len(lengths)))

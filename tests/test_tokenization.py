@@ -555,6 +555,52 @@ def test_save_and_reload_round_trip(tokenizer, tmp_path):
     assert len(reloaded) == len(tokenizer)
 
 
+def test_save_writes_spiece_model_and_the_added_tokens_and_no_tokenizer_json(tokenizer, spiece_model, tmp_path):
+    """The files a save writes and returns: the SentencePiece model byte for byte, and tokenizer_config.json with
+    every added token (normal and special, with their flags), read back into the same tokenizer; no tokenizer.json,
+    which could hold only the Rust steps of the pipeline."""
+    tokenizer = copy.deepcopy(tokenizer)
+    tokenizer.add_tokens(["brandnewtoken", AddedToken("[LSTRIP]", lstrip=True, normalized=False)])
+    tokenizer.add_special_tokens({"additional_special_tokens": ["[EXTRA]"]})
+    returned = tokenizer.save_pretrained(tmp_path)
+    assert returned == (str(tmp_path / "tokenizer_config.json"), str(tmp_path / "spiece.model"))
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "spiece.model",
+        "tokenization.py",
+        "tokenizer_config.json",
+    ]
+    assert (tmp_path / "spiece.model").read_bytes() == spiece_model.read_bytes()
+    saved = json.loads((tmp_path / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+    expected = {str(index): token.__getstate__() for index, token in tokenizer.added_tokens_decoder.items()}
+    assert saved == expected and {"brandnewtoken", "[LSTRIP]", "[EXTRA]"} <= {t["content"] for t in saved.values()}
+    reloaded = AlbertHFTokenizer.from_pretrained(tmp_path)
+    texts = [*TEXTS, "a brandnewtoken b", "x [LSTRIP] y [EXTRA]"]
+    assert reloaded(texts)["input_ids"] == tokenizer(texts)["input_ids"]
+    assert reloaded.added_tokens_decoder == tokenizer.added_tokens_decoder
+
+    tokenizer.save_pretrained(tmp_path / "prefixed", filename_prefix="mine")
+    assert sorted(path.name for path in (tmp_path / "prefixed").iterdir()) == [
+        "mine-spiece.model", "mine-tokenizer_config.json", "tokenization.py"
+    ]  # fmt: skip
+
+
+def test_save_with_push_to_hub_uploads_the_complete_folder(tokenizer, tmp_path, monkeypatch):
+    """The upload starts once spiece.model is written (transformers' own upload would start before it)."""
+    uploaded = {}
+
+    def push_to_hub(self, repo_id, **options):  # what the folder holds when the upload starts
+        files = sorted(path.name for path in (tmp_path / "local").iterdir())
+        uploaded.update(repo_id=repo_id, options=options, files=files)
+
+    monkeypatch.setattr(AlbertHFTokenizer, "push_to_hub", push_to_hub)
+    tokenizer.save_pretrained(tmp_path / "local", push_to_hub=True, repo_id="me/albert", commit_message="m", token="t")
+    assert uploaded == {
+        "repo_id": "me/albert",
+        "options": {"commit_message": "m", "token": "t"},
+        "files": ["spiece.model", "tokenization.py", "tokenizer_config.json"],
+    }
+
+
 def test_hub_style_folder(spiece_model, tokenizer, tmp_path):
     """spiece.model with the tokenizer_config.json the official ALBERT repos publish (mask token with lstrip)."""
     shutil.copy(spiece_model, tmp_path / "spiece.model")

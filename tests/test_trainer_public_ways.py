@@ -1,24 +1,30 @@
 """Behaviour that albert_hf's Trainers keep through public transformers hooks where they once used private Trainer
 names: the ALBERT schedule rebuilt by each `train()`, a fresh model built from its config (partitioned under
-ZeRO-3, with the config's dtype and attention implementation)."""
+ZeRO-3, with the config's dtype and attention implementation), a finished run's checkpoint loaded in every weights
+layout, the final save of gathered weights."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from safetensors.torch import save_file
 from transformers import TrainerCallback
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.tasks.common import ModelArguments, build_model
+from albert_hf.tokenization import AlbertHFTokenizer
+from albert_hf.training.model_files import load_checkpoint_weights, save_full_model
 
 
 @pytest.fixture(autouse=True)
@@ -155,3 +161,79 @@ def test_building_an_unregistered_class_from_a_config_names_the_problem():
 
     with pytest.raises(ValueError, match="Custom is not one of the model classes albert_hf registers"):
         build_model(Custom, ModelArguments(), tiny_classifier_config())
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A Trainer's model written and read with public functions (albert_hf/training/model_files.py)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def trained_pretraining_model() -> AlbertForPreTraining:
+    """A model whose weights differ from a fresh one's: what a finished run's checkpoint holds."""
+    model = tiny_pretraining_model()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter))
+    return model
+
+
+def checkpoint_layouts(model: AlbertForPreTraining, folder: Path) -> dict[str, Path]:
+    """The weights layouts of a Trainer checkpoint: one safetensors file, shards with an index, one torch file."""
+    layouts = {name: folder / name for name in ("whole", "sharded", "torch")}
+    model.save_pretrained(layouts["whole"])
+    model.save_pretrained(layouts["sharded"], max_shard_size="4KB")
+    layouts["torch"].mkdir()
+    torch.save(model.state_dict(), layouts["torch"] / "pytorch_model.bin")
+    assert len(list(layouts["sharded"].glob("model-*.safetensors"))) > 1
+    return layouts
+
+
+def test_a_checkpoint_of_every_layout_loads_the_trained_weights(tmp_path, caplog):
+    """Every tensor of the fresh model ends equal to the trained one's, the decoder tied to the word embeddings
+    (left out of the safetensors files) included, with no warning about missing tensors."""
+    trained = trained_pretraining_model()
+    for layout, folder in checkpoint_layouts(trained, tmp_path).items():
+        fresh = tiny_pretraining_model()
+        with caplog.at_level(logging.WARNING, logger="albert_hf.training.model_files"):
+            load_checkpoint_weights(SimpleNamespace(model=fresh), str(folder))
+        assert caplog.text == "", layout
+        loaded, expected = fresh.state_dict(), trained.state_dict()
+        assert loaded.keys() == expected.keys()
+        for name in expected:
+            assert torch.equal(loaded[name], expected[name]), (layout, name)
+
+
+def test_a_checkpoint_missing_a_tensor_names_it(tmp_path, caplog):
+    weights = {
+        k: v for k, v in trained_pretraining_model().state_dict().items() if k != "sop_classifier.classifier.bias"
+    }
+    weights["extra.weight"] = torch.zeros(1)
+    save_file(
+        {k: v.contiguous() for k, v in weights.items() if "decoder.weight" not in k}, tmp_path / "model.safetensors"
+    )
+    with caplog.at_level(logging.WARNING, logger="albert_hf.training.model_files"):
+        load_checkpoint_weights(SimpleNamespace(model=tiny_pretraining_model()), str(tmp_path))
+    assert "has no weights for sop_classifier.classifier.bias: they keep their initial values" in caplog.text
+    assert "decoder" not in caplog.text  # tied to the word embeddings, which were loaded
+    assert "has weights the model lacks, ignored: extra.weight" in caplog.text
+    with pytest.raises(ValueError, match="has no weights file"):
+        load_checkpoint_weights(SimpleNamespace(model=tiny_pretraining_model()), str(tmp_path / "missing"))
+
+
+def test_the_gathered_model_is_saved_with_its_config_tokenizer_and_arguments(tmp_path, spiece_model):
+    """What Trainer's own final save writes, from the given full weights (under FSDP: those gathered from the shards,
+    tests/test_lamb_distributed.py checks them against one process): they load back equal, with the tokenizer."""
+    tokenizer = AlbertHFTokenizer(vocab_file=str(spiece_model))
+    trained = trained_pretraining_model()
+    args = PretrainingArguments(output_dir=str(tmp_path / "run"), report_to=[], use_cpu=True)
+    trainer = AlbertPretrainingTrainer(model=tiny_pretraining_model(), args=args, processing_class=tokenizer)
+    save_full_model(trainer, str(tmp_path / "final"), trained.state_dict())
+    reloaded = AlbertForPreTraining.from_pretrained(tmp_path / "final")
+    for name, tensor in trained.state_dict().items():
+        assert torch.equal(reloaded.state_dict()[name], tensor), name
+    assert {"config.json", "model.safetensors", "spiece.model", "tokenizer_config.json", "training_args.bin"} <= {
+        path.name for path in (tmp_path / "final").iterdir()
+    }
+    again = AlbertHFTokenizer.from_pretrained(tmp_path / "final")
+    assert again("Hello world, 1990,")["input_ids"] == tokenizer("Hello world, 1990,")["input_ids"]
+    assert torch.load(tmp_path / "final" / "training_args.bin", weights_only=False).output_dir == args.output_dir

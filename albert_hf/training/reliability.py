@@ -75,13 +75,8 @@ from .checkpoints import (
     weights_file_problem,
 )
 from .divergence import DivergenceGuard, add_rollback_callback
-from .transformers_internals import (
-    TrainerInternalHooks,
-    load_checkpoint_weights,
-    save_full_model,
-    upload_jobs,
-    warn_about_missing_internal_names,
-)
+from .model_files import load_checkpoint_weights, save_full_model
+from .transformers_internals import TrainerInternalHooks, upload_jobs, warn_about_missing_internal_names
 
 logger = logging.getLogger(__name__)
 

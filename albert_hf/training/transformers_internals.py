@@ -99,21 +99,6 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "replaced by the identity during the one pass in which a positioned stream already starts after the batches",
         "Trainer calls accelerate's function through this module global, with no argument to turn the skip off",
     ),
-    InternalName(
-        "Trainer._load_from_checkpoint",
-        "call",
-        "loading a finished run's weights when a relaunch has nothing left to train, so the job saves the trained "
-        "model, not a fresh one",
-        "Trainer loads checkpoint weights only inside `train()`, which would train a step",
-        ("resume_from_checkpoint", "model"),
-    ),
-    InternalName(
-        "Trainer._save",
-        "call",
-        "writing the gathered full weights, config and tokenizer of an FSDP model (`save_model`)",
-        "the public `save_model` writes nothing under FSDP with a sharded state dict",
-        ("output_dir", "state_dict"),
-    ),
 )
 
 
@@ -161,16 +146,6 @@ def upload_jobs(trainer: Trainer) -> list:
     """The background upload futures Trainer keeps for its checkpoint pushes (`push_in_progress`)."""
     in_progress = getattr(trainer, "push_in_progress", None)
     return list(in_progress.jobs) if in_progress is not None else []
-
-
-def load_checkpoint_weights(trainer: Trainer, checkpoint: str) -> None:
-    """Trainer's own loading of a checkpoint's weights into its model."""
-    Trainer._load_from_checkpoint(trainer, checkpoint)
-
-
-def save_full_model(trainer: Trainer, output_dir: str, state_dict: dict[str, Any]) -> None:
-    """Trainer's `_save`: weights from `state_dict`, config, tokenizer and training arguments into `output_dir`."""
-    Trainer._save(trainer, output_dir, state_dict=state_dict)
 
 
 @contextlib.contextmanager
