@@ -31,9 +31,8 @@ from ..hub import CardInfo
 from ..options import COUNT, NON_NEGATIVE, POSITIVE, RANGE, Range
 from ..training.divergence import DivergenceGuard, DivergenceGuardConfig
 from ..training.lamb import Lamb, lamb_parameter_groups
-from ..training.reliability import ReliableTrainerMixin
 from ..training.schedules import get_albert_polynomial_decay_schedule
-from ..training.trainer import AlbertModelCardMixin
+from ..training.trainer import AlbertModelCardMixin, ReliableTrainerMixin
 from ..training.transformers_internals import mark_scheduler_created
 
 logger = logging.getLogger(__name__)
