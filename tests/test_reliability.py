@@ -654,7 +654,7 @@ def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog)
     trainer = ReliableTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
-    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.training"):
         trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-2"))
     assert f"Resuming from {two_checkpoints / 'checkpoint-2'} (step 2)." in caplog.text
     assert trainer.state.global_step == 6
@@ -760,7 +760,7 @@ def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints
     relaunched = ReliableTrainer(
         model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
     )
-    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.training"):
         result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))
     assert "already trained for 4 steps (--max_steps 4): nothing to train" in caplog.text
     assert result.global_step == relaunched.state.global_step == 4

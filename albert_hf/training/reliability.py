@@ -151,14 +151,9 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None,
         problem = marker_problem(folder)
         if problem is not None:
             return problem
-    state_file = os.path.join(folder, TRAINER_STATE_NAME)
-    if not os.path.isfile(state_file):
-        return f"{state_file} is missing (the save did not finish)"
-    try:
-        with open(state_file, encoding="utf-8") as handle:
-            json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return f"{state_file} is unreadable: {error}"
+    problem = json_file_problem(os.path.join(folder, TRAINER_STATE_NAME), "the save did not finish")
+    if problem is not None:
+        return problem
     weights = find_weights(folder)
     if weights is None:
         return f"{folder} holds no weights file (expected one of {', '.join(WEIGHTS_FILE_NAMES)})"
@@ -172,8 +167,13 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None,
 def marker_problem(folder: str) -> str | None:
     """Why `folder` carries no readable completion marker (`run_fingerprint.json`), or None."""
     path = os.path.join(folder, FINGERPRINT_NAME)
+    return json_file_problem(path, "the save did not finish: a checkpoint is marked complete last")
+
+
+def json_file_problem(path: str, why_missing: str) -> str | None:
+    """Why the JSON file at `path` is missing (`why_missing` says what that means) or unreadable, or None."""
     if not os.path.isfile(path):
-        return f"{path} is missing (the save did not finish: a checkpoint is marked complete last)"
+        return f"{path} is missing ({why_missing})"
     try:
         with open(path, encoding="utf-8") as handle:
             json.load(handle)
