@@ -1,5 +1,5 @@
-"""albert_hf's reliability callbacks on a plain `transformers.Trainer`: real processes killed with SIGKILL at a step,
-in the middle of a step, inside a save and between a save and its completion marker resume exactly; a resume that
+"""albert_hf's reliability callbacks on a plain `transformers.Trainer`: real processes killed with SIGKILL in the middle
+of a step, inside a save and between a save and its completion marker resume exactly; a resume that
 changes the run, or starts from an unmarked folder, is refused before a step is trained.
 
 The job (tests/distributed/plain_trainer_job.py) runs under tests/distributed/killed_job.py, which kills it as in
@@ -78,7 +78,6 @@ def reference_run(reference_runs) -> Path:
 @pytest.mark.parametrize(
     "mode, step, latest",
     [
-        ("at_step_end", 3, 2),  # after step 3's update, before any save of it
         ("mid_step", 5, 4),  # between the 2 micro-batches of step 5, before its optimizer step
         ("in_save", 4, 2),  # inside the save of checkpoint-4: weights and optimizer written, no RNG state
         ("before_mark", 4, 2),  # checkpoint-4 fully written by Trainer, killed before the marker

@@ -17,7 +17,8 @@ import pytest
 import transformers.trainer as trainer_module
 from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
 
-from albert_hf.training.reliability import STAGING_DIR_NAME, checkpoint_problem, latest_checkpoint
+from albert_hf.training import callbacks
+from albert_hf.training.reliability import checkpoint_problem, latest_checkpoint
 from albert_hf.training.trainer import ReliableTrainer
 
 
@@ -38,8 +39,8 @@ class FakeHfApi:
         record = {
             "folder": Path(folder_path),
             "path_in_repo": path_in_repo,
-            # What a reader of the folder sees at the moment the upload is asked for.
-            "problem_at_call": checkpoint_problem(folder_path) if path_in_repo else None,
+            # What a reader of the folder sees at the moment the upload is asked for: a checkpoint marked complete.
+            "problem_at_call": checkpoint_problem(folder_path, marked=True) if path_in_repo else None,
         }
         self.uploads.append(record)
         if self.fail == "at_call":
@@ -63,6 +64,7 @@ class FakeHfApi:
 def fake_api(monkeypatch):
     def install(**kwargs) -> FakeHfApi:
         api = FakeHfApi(**kwargs)
+        monkeypatch.setattr(callbacks, "hub_api", lambda: api)  # the checkpoint uploads
         if hasattr(trainer_module, "hf_api"):  # transformers >= 5.12: one client for every call
             monkeypatch.setattr(trainer_module, "hf_api", lambda: api)
         else:  # before: huggingface_hub's functions, imported into the module
@@ -87,7 +89,9 @@ def test_only_complete_checkpoints_under_their_final_name_are_uploaded(fake_api,
     # One upload of the run folder and one of the checkpoint per save (steps 2, 4, 6).
     assert [u["folder"] for u in checkpoint_uploads] == [tmp_path / f"checkpoint-{step}" for step in (2, 4, 6)]
     assert all(u["problem_at_call"] is None for u in checkpoint_uploads), checkpoint_uploads
-    assert not any(STAGING_DIR_NAME in str(u["folder"]) for u in api.uploads), api.uploads
+    # Trainer's own in-save upload is off while training (it would start before the marker), and back after.
+    assert trainer.args.hub_strategy == "checkpoint"
+    assert [u["folder"] for u in api.uploads if u["path_in_repo"] is None] == [tmp_path] * 3
     for upload in checkpoint_uploads:
         assert {"model.safetensors", "optimizer.pt", "trainer_state.json"} <= set(upload["files"])
     assert getattr(trainer, "failed_pushes", []) == []
@@ -117,11 +121,11 @@ def test_an_older_checkpoint_being_uploaded_is_not_rotated_away(fake_api, tmp_pa
 def test_a_failing_upload_is_reported_and_training_goes_on(fake_api, tmp_path, fail, caplog):
     api = fake_api(fail=fail)
     trainer = ReliableTrainer(model=tiny_classifier(), args=push_arguments(tmp_path), train_dataset=RandomSequences())
-    with caplog.at_level(logging.ERROR, logger="albert_hf.training.reliability"):
+    with caplog.at_level(logging.ERROR, logger="albert_hf.training.callbacks"):
         trainer.train()
     assert trainer.state.global_step == 6
-    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-6")
-    assert all(checkpoint_problem(tmp_path / f"checkpoint-{step}") is None for step in (2, 4, 6))
+    assert latest_checkpoint(tmp_path, marked=True) == str(tmp_path / "checkpoint-6")
+    assert all(checkpoint_problem(tmp_path / f"checkpoint-{step}", marked=True) is None for step in (2, 4, 6))
     # Every save tried again (a failure is retried by the next save) and every failure was reported with its folder.
     assert sorted({folder for folder, _ in trainer.failed_pushes}) == [
         str(tmp_path / f"checkpoint-{step}") for step in (2, 4, 6)

@@ -35,23 +35,22 @@ from trainer_helpers import (
     tiny_classifier,
     wait_killed,
 )
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback
 from transformers.trainer_utils import get_last_checkpoint
 
 import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.modeling import AlbertForSequenceClassification, AlbertModel
 from albert_hf.training.reliability import (
+    FINGERPRINT_NAME,
     MODEL_STAGING_DIR_NAME,
-    STAGING_DIR_NAME,
     CheckpointError,
     NonFiniteLossError,
-    ReliableTrainerMixin,
     check_checkpoint_matches_model,
     checkpoint_problem,
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
-from albert_hf.training.trainer import ReliableTrainer
+from albert_hf.training.trainer import ReliableTrainer, ReliableTrainerMixin
 
 # --------------------------------------------------------------------------------------------------------------------
 # Exact resume of the real scripts after SIGKILL
@@ -162,13 +161,13 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     assert glue.main(glue_argv(shared_data, spiece_model, reference_dir)) == 0
     wait_killed(child, context)
 
-    checkpoint = latest_checkpoint(killed_dir)
+    checkpoint = latest_checkpoint(killed_dir, marked=True)
     assert checkpoint == str(killed_dir / f"checkpoint-{step - 2}"), context
-    # Atomic saves: the broken checkpoint never got its final name, so transformers' own lookup cannot pick it either.
+    # The broken checkpoint was never marked complete: transformers' own lookup would take it, "latest" does not.
     assert issubclass(FineTuningTrainer, ReliableTrainerMixin)
-    assert not (killed_dir / f"checkpoint-{step}").exists(), context
-    assert (killed_dir / STAGING_DIR_NAME / f"checkpoint-{step}" / "model.safetensors").is_file(), context
-    assert get_last_checkpoint(str(killed_dir)) == checkpoint
+    assert (killed_dir / f"checkpoint-{step}" / "model.safetensors").is_file(), context
+    assert not (killed_dir / f"checkpoint-{step}" / FINGERPRINT_NAME).exists(), context
+    assert get_last_checkpoint(str(killed_dir)) == str(killed_dir / f"checkpoint-{step}"), context
 
     # The same command restarts the job: "latest" resolves to the newest complete checkpoint.
     assert glue.main([*glue_argv(shared_data, spiece_model, killed_dir), "--resume_from_checkpoint", "latest"]) == 0
@@ -206,24 +205,27 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
     )
     with pytest.raises(SaveCrash):
         trainer.train()
-    # Only complete checkpoints carry a final name; rotation did not delete checkpoint-2 for the broken one.
-    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2"]
-    assert (tmp_path / STAGING_DIR_NAME / "checkpoint-4" / "model.safetensors").is_file()
-    assert get_last_checkpoint(str(tmp_path)) == latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")
+    # Only complete checkpoints are marked; rotation did not delete checkpoint-2 for the broken one.
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert (tmp_path / "checkpoint-2" / FINGERPRINT_NAME).is_file()
+    assert (tmp_path / "checkpoint-4" / "model.safetensors").is_file()
+    assert not (tmp_path / "checkpoint-4" / FINGERPRINT_NAME).exists()
+    assert get_last_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-4")  # what transformers would take
+    assert latest_checkpoint(tmp_path, marked=True) == str(tmp_path / "checkpoint-2")
 
-    # Resuming saves step 4 again: the stale staging copy is replaced, and the run completes.
+    # Resuming saves step 4 again over the broken folder, and the run completes.
     resumed = ReliableTrainer(
         model=tiny_classifier(),
         args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
     )
-    resumed.train(resume_from_checkpoint=latest_checkpoint(tmp_path))
+    resumed.train(resume_from_checkpoint=latest_checkpoint(tmp_path, marked=True))
     expected = ["checkpoint-6"] if save_total_limit == 1 else ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == expected
-    assert list((tmp_path / STAGING_DIR_NAME).iterdir()) == []
     for checkpoint in tmp_path.glob("checkpoint-*"):
         state = json.loads((checkpoint / "trainer_state.json").read_text())
         assert state["global_step"] == int(checkpoint.name.split("-")[1])
+        assert checkpoint_problem(checkpoint, marked=True) is None
 
 
 def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_path):
@@ -231,13 +233,21 @@ def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_pat
         model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
     ).train()
     first_save = (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns
-    ReliableTrainer(
+
+    class MarkerGoneAtBegin(TrainerCallback):  # what a kill during the rewrite of checkpoint-4 would find
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.marked = (tmp_path / "checkpoint-4" / FINGERPRINT_NAME).exists()
+
+    seen = MarkerGoneAtBegin()
+    resumed = ReliableTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
-    ).train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    )
+    resumed.add_callback(seen)  # after CompleteCheckpoints: sees what it left
+    resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    assert seen.marked is False  # unmarked before Trainer wrote over it
     assert (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns > first_save  # written again
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
-    assert list((tmp_path / STAGING_DIR_NAME).iterdir()) == []  # the replaced folder is gone too
-    assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-4")
+    assert latest_checkpoint(tmp_path, marked=True) == str(tmp_path / "checkpoint-4")
 
 
 def test_same_crash_with_a_plain_trainer_is_taken_as_latest(tmp_path):
@@ -267,10 +277,9 @@ def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
     trainer.train()
     best = trainer.state.best_model_checkpoint
     assert best == str(tmp_path / f"checkpoint-{trainer.state.best_global_step}") and Path(best).is_dir()
-    assert STAGING_DIR_NAME not in best
     for checkpoint in tmp_path.glob("checkpoint-*"):
-        saved = json.loads((checkpoint / "trainer_state.json").read_text())
-        assert saved["best_model_checkpoint"] is None or STAGING_DIR_NAME not in saved["best_model_checkpoint"]
+        saved = json.loads((checkpoint / "trainer_state.json").read_text())["best_model_checkpoint"]
+        assert saved is None or Path(saved).parent == tmp_path and checkpoint_problem(saved, marked=True) is None
 
 
 def test_nan_loss_stops_training_naming_the_step(tmp_path):
@@ -353,7 +362,7 @@ def test_latest_checkpoint_skips_incomplete_and_staged_folders(tmp_path, safeten
     (sharded / "model-00001-of-00002.safetensors").write_bytes(safetensors_bytes)
     weight_map = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
     (sharded / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    fake_checkpoint(tmp_path / STAGING_DIR_NAME / "checkpoint-15", weights=safetensors_bytes)
+    fake_checkpoint(tmp_path / ".checkpoint-staging" / "checkpoint-15", weights=safetensors_bytes)
     (tmp_path / "checkpoint-16.tmp").mkdir()
     assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
     warnings = caplog.text
@@ -371,9 +380,13 @@ def test_resolve_resume_checkpoint(tmp_path, safetensors_bytes):
     assert resolve_resume_checkpoint(None, str(tmp_path)) is None
     assert resolve_resume_checkpoint("latest", str(tmp_path)) is None  # first start: nothing to resume yet
     good = fake_checkpoint(tmp_path / "checkpoint-2", weights=safetensors_bytes)
+    (good / FINGERPRINT_NAME).write_text("{}")  # marked complete
+    # Complete files but no marker: a save killed before its end, which "latest" never takes.
+    unmarked = fake_checkpoint(tmp_path / "checkpoint-3", weights=safetensors_bytes)
     assert resolve_resume_checkpoint(True, str(tmp_path)) == str(good)
     assert resolve_resume_checkpoint("latest", str(tmp_path)) == str(good)
     assert resolve_resume_checkpoint(str(good), str(tmp_path)) == str(good)
+    assert resolve_resume_checkpoint(str(unmarked), str(tmp_path)) == str(unmarked)  # a plain Trainer's, by path
     broken = fake_checkpoint(tmp_path / "checkpoint-4", state=False, weights=safetensors_bytes)
     with pytest.raises(CheckpointError, match=r"checkpoint-4/trainer_state.json is missing"):
         resolve_resume_checkpoint(str(broken), str(tmp_path))
@@ -569,7 +582,7 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
     assert {"rng_state_0.pth", "rng_state_1.pth", "trainer_state.json", "model.safetensors"} <= {
         p.name for p in (run / "checkpoint-6").iterdir()
     }
-    assert list((run / STAGING_DIR_NAME).iterdir()) == []
+    assert checkpoint_problem(run / "checkpoint-6", world_size=2, marked=True) is None
     # The NaN appeared on rank 1 only; both ranks stopped at the same step instead of one hanging in an all-reduce.
     for record in records:
         assert record["error"] is not None and "at global step 4" in record["error"]
@@ -641,7 +654,7 @@ def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog)
     trainer = ReliableTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
-    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.training"):
         trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-2"))
     assert f"Resuming from {two_checkpoints / 'checkpoint-2'} (step 2)." in caplog.text
     assert trainer.state.global_step == 6
@@ -747,7 +760,7 @@ def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints
     relaunched = ReliableTrainer(
         model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
     )
-    with caplog.at_level(logging.INFO, logger="albert_hf.training.reliability"):
+    with caplog.at_level(logging.INFO, logger="albert_hf.training"):
         result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))
     assert "already trained for 4 steps (--max_steps 4): nothing to train" in caplog.text
     assert result.global_step == relaunched.state.global_step == 4

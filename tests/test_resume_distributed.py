@@ -28,7 +28,7 @@ from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
 from trainer_helpers import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.training.reliability import STAGING_DIR_NAME, latest_checkpoint
+from albert_hf.training.reliability import FINGERPRINT_NAME, latest_checkpoint
 
 STEPS, PER_DEVICE_BATCH, GLOBAL_BATCH = 6, 2, 8  # 2 processes x 2 rows x 2 micro-batches
 
@@ -105,15 +105,15 @@ def test_two_process_pretraining_killed_twice_resumes_exactly(engine, wikitext_a
 
     argv = pretraining_argv(corpus, spiece_model, killed_dir, engine)
     launch(argv, engine, kill_step=4, in_save=True)
-    assert latest_checkpoint(killed_dir) == str(killed_dir / "checkpoint-2"), engine
-    # The half-written checkpoint (model and optimizer state written, the RNG states not) never gets its name.
-    staged = killed_dir / STAGING_DIR_NAME / "checkpoint-4"
+    assert latest_checkpoint(killed_dir, marked=True) == str(killed_dir / "checkpoint-2"), engine
+    # The half-written checkpoint (model and optimizer state written, the RNG states not) is never marked complete.
+    broken = killed_dir / "checkpoint-4"
     written = {"ddp": "optimizer.pt", "zero2": "global_step4", "zero3": "global_step4", "fsdp2": "optimizer_0"}
-    assert (staged / written[engine]).exists()
-    assert not (staged / "trainer_state.json").exists()
+    assert (broken / written[engine]).exists()
+    assert not (broken / "trainer_state.json").exists() and not (broken / FINGERPRINT_NAME).exists()
 
     launch([*argv, "--resume_from_checkpoint", "latest"], engine, kill_step=5, mid_step=True)
-    assert latest_checkpoint(killed_dir) == str(killed_dir / "checkpoint-4"), engine
+    assert latest_checkpoint(killed_dir, marked=True) == str(killed_dir / "checkpoint-4"), engine
     state = json.loads((killed_dir / "checkpoint-4" / "trainer_state.json").read_text())
     assert state["global_step"] == 4
 

@@ -30,9 +30,8 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..training.divergence import DivergenceGuard, DivergenceGuardConfig, unsupported_engine
 from ..training.lamb import Lamb, lamb_parameter_groups
-from ..training.reliability import ReliableTrainerMixin
 from ..training.schedules import get_albert_polynomial_decay_schedule
-from ..training.trainer import AlbertModelCardMixin
+from ..training.trainer import AlbertModelCardMixin, ReliableTrainerMixin
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)

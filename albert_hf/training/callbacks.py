@@ -35,15 +35,18 @@ Limits: checkpoints written without `on_save` (transformers' `--enable_jit_check
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import os
+import shutil
 from typing import Any
 
 import torch
 from accelerate import PartialState
+from huggingface_hub import HfApi
 from transformers import TrainerCallback, TrainerState
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 
 from .reliability import (
     FINGERPRINT_NAME,
@@ -63,7 +66,7 @@ from .reliability import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CompleteCheckpoints", "mark_checkpoint", "resume_checkpoint"]
+__all__ = ["CompleteCheckpoints", "UploadCompleteCheckpoints", "mark_checkpoint", "resume_checkpoint"]
 
 
 def mark_checkpoint(folder: str, fingerprint: dict[str, Any], world_size: int | None = None) -> bool:
@@ -106,6 +109,11 @@ def _unwrapped(model: torch.nn.Module | None) -> torch.nn.Module | None:
     return model
 
 
+def hub_api() -> HfApi:
+    """The Hub client of the checkpoint uploads (one place, so a test can replace it)."""
+    return HfApi()
+
+
 class CompleteCheckpoints(TrainerCallback):
     """Mark each checkpoint complete once written, rotate old ones only after, and check a resume's fingerprint.
 
@@ -117,9 +125,16 @@ class CompleteCheckpoints(TrainerCallback):
         self.fingerprint_extra = dict(fingerprint_extra or {})
         self.save_total_limit: int | None = None
         self._limit_taken = False
+        # Checkpoint folders another callback still reads (a running upload): rotation keeps them until a later save.
+        self.in_use: set[str] = set()
 
     def fingerprint(self, args, model: torch.nn.Module | None) -> dict[str, Any]:
         return fingerprint_of(args, _unwrapped(model), self.fingerprint_extra)
+
+    @staticmethod
+    def of(trainer) -> CompleteCheckpoints | None:
+        """The trainer's `CompleteCheckpoints` callback, if it has one."""
+        return next((c for c in trainer.callback_handler.callbacks if isinstance(c, CompleteCheckpoints)), None)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if not self._limit_taken:
@@ -136,9 +151,13 @@ class CompleteCheckpoints(TrainerCallback):
     def on_save(self, args, state, control, model=None, **kwargs):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         PartialState().wait_for_everyone()  # every process has written its part (RNG state, shards)
-        if args.should_save and os.path.isdir(folder):
+        if args.should_save and not os.path.isdir(folder):
+            logger.warning("No %s to mark complete (a hyperparameter-search trial's run folder?).", folder)
+        elif args.should_save:
             if mark_checkpoint(folder, self.fingerprint(args, model), world_size=args.world_size):
-                rotate_checkpoints(args.output_dir, self.save_total_limit, state.best_model_checkpoint, marked=True)
+                rotate_checkpoints(
+                    args.output_dir, self.save_total_limit, state.best_model_checkpoint, marked=True, keep=self.in_use
+                )
         PartialState().wait_for_everyone()  # no process reads the checkpoint before it is marked
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -175,9 +194,106 @@ def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike 
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not (trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled):  # those load (and check) their own shards
         check_checkpoint_matches_model(checkpoint, model)
-    callback = next((c for c in trainer.callback_handler.callbacks if isinstance(c, CompleteCheckpoints)), None)
+    callback = CompleteCheckpoints.of(trainer)
     extra = callback.fingerprint_extra if callback is not None else {}
     check_fingerprint(checkpoint, fingerprint_of(trainer.args, model, extra))
     step = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
     logger.info("Resuming from %s (step %d).", checkpoint, step)
     return checkpoint
+
+
+# Files of a checkpoint that Trainer's own uploads copy into the run folder, whose root is the Hub model.
+MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".index.json")
+MODEL_FILE_NAMES = ("config.json", "generation_config.json", "adapter_config.json")
+
+
+class UploadCompleteCheckpoints(TrainerCallback):
+    """`--push_to_hub` uploads of marked checkpoints only, in the background; a failed upload never stops training.
+
+    Trainer starts its upload inside the save, before `on_save`, i.e. before [`CompleteCheckpoints`] marks the
+    checkpoint. So while training runs this callback takes `hub_strategy` over (`args.hub_strategy` is "end" then,
+    which turns Trainer's in-save upload off; restored when training ends) and does what Trainer would, from `on_save`
+    once the checkpoint is marked: the model files are copied into the run folder and the run folder uploaded
+    (`every_save`), and with `checkpoint` / `all_checkpoints` the checkpoint itself as `last-checkpoint` / under its
+    name. Uploads run one at a time in huggingface_hub's background thread (`run_as_future`); a failure to start or
+    to finish one is logged with the folder and counted in `failed` (the next save uploads the latest files again,
+    `trainer.push_to_hub()` retries at the end), and rotation keeps a folder until its upload is done.
+
+    Put it after `CompleteCheckpoints` (Trainer calls callbacks in their order): a checkpoint found unmarked is not
+    uploaded.
+    """
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.strategy: HubStrategy | None = None
+        self.jobs: list[tuple[str, Any]] = []  # (checkpoint folder, future) of every upload started
+        self.failed: list[tuple[str, str]] = []  # (checkpoint folder, error) of every failed upload
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if args.push_to_hub and self.strategy is None and args.hub_strategy != HubStrategy.END:
+            self.strategy, args.hub_strategy = HubStrategy(args.hub_strategy), HubStrategy.END
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for _, job in self.jobs:  # as Trainer waits for its own uploads at the end of training
+            if not job.done():
+                concurrent.futures.wait([job])
+        if self.strategy is not None:
+            args.hub_strategy, self.strategy = self.strategy, None
+
+    def on_save(self, args, state, control, processing_class=None, **kwargs):
+        folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        if self.strategy is None or not state.is_world_process_zero or not os.path.isdir(folder):
+            return
+        problem = checkpoint_problem(folder, world_size=args.world_size, marked=True)
+        if problem is not None:
+            logger.warning("Not uploading %s: %s.", folder, problem)
+            return
+        try:
+            self._upload(args, state, folder, processing_class)
+        except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
+            self._report(folder, error)
+
+    def _upload(self, args, state, folder: str, processing_class) -> None:
+        for name in os.listdir(folder):
+            if name.endswith(MODEL_FILE_SUFFIXES) and name != "training_args.bin" or name in MODEL_FILE_NAMES:
+                shutil.copy(os.path.join(folder, name), os.path.join(args.output_dir, name))
+        if processing_class is not None:
+            processing_class.save_pretrained(args.output_dir)
+        torch.save(args, os.path.join(args.output_dir, "training_args.bin"))
+        message = f"Training in progress, step {state.global_step}"
+        uploads = [dict(folder_path=args.output_dir, ignore_patterns=["_*", f"{PREFIX_CHECKPOINT_DIR}-*", ".*"])]
+        if self.strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS):
+            name = "last-checkpoint" if self.strategy == HubStrategy.CHECKPOINT else os.path.basename(folder)
+            uploads.append(dict(folder_path=folder, path_in_repo=name, commit_message=message + ", checkpoint"))
+        complete = CompleteCheckpoints.of(self.trainer)
+        api = hub_api()
+        for upload in uploads:
+            job = api.upload_folder(
+                **{"commit_message": message, **upload},
+                repo_id=self.trainer.hub_model_id,
+                token=args.hub_token,
+                revision=args.hub_revision,
+                run_as_future=True,
+            )
+            self.jobs.append((folder, job))
+            if complete is not None:
+                complete.in_use.add(folder)
+            job.add_done_callback(lambda done, folder=folder: self._finished(folder, done))
+
+    def _finished(self, folder: str, job) -> None:
+        error = None if job.cancelled() else job.exception()
+        if error is not None:
+            self._report(folder, error)
+        if not any(source == folder and not other.done() for source, other in self.jobs):
+            complete = CompleteCheckpoints.of(self.trainer)
+            if complete is not None:
+                complete.in_use.discard(folder)
+
+    def _report(self, folder: str, error: BaseException) -> None:
+        self.failed.append((folder, repr(error)))
+        logger.error(
+            "Uploading %s to the Hub failed (%r). Training continues; the next checkpoint's upload sends the "
+            "latest files again, and `trainer.push_to_hub()` retries at the end.",
+            folder,
+            error,
+        )

@@ -11,13 +11,14 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * resuming loads weights with `strict=False`, so a checkpoint of another model mostly fails late and without the
     file's name.
 
-[`ReliableTrainerMixin`] fixes the three, for any Trainer subclass (`class MyTrainer(ReliableTrainerMixin, Trainer)`):
+This module holds what fixes them as plain functions (checkpoint completeness, resolution of a resume point, the
+run fingerprint, the numerical checks); training/callbacks.py makes them `TrainerCallback`s any Trainer can use, and
+`ReliableTrainerMixin` (training/trainer.py) gives albert_hf's Trainers all of it:
 
-  * Checkpoints are written into `<output_dir>/.checkpoint-staging/checkpoint-N` (a name that neither
-    `get_last_checkpoint`'s regex nor checkpoint rotation ever matches), every file and folder is fsynced, and only
-    then the main process renames the folder to `<output_dir>/checkpoint-N` (`os.replace`, atomic on POSIX). Old
-    checkpoints are rotated only after that. With several processes, all write into the staging folder, meet at a
-    barrier, the main process renames, and they meet again, so no process reads a checkpoint before it has its name.
+  * A checkpoint counts once it is marked complete: Trainer writes `checkpoint-N` in place, then (in `on_save`) the
+    `CompleteCheckpoints` callback of training/callbacks.py fsyncs it and writes `run_fingerprint.json` last,
+    atomically; a folder without it is a killed save, never resumed from. Old checkpoints are rotated only after
+    that. With several processes, all meet at a barrier before the main process marks, and again after.
   * Every training micro-batch's loss is checked: a non-finite one raises [`NonFiniteLossError`] naming the global
     step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
     checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
@@ -30,9 +31,10 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
   * The final model (`save_model`) is written into a staging folder and moved in file by file, weights first and
     `config.json` last, so a folder with a config.json always holds the whole model it describes.
 
-Everything is built on Trainer's public hooks where one serves (`train`, `training_step`, `save_model`, a
-`TrainerCallback` for the divergence rollback); what has none goes through training/transformers_internals.py, the
-one module that touches private transformers names (each listed there with its reason, each checked by a test).
+Everything is built on Trainer's public hooks where one serves (`train`, `training_step`, `save_model`, the
+`TrainerCallback`s of training/callbacks.py for checkpoints and uploads, one for the divergence rollback); what has
+none goes through training/transformers_internals.py, the one module that touches private transformers names (each
+listed there with its reason, each checked by a test).
 
 A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
 in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
@@ -52,7 +54,6 @@ import hashlib
 import itertools
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -61,8 +62,7 @@ from typing import Any
 
 import torch
 from torch.distributed.tensor import DTensor
-from transformers import Trainer, TrainerState
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SaveStrategy, TrainOutput, has_length
+from transformers import Trainer
 
 from ..errors import UserError
 from .checkpoints import (
@@ -74,15 +74,9 @@ from .checkpoints import (
     torch_file_problem,
     weights_file_problem,
 )
-from .divergence import DivergenceGuard, add_rollback_callback
-from .model_files import load_checkpoint_weights, save_full_model
-from .transformers_internals import TrainerInternalHooks, upload_jobs, warn_about_missing_internal_names
 
 logger = logging.getLogger(__name__)
 
-# Where checkpoints are written before they get their final name. Starts with "." so that neither Trainer's
-# `checkpoint-*` glob (rotation) nor its `^checkpoint-(\d+)$` regex (get_last_checkpoint) ever sees it.
-STAGING_DIR_NAME = ".checkpoint-staging"
 TRAINER_STATE_NAME = "trainer_state.json"
 # The position of a resumable training stream, saved in each checkpoint beside the trainer state.
 STREAM_POSITION_NAME = "stream_position.json"
@@ -129,26 +123,6 @@ def fsync_tree(folder: str | os.PathLike) -> None:
         fsync_path(root)
 
 
-def publish_checkpoint(staging_dir: str, final_dir: str) -> None:
-    """Give a completely written checkpoint folder its final name, atomically and durably.
-
-    The folder is fsynced, then renamed with `os.replace` (atomic within a filesystem), then the parent folder is
-    fsynced so the new name survives a power loss. If `final_dir` already exists (a run saving the same step again),
-    the old folder is first moved aside into the staging area and deleted after the new one is in place: at every
-    instant `final_dir` is either absent (the previous checkpoint is then the latest) or complete.
-    """
-    fsync_tree(staging_dir)
-    retired = None
-    if os.path.exists(final_dir):
-        retired = staging_dir + ".replaced"
-        shutil.rmtree(retired, ignore_errors=True)
-        os.replace(final_dir, retired)
-    os.replace(staging_dir, final_dir)
-    fsync_path(os.path.dirname(os.path.abspath(final_dir)))
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # Finding and checking checkpoints
 # --------------------------------------------------------------------------------------------------------------------
@@ -177,14 +151,9 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None,
         problem = marker_problem(folder)
         if problem is not None:
             return problem
-    state_file = os.path.join(folder, TRAINER_STATE_NAME)
-    if not os.path.isfile(state_file):
-        return f"{state_file} is missing (the save did not finish)"
-    try:
-        with open(state_file, encoding="utf-8") as handle:
-            json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return f"{state_file} is unreadable: {error}"
+    problem = json_file_problem(os.path.join(folder, TRAINER_STATE_NAME), "the save did not finish")
+    if problem is not None:
+        return problem
     weights = find_weights(folder)
     if weights is None:
         return f"{folder} holds no weights file (expected one of {', '.join(WEIGHTS_FILE_NAMES)})"
@@ -198,8 +167,13 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None,
 def marker_problem(folder: str) -> str | None:
     """Why `folder` carries no readable completion marker (`run_fingerprint.json`), or None."""
     path = os.path.join(folder, FINGERPRINT_NAME)
+    return json_file_problem(path, "the save did not finish: a checkpoint is marked complete last")
+
+
+def json_file_problem(path: str, why_missing: str) -> str | None:
+    """Why the JSON file at `path` is missing (`why_missing` says what that means) or unreadable, or None."""
     if not os.path.isfile(path):
-        return f"{path} is missing (the save did not finish: a checkpoint is marked complete last)"
+        return f"{path} is missing ({why_missing})"
     try:
         with open(path, encoding="utf-8") as handle:
             json.load(handle)
@@ -282,8 +256,7 @@ def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False) -> st
     """The newest complete `checkpoint-N` folder of `output_dir`, or None if there is none.
 
     Unlike transformers' `get_last_checkpoint`, folders a crash left incomplete (no `trainer_state.json`, unreadable
-    weights; with `marked`, no completion marker) are skipped with a warning naming the problem, and the staging area
-    of [`ReliableTrainerMixin`] is never considered.
+    weights; with `marked`, no completion marker) are skipped with a warning naming the problem.
     """
     output_dir = os.fspath(output_dir)
     if not os.path.isdir(output_dir):
@@ -311,7 +284,7 @@ def resolve_resume_checkpoint(resume_from_checkpoint: str | bool | None, output_
     if resume_from_checkpoint is None or resume_from_checkpoint is False:
         return None
     if resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES:
-        checkpoint = latest_checkpoint(output_dir)
+        checkpoint = latest_checkpoint(output_dir, marked=True)
         if checkpoint is None:
             logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
         return checkpoint
@@ -430,14 +403,19 @@ def non_finite_parameters(model: torch.nn.Module) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# The Trainer mixin
+# Rotation
 # --------------------------------------------------------------------------------------------------------------------
 
 
 def rotate_checkpoints(
-    run_dir: str, save_total_limit: int | None, best_model_checkpoint: str | None, marked: bool = False
+    run_dir: str,
+    save_total_limit: int | None,
+    best_model_checkpoint: str | None,
+    marked: bool = False,
+    keep: Iterable[str] = (),
 ) -> None:
-    """Delete the checkpoints of `run_dir` older than its `save_total_limit` newest complete ones, never the best.
+    """Delete the checkpoints of `run_dir` older than its `save_total_limit` newest complete ones, never the best nor
+    those in `keep` (still being read, e.g. uploaded).
 
     Ordered by step, not by modification time (which a copy or a restore from backup changes). Folders a crash left
     incomplete count for nothing: the newest complete ones are kept, so an incomplete newer folder never costs the
@@ -454,9 +432,11 @@ def rotate_checkpoints(
     if len(complete) <= save_total_limit:
         return
     oldest_kept = complete[-save_total_limit][0]
-    best = os.path.abspath(best_model_checkpoint) if best_model_checkpoint else None
+    kept = {os.path.abspath(folder) for folder in keep}
+    if best_model_checkpoint:
+        kept.add(os.path.abspath(best_model_checkpoint))
     for step, folder in folders:
-        if step < oldest_kept and os.path.abspath(folder) != best:
+        if step < oldest_kept and os.path.abspath(folder) not in kept:
             logger.info("Deleting older checkpoint %s (save_total_limit=%d).", folder, save_total_limit)
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -650,389 +630,3 @@ def move_files_in(staging_dir: str, final_dir: str) -> None:
         os.replace(os.path.join(staging_dir, name), target)
     fsync_path(final_dir)
     os.rmdir(staging_dir)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# The Trainer mixin
-# --------------------------------------------------------------------------------------------------------------------
-
-
-class ReliableTrainerMixin(TrainerInternalHooks):
-    """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
-
-    Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
-    same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
-    With `push_to_hub`, a checkpoint is uploaded only once it is complete under its final name (Trainer would start
-    the upload from the folder being written), and a failed upload is logged and never stops training: the next save
-    uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported (only
-    `GradScaler`'s).
-
-    A job declares what else a resume must not change (data files, tokenizer, objective) in
-    `trainer.run_fingerprint_extra`; it is saved in each checkpoint's `run_fingerprint.json` with the model config,
-    optimizer and global batch, and a resume that would change any of them is refused ([`CheckpointError`]).
-    """
-
-    # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
-    divergence_guard: DivergenceGuard | None = None
-    # Job options a resume must keep (JSON-serializable values), e.g. {"train_files": [...], "tokenizer": "..."}.
-    run_fingerprint_extra: dict[str, Any] = {}
-
-    # The pass whose already-trained batches the training stream skips itself (see `_position_stream`), or None.
-    _positioned_stream_epoch: int | None = None
-    # While a checkpoint is being written: the staging folder its upload waits for; else None.
-    _staging_root: str | None = None
-    _push_requested: bool = False
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
-        super().__init__(*args, **kwargs)
-
-    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
-        """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
-
-        `resume_from_checkpoint=True` means the newest *complete* checkpoint (see [`latest_checkpoint`]). A run that
-        already reached `--max_steps` in that checkpoint is not trained further: its weights are loaded (so that a
-        following `save_model` writes the trained model) and the call returns.
-        """
-        warn_about_missing_internal_names()
-        self._positioned_stream_epoch = None
-        if self.divergence_guard is not None:  # a fresh history and snapshot for every run
-            self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
-            add_rollback_callback(self)
-        if resume_from_checkpoint is True:
-            resume_from_checkpoint = latest_checkpoint(self.args.output_dir)
-            if resume_from_checkpoint is None:
-                raise CheckpointError(f"No complete checkpoint in {self.args.output_dir} to resume from.")
-        if resume_from_checkpoint:
-            resume_from_checkpoint = os.fspath(resume_from_checkpoint)
-            step = self._check_resume(resume_from_checkpoint)
-            if 0 < self.args.max_steps <= step:
-                return self._nothing_left_to_train(resume_from_checkpoint, step)
-            logger.info("Resuming from %s (step %d).", resume_from_checkpoint, step)
-        return super().train(resume_from_checkpoint or None, *args, **kwargs)
-
-    def _check_resume(self, checkpoint: str) -> int:
-        """Raise [`CheckpointError`] naming the file if `checkpoint` cannot be resumed here; its global step."""
-        problem = checkpoint_problem(checkpoint, world_size=self.args.world_size)
-        if problem is not None:
-            raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
-        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
-            check_checkpoint_matches_model(checkpoint, self.accelerator.unwrap_model(self.model))
-        self._check_fingerprint(checkpoint)
-        return TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
-
-    def _check_fingerprint(self, checkpoint: str) -> None:
-        check_fingerprint(checkpoint, run_fingerprint(self))
-
-    def _nothing_left_to_train(self, checkpoint: str, step: int) -> TrainOutput:
-        """A finished run relaunched: its state and weights from `checkpoint`, no training step."""
-        logger.info(
-            "%s: already trained for %d steps (--max_steps %d): nothing to train.",
-            checkpoint,
-            step,
-            self.args.max_steps,
-        )
-        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
-            load_checkpoint_weights(self, checkpoint)
-        else:
-            logger.warning("Under DeepSpeed/FSDP the model keeps its initial weights: load them from %s.", checkpoint)
-        self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
-        return TrainOutput(self.state.global_step, 0.0, {"train_runtime": 0.0, "train_steps": 0})
-
-    def discard_training_log_sums(self) -> None:
-        """Forget what was summed for the next training log (after a rollback); subclasses add their own sums."""
-
-    # ---- atomic checkpoints -----------------------------------------------------------------------------------------
-
-    def save_checkpoint_atomically(self, model: torch.nn.Module, trial, write) -> None:
-        """Trainer's checkpoint (`write`), written under a staging name and renamed to `checkpoint-N` once complete."""
-        self._check_parameters_before_save()
-        run_dir = self.run_dir(trial)
-        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-        staging_root = os.path.join(run_dir, STAGING_DIR_NAME)
-        staging_dir = os.path.join(staging_root, name)
-        if self.args.should_save:
-            # Anything there is left over from a crash during an earlier save: never complete, never needed.
-            shutil.rmtree(staging_root, ignore_errors=True)
-        self.accelerator.wait_for_everyone()  # nobody writes into it before it is cleared
-
-        self._staging_root = staging_root
-        self._push_requested = False
-        try:
-            write(staging_root)
-        finally:
-            self._staging_root = None
-        self._point_best_checkpoint_at_final_name(run_dir, staging_dir)
-        if self.args.should_save:
-            self._save_stream_position(staging_dir)
-            with open(os.path.join(staging_dir, FINGERPRINT_NAME), "w", encoding="utf-8") as handle:
-                json.dump(run_fingerprint(self), handle, indent=1)
-
-        self.accelerator.wait_for_everyone()  # every process has written its part (model shards, RNG states)
-        final_dir = os.path.join(run_dir, name)
-        if self.args.should_save:
-            publish_checkpoint(staging_dir, final_dir)
-        if self._push_requested:  # only now is there a complete checkpoint to upload
-            self._push_requested = False
-            self._push_complete_checkpoint(final_dir)
-        if self.args.should_save and self._uploading_other_than(final_dir):
-            # Rotation could delete the older checkpoint being uploaded: it waits for a save without such an upload.
-            logger.info("A Hub upload of an older checkpoint is running: old checkpoints are rotated at a later save.")
-        elif self.args.should_save:
-            # Only now may older checkpoints go: the new one is complete.
-            rotate_checkpoints(run_dir, self.args.save_total_limit, self.state.best_model_checkpoint)
-        self.accelerator.wait_for_everyone()  # nobody reads the checkpoint before it has its final name
-
-    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """Trainer's save, atomic: written into a staging folder, fsynced, then moved in, `config.json` last.
-
-        A run killed while saving its final model leaves the folder as it was, or with new weights files but the old
-        (or no) config.json: never a config.json beside a half-written model. The files of a checkpoint are already
-        written in its own staging folder, so they are not staged again. Under FSDP: see `_save_fsdp_model`.
-        """
-        if self._staging_root is not None:
-            return self._save_model_files(output_dir, _internal_call)
-        output_dir = output_dir or self.args.output_dir
-        staging_dir = os.path.join(output_dir, MODEL_STAGING_DIR_NAME)
-        if self.args.should_save:
-            shutil.rmtree(staging_dir, ignore_errors=True)
-        self.accelerator.wait_for_everyone()
-        self._save_model_files(staging_dir, _internal_call=True)
-        self.accelerator.wait_for_everyone()  # every process has written its part
-        if self.args.should_save and os.path.isdir(staging_dir):
-            fsync_tree(staging_dir)
-            move_files_in(staging_dir, output_dir)
-        self.accelerator.wait_for_everyone()
-        if self.args.push_to_hub and not _internal_call:  # as Trainer's save_model: a user's save is pushed
-            self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
-        return None
-
-    def _save_model_files(self, output_dir: str | None, _internal_call: bool) -> None:
-        """Trainer's save; under FSDP, the gathered full weights saved under the model's own class.
-
-        Under FSDP with a sharded state dict Trainer's `save_model` writes nothing (a checkpoint's shards are written
-        apart from it), so a run's final model would not exist for `from_pretrained`; checkpoints keep only their
-        shards (gathering at every save would hold the whole model in one process's memory each time). And FSDP2
-        swaps the model's class for a subclass `FSDP<name>` defined in torch, so `save_pretrained` would copy torch's
-        FSDP source files as the folder's remote code instead of albert_hf's modeling.py.
-        """
-        if not self.is_fsdp_enabled:
-            return super().save_model(output_dir, _internal_call=True)
-        full = "FULL_STATE_DICT" in str(self.accelerator.state.fsdp_plugin.state_dict_type)
-        if self._staging_root is not None and not full:
-            return None
-        state_dict = self.accelerator.get_state_dict(self.model)  # a collective: every process takes part
-        with own_class(self.accelerator.unwrap_model(self.model)):
-            save_full_model(self, output_dir or self.args.output_dir, state_dict)
-        return None
-
-    def _point_best_checkpoint_at_final_name(self, run_dir: str, staging_dir: str) -> None:
-        """Trainer's best-checkpoint bookkeeping, with the final folder names instead of the staging one.
-
-        Trainer sets `best_model_checkpoint` to the best step's folder when that folder exists, which inside
-        its save it only did for the folder just written, i.e. the staging one. Same rule here, judged in
-        `run_dir`; the saved `trainer_state.json` is rewritten when the value changes.
-        """
-        best_step = self.state.best_global_step
-        if not best_step or self.args.save_strategy not in (SaveStrategy.STEPS, SaveStrategy.EPOCH, SaveStrategy.BEST):
-            return
-        best_dir = os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{best_step}")
-        if best_step == self.state.global_step or os.path.isdir(best_dir):
-            if self.state.best_model_checkpoint != best_dir:
-                self.state.best_model_checkpoint = best_dir
-                if self.args.should_save:
-                    self.state.save_to_json(os.path.join(staging_dir, TRAINER_STATE_NAME))
-
-    # ---- uploads of complete checkpoints ------------------------------------------------------------------------------
-
-    def checkpoint_upload_requested(self, checkpoint_folder: str) -> None:
-        # Trainer asks from inside its save, i.e. while the checkpoint is still in the staging area: the upload is
-        # deferred until the folder is complete under its final name.
-        if self._staging_root is not None:
-            self._push_requested = True
-            return
-        self._push_complete_checkpoint(checkpoint_folder)
-
-    def _push_complete_checkpoint(self, checkpoint_folder: str) -> None:
-        """Trainer's background upload of `checkpoint_folder`; a failure to start or to finish one is logged (with
-        the checkpoint's name) and counted in `failed_pushes`, never raised: losing an upload must not lose the run."""
-        jobs_before = upload_jobs(self)
-        try:
-            self.start_checkpoint_upload(checkpoint_folder)
-        except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
-            self._report_failed_push(checkpoint_folder, error)
-            return
-        for job in upload_jobs(self):
-            if not any(job is old for old in jobs_before):
-                self._uploads = [*getattr(self, "_uploads", []), (checkpoint_folder, job)]
-                job.add_done_callback(lambda done, folder=checkpoint_folder: self._check_push(folder, done))
-
-    def _uploading_other_than(self, folder: str) -> bool:
-        """Whether an upload from a checkpoint folder other than `folder` is still running."""
-        self._uploads = [(source, job) for source, job in getattr(self, "_uploads", []) if not job.done()]
-        return any(source != folder for source, _ in self._uploads)
-
-    def _check_push(self, checkpoint_folder: str, job) -> None:
-        error = None if job.cancelled() else job.exception()
-        if error is not None:
-            self._report_failed_push(checkpoint_folder, error)
-
-    def _report_failed_push(self, checkpoint_folder: str, error: BaseException) -> None:
-        self.failed_pushes = [*getattr(self, "failed_pushes", []), (checkpoint_folder, repr(error))]
-        logger.error(
-            "Uploading %s to the Hub failed (%r). Training continues; the next checkpoint's upload sends the "
-            "latest files again, and `trainer.push_to_hub()` retries at the end.",
-            checkpoint_folder,
-            error,
-        )
-
-    # ---- numerical health -------------------------------------------------------------------------------------------
-
-    def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch=None) -> torch.Tensor:
-        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients.
-
-        With a [`DivergenceGuard`] the guard judges each optimizer step's loss instead (non-finite or a spike) and
-        rolls a bad step back after the loop has taken it; without one, a non-finite loss stops the run here.
-        """
-        guard = self.divergence_guard
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        if guard is not None:
-            guard.add_micro_batch(loss)
-            if self.accelerator.sync_gradients:  # the step's last micro-batch: the optimizer step comes next
-                guard.check_step(self)
-            return loss
-        # One device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` check already costs.
-        non_finite = (~torch.isfinite(loss.detach())).any().float()
-        if self.accelerator.num_processes > 1:
-            # Every process stops together (one waiting in the next all-reduce would hang until a timeout).
-            non_finite = self.accelerator.reduce(non_finite, reduction="sum")
-        if non_finite.item() > 0:
-            raise NonFiniteLossError(self._non_finite_message(f"training loss is {loss.item()}"))
-        return loss
-
-    def _check_parameters_before_save(self) -> None:
-        bad = non_finite_parameters(self.model)
-        if bad:
-            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-            raise NonFiniteLossError(self._non_finite_message(f"parameters {shown} hold NaN/inf", saving=True))
-
-    def _non_finite_message(self, what: str, saving: bool = False) -> str:
-        step = self.state.global_step if saving else self.state.global_step + 1  # the step being computed
-        scale = loss_scale(self)
-        parts = [f"Stopping: {what} at global step {step}"]
-        if scale is not None:
-            parts.append(f"fp16 loss scale {scale:g}")
-        if self.state.epoch is not None and not math.isnan(self.state.epoch):
-            parts.append(f"epoch {self.state.epoch:.2f}")
-        message = ", ".join(parts) + (
-            ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
-        )
-        last = latest_checkpoint(self.args.output_dir)
-        if last is None:
-            return message + " No checkpoint was written yet."
-        return message + (
-            f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
-            "bf16 instead of fp16, or gradient clipping."
-        )
-
-    # ---- position in a stream ---------------------------------------------------------------------------------------
-
-    def restored_training_position(self, resume_from_checkpoint, max_steps, epochs_trained, steps_trained):
-        """Trainer's resumed position; for a training set without a length (a stream), the data position read from
-        the saved epoch instead of from the step count.
-
-        A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
-        x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
-        off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
-        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
-        pass (also the shuffle's epoch) and the batches to skip within it. A stream that can be positioned skips them
-        itself, from the position saved in the checkpoint (`_position_stream`).
-        """
-        self._positioned_stream_epoch = None
-        if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
-            return epochs_trained, steps_trained
-        epochs_trained, steps_trained = self._stream_batches_read(self.state.epoch or 0.0, max_steps)
-        if steps_trained > 0 and self._position_stream(resume_from_checkpoint, epochs_trained, steps_trained):
-            self._positioned_stream_epoch = epochs_trained
-        return epochs_trained, steps_trained
-
-    def _stream_batches_read(self, epoch: float, max_steps: int | None = None) -> tuple[int, int]:
-        """(pass, batches read in it) from Trainer's `epoch` (see `_init_training_state`)."""
-        batches_per_epoch = (max_steps or self.state.max_steps) * self.args.gradient_accumulation_steps
-        passes = int(epoch)
-        return passes, round((epoch - passes) * batches_per_epoch)
-
-    def _positionable_stream(self) -> Any | None:
-        """The training set if it is a stream whose position can be saved and restored here, else None.
-
-        Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)` and
-        `resume_from_state(state, pass, instances consumed)`, and must be read as `stream_position_obstacle` says.
-        Otherwise Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
-        """
-        from ..data.instance_stream import stream_position_obstacle
-
-        dataset = self.train_dataset
-        if not (hasattr(dataset, "position_state") and hasattr(dataset, "resume_from_state")):
-            return None
-        if stream_position_obstacle(self.args.world_size, self.args.dataloader_num_workers) is not None:
-            return None
-        return dataset
-
-    def _save_stream_position(self, checkpoint_dir: str) -> None:
-        """Write the position of a positionable training stream into the checkpoint being saved."""
-        stream = self._positionable_stream()
-        if stream is None or self.state.epoch is None:
-            return
-        passes, batches = self._stream_batches_read(self.state.epoch)
-        state = stream.position_state(passes, batches * self._batch_size())
-        if state is None:
-            logger.warning(
-                "The training stream cannot tell its position after %d batches of pass %d: resuming from this "
-                "checkpoint reads them again.",
-                batches,
-                passes,
-            )
-            return
-        with open(os.path.join(checkpoint_dir, STREAM_POSITION_NAME), "w", encoding="utf-8") as handle:
-            json.dump(state, handle, indent=1)
-
-    def _position_stream(self, checkpoint: str, passes: int, batches: int) -> bool:
-        """Start the training stream after `batches` batches of pass `passes`, from the checkpoint's saved position,
-        so that Trainer need not read those batches again (`stream_starts_after_skipped_batches`); False (Trainer
-        skips) when it cannot."""
-        stream = self._positionable_stream()
-        if stream is None:
-            return False
-        path = os.path.join(checkpoint, STREAM_POSITION_NAME)
-        if not os.path.isfile(path):
-            logger.info("%s holds no stream position: the %d batches trained on are read again.", checkpoint, batches)
-            return False
-        try:
-            with open(path, encoding="utf-8") as handle:
-                state = json.load(handle)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            state, problem = None, f"it is unreadable ({error})"
-        if state is not None:
-            problem = stream.resume_from_state(state, passes, batches * self._batch_size())
-        if problem is not None:
-            logger.warning(
-                "Not resuming the stream from %s: %s. The %d batches are read again.", path, problem, batches
-            )
-            return False
-        logger.info(
-            "The training stream resumes at the position saved in %s (pass %d, batch %d).", path, passes, batches
-        )
-        return True
-
-    def _batch_size(self) -> int:
-        """Instances per training batch in this process (Trainer's, as recorded in its state once training runs)."""
-        return self.state.train_batch_size or self.args.train_batch_size
-
-    def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
-        """Whether `epoch` is the pass a positioned stream resumes in, where Trainer's skip of the trained batches is
-        left out: the stream already starts after them. Trainer skips by reading them again, then carries on with its
-        counters past them and restores the RNG states after the first new batch: all of that stays."""
-        if self._positioned_stream_epoch is None or epoch != self._positioned_stream_epoch:
-            return False
-        self._positioned_stream_epoch = None
-        return True

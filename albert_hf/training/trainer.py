@@ -1,9 +1,9 @@
 """The Trainers every albert_hf job shares, one module: they share one set of bases, so a change to checkpoints, model
 cards or evaluation order is made once.
 
-  * [`ReliableTrainer`]: transformers' `Trainer` with [`ReliableTrainerMixin`] (training/reliability.py): atomic
-    checkpoints, a non-finite loss guard, checked resumption. Every Trainer below has the mixin too, as a crash must
-    cost minutes, not the run.
+  * [`ReliableTrainerMixin`] and [`ReliableTrainer`]: transformers' `Trainer` with complete checkpoints and their
+    uploads (the callbacks of training/callbacks.py), a non-finite loss guard, checked resumption (the functions of
+    training/reliability.py). Every Trainer below has the mixin too, as a crash must cost minutes, not the run.
   * [`AlbertModelCardMixin`] and [`AlbertTrainer`]: the README.md that Trainer writes and pushes is albert_hf's model
     card (hub.py renders it), and checkpoints carry tokenization.py as remote code.
   * [`FineTuningTrainer`]: evaluation and prediction in dataset order, for the fine-tuning jobs (SQuAD's
@@ -14,17 +14,355 @@ cards or evaluation order is made once.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import math
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from transformers import PreTrainedTokenizerBase, Trainer
+import torch
+from transformers import PreTrainedTokenizerBase, Trainer, TrainerState
+from transformers.trainer_utils import TrainOutput, has_length
 
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
-from .reliability import ReliableTrainerMixin
+from .callbacks import CompleteCheckpoints, UploadCompleteCheckpoints
+from .divergence import DivergenceGuard, add_rollback_callback
+from .model_files import load_checkpoint_weights, save_full_model
+from .reliability import (
+    MODEL_STAGING_DIR_NAME,
+    STREAM_POSITION_NAME,
+    TRAINER_STATE_NAME,
+    CheckpointError,
+    NonFiniteLossError,
+    check_checkpoint_matches_model,
+    check_fingerprint,
+    checkpoint_problem,
+    checkpoint_step,
+    fsync_tree,
+    hand_hub_token_to_environment,
+    latest_checkpoint,
+    loss_scale,
+    move_files_in,
+    non_finite_parameters,
+    own_class,
+    run_fingerprint,
+)
+from .transformers_internals import TrainerInternalHooks, warn_about_missing_internal_names
 
 logger = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Reliability: complete checkpoints, a non-finite loss guard, checked resumption
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class ReliableTrainerMixin(TrainerInternalHooks):
+    """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
+
+    Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
+    same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
+    Checkpoints and their uploads are the public callbacks of training/callbacks.py, which any Trainer can use:
+    [`CompleteCheckpoints`] marks each checkpoint once complete (and rotates after), [`UploadCompleteCheckpoints`]
+    uploads marked checkpoints only, and a failed upload is logged and never stops training (`failed_pushes`): the
+    next save uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported
+    (only `GradScaler`'s).
+
+    A job declares what else a resume must not change (data files, tokenizer, objective) in
+    `trainer.run_fingerprint_extra`; it is saved in each checkpoint's `run_fingerprint.json` with the model config,
+    optimizer and global batch, and a resume that would change any of them is refused ([`CheckpointError`]).
+    """
+
+    # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
+    divergence_guard: DivergenceGuard | None = None
+    # The pass whose already-trained batches the training stream skips itself (see `_position_stream`), or None.
+    _positioned_stream_epoch: int | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
+        super().__init__(*args, **kwargs)
+        self.complete_checkpoints = CompleteCheckpoints()
+        self.checkpoint_uploads = UploadCompleteCheckpoints(self)
+        self.add_callback(self.complete_checkpoints)
+        self.add_callback(self.checkpoint_uploads)  # after the marking: it uploads marked checkpoints only
+
+    @property
+    def run_fingerprint_extra(self) -> dict[str, Any]:
+        """Job options a resume must keep (JSON-serializable values), e.g. {"train_files": [...], "tokenizer": ...}:
+        those of the [`CompleteCheckpoints`] callback, which saves them in each checkpoint."""
+        return self.complete_checkpoints.fingerprint_extra
+
+    @run_fingerprint_extra.setter
+    def run_fingerprint_extra(self, extra: dict[str, Any]) -> None:
+        self.complete_checkpoints.fingerprint_extra = dict(extra or {})
+
+    @property
+    def failed_pushes(self) -> list[tuple[str, str]]:
+        """(checkpoint folder, error) of every checkpoint upload that failed."""
+        return self.checkpoint_uploads.failed
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
+
+        `resume_from_checkpoint=True` means the newest *complete* checkpoint (see [`latest_checkpoint`]). A run that
+        already reached `--max_steps` in that checkpoint is not trained further: its weights are loaded (so that a
+        following `save_model` writes the trained model) and the call returns.
+        """
+        warn_about_missing_internal_names()
+        self._positioned_stream_epoch = None
+        if self.divergence_guard is not None:  # a fresh history and snapshot for every run
+            self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
+            add_rollback_callback(self)
+        if resume_from_checkpoint is True:
+            resume_from_checkpoint = latest_checkpoint(self.args.output_dir, marked=True)
+            if resume_from_checkpoint is None:
+                raise CheckpointError(f"No complete checkpoint in {self.args.output_dir} to resume from.")
+        if resume_from_checkpoint:
+            resume_from_checkpoint = os.fspath(resume_from_checkpoint)
+            step = self._check_resume(resume_from_checkpoint)
+            if 0 < self.args.max_steps <= step:
+                return self._nothing_left_to_train(resume_from_checkpoint, step)
+            logger.info("Resuming from %s (step %d).", resume_from_checkpoint, step)
+        return super().train(resume_from_checkpoint or None, *args, **kwargs)
+
+    def _check_resume(self, checkpoint: str) -> int:
+        """Raise [`CheckpointError`] naming the file if `checkpoint` cannot be resumed here; its global step."""
+        problem = checkpoint_problem(checkpoint, world_size=self.args.world_size)
+        if problem is not None:
+            raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
+        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):  # those load (and check) their own shards
+            check_checkpoint_matches_model(checkpoint, self.accelerator.unwrap_model(self.model))
+        self._check_fingerprint(checkpoint)
+        return TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
+
+    def _check_fingerprint(self, checkpoint: str) -> None:
+        check_fingerprint(checkpoint, run_fingerprint(self))
+
+    def _nothing_left_to_train(self, checkpoint: str, step: int) -> TrainOutput:
+        """A finished run relaunched: its state and weights from `checkpoint`, no training step."""
+        logger.info(
+            "%s: already trained for %d steps (--max_steps %d): nothing to train.",
+            checkpoint,
+            step,
+            self.args.max_steps,
+        )
+        if not (self.is_fsdp_enabled or self.is_deepspeed_enabled):
+            load_checkpoint_weights(self, checkpoint)
+        else:
+            logger.warning("Under DeepSpeed/FSDP the model keeps its initial weights: load them from %s.", checkpoint)
+        self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+        return TrainOutput(self.state.global_step, 0.0, {"train_runtime": 0.0, "train_steps": 0})
+
+    def discard_training_log_sums(self) -> None:
+        """Forget what was summed for the next training log (after a rollback); subclasses add their own sums."""
+
+    # ---- checkpoints ------------------------------------------------------------------------------------------------
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Trainer's save, atomic: written into a staging folder, fsynced, then moved in, `config.json` last.
+
+        A run killed while saving its final model leaves the folder as it was, or with new weights files but the old
+        (or no) config.json: never a config.json beside a half-written model. The files of a checkpoint are already
+        complete once marked (training/callbacks.py), so they are not staged. Under FSDP: see `_save_fsdp_model`.
+        """
+        if _internal_call and output_dir is not None and checkpoint_step(output_dir) is not None:
+            return self._save_checkpoint_model(output_dir)
+        output_dir = output_dir or self.args.output_dir
+        staging_dir = os.path.join(output_dir, MODEL_STAGING_DIR_NAME)
+        if self.args.should_save:
+            shutil.rmtree(staging_dir, ignore_errors=True)
+        self.accelerator.wait_for_everyone()
+        self._save_model_files(staging_dir)
+        self.accelerator.wait_for_everyone()  # every process has written its part
+        if self.args.should_save and os.path.isdir(staging_dir):
+            fsync_tree(staging_dir)
+            move_files_in(staging_dir, output_dir)
+        self.accelerator.wait_for_everyone()
+        if self.args.push_to_hub and not _internal_call:  # as Trainer's save_model: a user's save is pushed
+            self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
+        return None
+
+    def _save_checkpoint_model(self, checkpoint_dir: str) -> None:
+        """The model part of Trainer's checkpoint save, which begins with it: the weights are checked first (a
+        checkpoint never holds NaN/inf weights), and the stream's position is written beside them. The checkpoint
+        becomes complete once [`CompleteCheckpoints`] marks it, after Trainer wrote the rest, so nothing is staged."""
+        self._check_parameters_before_save()
+        self._save_model_files(checkpoint_dir, checkpoint=True)
+        if self.args.should_save:
+            self._save_stream_position(checkpoint_dir)
+
+    def _save_model_files(self, output_dir: str | None, checkpoint: bool = False) -> None:
+        """Trainer's save; under FSDP, the gathered full weights saved under the model's own class.
+
+        Under FSDP with a sharded state dict Trainer's `save_model` writes nothing (a checkpoint's shards are written
+        apart from it), so a run's final model would not exist for `from_pretrained`; checkpoints keep only their
+        shards (gathering at every save would hold the whole model in one process's memory each time). And FSDP2
+        swaps the model's class for a subclass `FSDP<name>` defined in torch, so `save_pretrained` would copy torch's
+        FSDP source files as the folder's remote code instead of albert_hf's modeling.py.
+        """
+        if not self.is_fsdp_enabled:
+            return super().save_model(output_dir, _internal_call=True)
+        full = "FULL_STATE_DICT" in str(self.accelerator.state.fsdp_plugin.state_dict_type)
+        if checkpoint and not full:
+            return None
+        state_dict = self.accelerator.get_state_dict(self.model)  # a collective: every process takes part
+        with own_class(self.accelerator.unwrap_model(self.model)):
+            save_full_model(self, output_dir or self.args.output_dir, state_dict)
+        return None
+
+    # ---- numerical health -------------------------------------------------------------------------------------------
+
+    def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch=None) -> torch.Tensor:
+        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients.
+
+        With a [`DivergenceGuard`] the guard judges each optimizer step's loss instead (non-finite or a spike) and
+        rolls a bad step back after the loop has taken it; without one, a non-finite loss stops the run here.
+        """
+        guard = self.divergence_guard
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if guard is not None:
+            guard.add_micro_batch(loss)
+            if self.accelerator.sync_gradients:  # the step's last micro-batch: the optimizer step comes next
+                guard.check_step(self)
+            return loss
+        # One device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` check already costs.
+        non_finite = (~torch.isfinite(loss.detach())).any().float()
+        if self.accelerator.num_processes > 1:
+            # Every process stops together (one waiting in the next all-reduce would hang until a timeout).
+            non_finite = self.accelerator.reduce(non_finite, reduction="sum")
+        if non_finite.item() > 0:
+            raise NonFiniteLossError(self._non_finite_message(f"training loss is {loss.item()}"))
+        return loss
+
+    def _check_parameters_before_save(self) -> None:
+        bad = non_finite_parameters(self.model)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            raise NonFiniteLossError(self._non_finite_message(f"parameters {shown} hold NaN/inf", saving=True))
+
+    def _non_finite_message(self, what: str, saving: bool = False) -> str:
+        step = self.state.global_step if saving else self.state.global_step + 1  # the step being computed
+        scale = loss_scale(self)
+        parts = [f"Stopping: {what} at global step {step}"]
+        if scale is not None:
+            parts.append(f"fp16 loss scale {scale:g}")
+        if self.state.epoch is not None and not math.isnan(self.state.epoch):
+            parts.append(f"epoch {self.state.epoch:.2f}")
+        message = ", ".join(parts) + (
+            ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
+        )
+        last = latest_checkpoint(self.args.output_dir)
+        if last is None:
+            return message + " No checkpoint was written yet."
+        return message + (
+            f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
+            "bf16 instead of fp16, or gradient clipping."
+        )
+
+    # ---- position in a stream ---------------------------------------------------------------------------------------
+
+    def restored_training_position(self, resume_from_checkpoint, max_steps, epochs_trained, steps_trained):
+        """Trainer's resumed position; for a training set without a length (a stream), the data position read from
+        the saved epoch instead of from the step count.
+
+        A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
+        x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
+        off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
+        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
+        pass (also the shuffle's epoch) and the batches to skip within it. A stream that can be positioned skips them
+        itself, from the position saved in the checkpoint (`_position_stream`).
+        """
+        self._positioned_stream_epoch = None
+        if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
+            return epochs_trained, steps_trained
+        epochs_trained, steps_trained = self._stream_batches_read(self.state.epoch or 0.0, max_steps)
+        if steps_trained > 0 and self._position_stream(resume_from_checkpoint, epochs_trained, steps_trained):
+            self._positioned_stream_epoch = epochs_trained
+        return epochs_trained, steps_trained
+
+    def _stream_batches_read(self, epoch: float, max_steps: int | None = None) -> tuple[int, int]:
+        """(pass, batches read in it) from Trainer's `epoch` (see `_init_training_state`)."""
+        batches_per_epoch = (max_steps or self.state.max_steps) * self.args.gradient_accumulation_steps
+        passes = int(epoch)
+        return passes, round((epoch - passes) * batches_per_epoch)
+
+    def _positionable_stream(self) -> Any | None:
+        """The training set if it is a stream whose position can be saved and restored here, else None.
+
+        Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)` and
+        `resume_from_state(state, pass, instances consumed)`, and must be read as `stream_position_obstacle` says.
+        Otherwise Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
+        """
+        from ..data.instance_stream import stream_position_obstacle
+
+        dataset = self.train_dataset
+        if not (hasattr(dataset, "position_state") and hasattr(dataset, "resume_from_state")):
+            return None
+        if stream_position_obstacle(self.args.world_size, self.args.dataloader_num_workers) is not None:
+            return None
+        return dataset
+
+    def _save_stream_position(self, checkpoint_dir: str) -> None:
+        """Write the position of a positionable training stream into the checkpoint being saved."""
+        stream = self._positionable_stream()
+        if stream is None or self.state.epoch is None:
+            return
+        passes, batches = self._stream_batches_read(self.state.epoch)
+        state = stream.position_state(passes, batches * self._batch_size())
+        if state is None:
+            logger.warning(
+                "The training stream cannot tell its position after %d batches of pass %d: resuming from this "
+                "checkpoint reads them again.",
+                batches,
+                passes,
+            )
+            return
+        with open(os.path.join(checkpoint_dir, STREAM_POSITION_NAME), "w", encoding="utf-8") as handle:
+            json.dump(state, handle, indent=1)
+
+    def _position_stream(self, checkpoint: str, passes: int, batches: int) -> bool:
+        """Start the training stream after `batches` batches of pass `passes`, from the checkpoint's saved position,
+        so that Trainer need not read those batches again (`stream_starts_after_skipped_batches`); False (Trainer
+        skips) when it cannot."""
+        stream = self._positionable_stream()
+        if stream is None:
+            return False
+        path = os.path.join(checkpoint, STREAM_POSITION_NAME)
+        if not os.path.isfile(path):
+            logger.info("%s holds no stream position: the %d batches trained on are read again.", checkpoint, batches)
+            return False
+        try:
+            with open(path, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            state, problem = None, f"it is unreadable ({error})"
+        if state is not None:
+            problem = stream.resume_from_state(state, passes, batches * self._batch_size())
+        if problem is not None:
+            logger.warning(
+                "Not resuming the stream from %s: %s. The %d batches are read again.", path, problem, batches
+            )
+            return False
+        logger.info(
+            "The training stream resumes at the position saved in %s (pass %d, batch %d).", path, passes, batches
+        )
+        return True
+
+    def _batch_size(self) -> int:
+        """Instances per training batch in this process (Trainer's, as recorded in its state once training runs)."""
+        return self.state.train_batch_size or self.args.train_batch_size
+
+    def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
+        """Whether `epoch` is the pass a positioned stream resumes in, where Trainer's skip of the trained batches is
+        left out: the stream already starts after them. Trainer skips by reading them again, then carries on with its
+        counters past them and restores the RNG states after the first new batch: all of that stays."""
+        if self._positioned_stream_epoch is None or epoch != self._positioned_stream_epoch:
+            return False
+        self._positioned_stream_epoch = None
+        return True
 
 
 # --------------------------------------------------------------------------------------------------------------------

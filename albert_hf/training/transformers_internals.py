@@ -1,17 +1,17 @@
 """The private parts of transformers' `Trainer` that albert_hf relies on, all in this one module.
 
 albert_hf builds on public hooks wherever one serves: `train()` (checks before a resume), `TrainerCallback` events
-with `control` (divergence rollback), `save_model` (atomic final save), `training_step` (loss checks). A few features
-have no public hook: writing a checkpoint under another name before publishing it, starting its upload from the
-published folder, resuming a stream without reading the trained batches again. Those
-use private Trainer names, and only here: each name is listed in [`INTERNAL_NAMES`] with what it is used for and why
+with `control` (divergence rollback, complete checkpoints and their uploads: training/callbacks.py), `save_model`
+(atomic final save), `training_step` (loss checks). A few features have no public hook: resuming a stream without
+reading the trained batches again. It
+uses private Trainer names, and only here: each name is listed in [`INTERNAL_NAMES`] with what it is used for and why
 no public hook serves, every access goes through a function or override of this module, and
 tests/test_transformers_internals.py checks each name against the installed transformers (existence, parameters), so
 that a transformers release that moves one fails a test naming it instead of silently falling back (a resume that
-reads its batches again, a checkpoint written in place).
+reads its batches again).
 
 [`TrainerInternalHooks`] is the mixin that overrides the private methods; each override forwards to a public-named
-method of the Trainer class that mixes it in (`ReliableTrainerMixin` in training/reliability.py), so that what the
+method of the Trainer class that mixes it in (`ReliableTrainerMixin` in training/trainer.py), so that what the
 feature does is written there and only the plumbing is here.
 """
 
@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 import transformers
 import transformers.trainer
 from transformers import PreTrainedModel, Trainer
@@ -49,36 +48,6 @@ class InternalName:
 
 
 INTERNAL_NAMES: tuple[InternalName, ...] = (
-    InternalName(
-        "Trainer._save_checkpoint",
-        "override",
-        "writing each checkpoint into a staging folder, then publishing it under its final name (atomic checkpoints)",
-        "the save begins inside the training loop with no event before it; `on_save` runs after the folder was "
-        "written in place, too late for a killed save not to leave a half-written `checkpoint-N`",
-        ("model", "trial"),
-    ),
-    InternalName(
-        "Trainer._get_output_dir",
-        "override",
-        "pointing `_save_checkpoint` at the staging folder while it writes",
-        "`args.output_dir` is also read during the save (uploads copy the model there), so it cannot be redirected",
-        ("trial",),
-    ),
-    InternalName(
-        "Trainer._push_from_checkpoint",
-        "override",
-        "uploading a checkpoint only once it is complete under its final name, and never letting a failed upload "
-        "stop training",
-        "Trainer starts the upload from inside the save; the public `push_to_hub` uploads the output folder, not a "
-        "checkpoint with `hub_strategy`'s layout",
-        ("checkpoint_folder",),
-    ),
-    InternalName(
-        "Trainer.push_in_progress",
-        "attribute",
-        "the background upload jobs: failures are reported, and rotation waits for an upload of an older checkpoint",
-        "an undocumented attribute; no public method returns the running uploads",
-    ),
     InternalName(
         "Trainer._init_training_state",
         "override",
@@ -142,12 +111,6 @@ def warn_about_missing_internal_names() -> tuple[str, ...]:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def upload_jobs(trainer: Trainer) -> list:
-    """The background upload futures Trainer keeps for its checkpoint pushes (`push_in_progress`)."""
-    in_progress = getattr(trainer, "push_in_progress", None)
-    return list(in_progress.jobs) if in_progress is not None else []
-
-
 @contextlib.contextmanager
 def batches_not_skipped() -> Iterator[None]:
     """Trainer's `skip_first_batches` as the identity for the duration: for a stream that starts after them."""
@@ -169,48 +132,11 @@ class TrainerInternalHooks:
 
     Put before `Trainer` among the bases (`ReliableTrainerMixin` derives from it). What the subclass may define:
 
-      * `save_checkpoint_atomically(model, trial, write)`: save a checkpoint; `write(into)` runs Trainer's own save
-        with `into` as the run folder.
-      * `checkpoint_upload_requested(folder)`: Trainer asks to upload a checkpoint; `start_checkpoint_upload(folder)`
-        runs Trainer's upload.
       * `restored_training_position(resume_from_checkpoint, max_steps, epochs_trained, steps_trained)`: the
         (pass, batches into it) to resume at, from Trainer's.
       * `stream_starts_after_skipped_batches(epoch)`: whether in `epoch` the data already starts after the batches
         Trainer would skip.
     """
-
-    _checkpoint_run_dir: str | None = None  # while a checkpoint is written elsewhere: where
-
-    # ---- checkpoints ------------------------------------------------------------------------------------------------
-
-    def _save_checkpoint(self, model: torch.nn.Module, trial) -> None:
-        def write(into: str) -> None:
-            self._checkpoint_run_dir = into
-            try:
-                super(TrainerInternalHooks, self)._save_checkpoint(model, trial)
-            finally:
-                self._checkpoint_run_dir = None
-
-        self.save_checkpoint_atomically(model, trial, write)
-
-    def save_checkpoint_atomically(self, model: torch.nn.Module, trial, write) -> None:
-        write(self.run_dir(trial))
-
-    def run_dir(self, trial=None) -> str:
-        """The folder checkpoints of this run (or hyperparameter-search trial) are published in."""
-        return super()._get_output_dir(trial)
-
-    def _get_output_dir(self, trial) -> str:
-        return self._checkpoint_run_dir if self._checkpoint_run_dir is not None else super()._get_output_dir(trial)
-
-    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
-        self.checkpoint_upload_requested(checkpoint_folder)
-
-    def checkpoint_upload_requested(self, checkpoint_folder: str) -> None:
-        self.start_checkpoint_upload(checkpoint_folder)
-
-    def start_checkpoint_upload(self, checkpoint_folder: str) -> None:
-        super()._push_from_checkpoint(checkpoint_folder)
 
     # ---- position in the data ---------------------------------------------------------------------------------------
 
