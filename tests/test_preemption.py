@@ -38,7 +38,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from albert_hf.errors import StoppedBySignal, UserError
 from albert_hf.training.preemption import CheckpointOnSignal, train_or_checkpoint_on_signal
-from albert_hf.training.reliability import STAGING_DIR_NAME, checkpoint_problem
+from albert_hf.training.reliability import checkpoint_problem
 
 # What a job writes only when it finished: none of it may be in the output folder of a stopped one.
 FINAL_FILES = ("model.safetensors", "config.json", "README.md", "train_results.json", "all_results.json")
@@ -95,9 +95,9 @@ def assert_stopped_with_a_checkpoint(status: int, output: str, command: str, out
     assert 1 <= step < max_steps, output[-3000:]
     assert checkpoint == str(output_dir / f"checkpoint-{step}")
     assert get_last_checkpoint(str(output_dir)) == checkpoint  # transformers' own answer to "latest"
-    assert checkpoint_problem(checkpoint) is None
+    assert checkpoint_problem(checkpoint, marked=True) is None  # complete, and marked so by the job's callbacks
     assert json.loads((Path(checkpoint) / "trainer_state.json").read_text())["global_step"] == step
-    assert sorted(os.listdir(output_dir)) == [STAGING_DIR_NAME, f"checkpoint-{step}"], "no final file beside it"
+    assert sorted(os.listdir(output_dir)) == [f"checkpoint-{step}"], "no final file beside it"
     return step
 
 
