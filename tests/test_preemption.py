@@ -48,8 +48,19 @@ QUIET = ["--report_to", "none", "--use_cpu", "--disable_tqdm", "true", "--loggin
 QUIET += ["--dataloader_num_workers", "0", "--save_strategy", "steps", "--save_steps", "100"]  # no periodic save
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One thread here and in every child (`child_environment`): with more, the BLAS may use fewer threads on a busy
+    machine than on an idle one, and a reduction summed in another order is not bit for bit the run it is compared
+    with."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def child_environment() -> dict[str, str]:
-    # Unbuffered, so the first step's line arrives when it is written; the threads of this process (see above).
+    # Unbuffered, so the first step's line arrives when it is written; the threads of this process (`one_thread`).
     return {**CLI_ENV, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(torch.get_num_threads())}
 
 
