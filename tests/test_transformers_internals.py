@@ -91,3 +91,28 @@ def test_a_run_on_a_transformers_without_a_name_warns_naming_it(monkeypatch, cap
         transformers_internals.warn_about_missing_internal_names.cache_clear()
     assert problems == (internal_name_problem(missing),)
     assert "no longer has Trainer._no_such_method, used for testing the warning" in caplog.text
+
+
+def test_trainer_saves_checkpoint_models_through_save_model_with_internal_call(tmp_path):
+    """What `Trainer.save_model`'s `_internal_call` means to albert_hf: Trainer's checkpoint save calls `save_model`
+    with `_internal_call=True` and the `checkpoint-N` folder, and a user's call (or the end of a run) leaves it False.
+    A release that saved checkpoint weights another way, or flagged a user's save as internal, fails here."""
+    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+
+    calls: list[tuple[str | None, bool]] = []
+
+    class Recording(Trainer):
+        def save_model(self, output_dir=None, _internal_call=False):
+            calls.append((output_dir, _internal_call))
+            return super().save_model(output_dir, _internal_call=_internal_call)
+
+    args = tiny_arguments(tmp_path, max_steps=4, save_steps=2)
+    trainer = Recording(model=tiny_classifier(), args=args, train_dataset=RandomSequences())
+    trainer.train()
+    trainer.save_model()
+    assert calls == [
+        (str(tmp_path / "checkpoint-2"), True),
+        (str(tmp_path / "checkpoint-4"), True),
+        (None, False),
+    ]
+    assert (tmp_path / "checkpoint-2" / "model.safetensors").is_file()

@@ -49,6 +49,16 @@ class InternalName:
 
 INTERNAL_NAMES: tuple[InternalName, ...] = (
     InternalName(
+        "Trainer.save_model",
+        "override",
+        "telling Trainer's own call of `save_model` inside a checkpoint save (`_internal_call=True`, the output folder "
+        "a `checkpoint-N`) from a user's save: the first writes into the checkpoint, whose completeness the callbacks "
+        "mark, the second is staged and moved in atomically, and only the second is pushed, as in Trainer",
+        "the parameter is private, but Trainer passes it to every override of the public `save_model`; no other "
+        "argument says which of the two saves is asked for",
+        ("output_dir", "_internal_call"),
+    ),
+    InternalName(
         "Trainer._init_training_state",
         "override",
         "the pass and batch a resumed stream (no length) continues at, from the saved epoch instead of the step count",
