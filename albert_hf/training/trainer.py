@@ -276,10 +276,11 @@ class ReliableTrainerMixin:
         the end of the first pass and training restarts at the second pass (data seen again, the rest never).
         Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the pass
         (also the shuffle's epoch) and the batches to skip within it. The stream skips them from the position saved in
-        the checkpoint (one window read), or else by reading the pass again up to there (`_position_stream`). Any other
-        stream is resumed by Trainer's own skip (a warning says when that is wrong: past the first pass).
+        the checkpoint (one window read), or else by reading the pass again up to there (`_position_stream`; always under
+        several processes, which save no position). Any other stream is resumed by Trainer's own skip (a warning says
+        when that is wrong: past the first pass).
         """
-        stream = self._positionable_stream()
+        stream = self._positionable_stream(resuming=True)
         if checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
             yield
             return
@@ -295,7 +296,9 @@ class ReliableTrainerMixin:
                 )
             yield
             return
-        self._position_stream(checkpoint, stream, passes, batches * (saved.train_batch_size or self._batch_size()))
+        # Under several processes accelerate reads the stream in the main process, `world_size` batches per step.
+        per_batch = (saved.train_batch_size or self._batch_size()) * self.args.world_size
+        self._position_stream(checkpoint, stream, passes, batches * per_batch)
         if stream.finished_resumed_pass():  # the checkpoint was at the end of its pass: the next one, from its start
             passes, batches = passes + 1, 0
         stream.count_passes_from(passes)
@@ -315,13 +318,15 @@ class ReliableTrainerMixin:
         passes = int(epoch)
         return passes, round((epoch - passes) * batches_per_epoch)
 
-    def _positionable_stream(self) -> Any | None:
+    def _positionable_stream(self, resuming: bool = False) -> Any | None:
         """The training set if it is a stream whose position can be saved and restored here, else None.
 
         Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)`,
         `resume_from_state(state, pass, instances consumed)`, `read_again_until(pass, instances consumed)`,
         `finished_resumed_pass()` and `count_passes_from(pass)`, and must be read as `stream_position_obstacle` says. Otherwise Trainer's own skip
-        resumes it (`_stream_resumed`).
+        resumes it (`_stream_resumed`). `resuming`: several processes are allowed when accelerate dispatches to each
+        its part of `world_size` batches the main process reads (its default for a stream, without `split_batches`):
+        every process's stream is then started after the instances trained on, read again (no position is saved).
         """
         from ..data.instance_stream import stream_position_obstacle
 
@@ -335,9 +340,16 @@ class ReliableTrainerMixin:
         )
         if not all(hasattr(dataset, name) for name in methods):
             return None
-        if stream_position_obstacle(self.args.world_size, self.args.dataloader_num_workers) is not None:
+        world_size = 1 if resuming and self._stream_dispatched() else self.args.world_size
+        if stream_position_obstacle(world_size, self.args.dataloader_num_workers) is not None:
             return None
         return dataset
+
+    def _stream_dispatched(self) -> bool:
+        """Whether accelerate reads the training stream in the main process alone and sends each process its part
+        of the batches (`dispatch_batches`, its default for an IterableDataset)."""
+        config = self.args.accelerator_config
+        return config.dispatch_batches is not False and not config.split_batches
 
     def _save_stream_position(self, checkpoint_dir: str) -> None:
         """Write the position of a positionable training stream into the checkpoint being saved."""
@@ -416,7 +428,7 @@ class ResumedStreamCounters(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.trainer_pass == 0 and self.read == 0 and self.batches > 0:
-            restore_rng_states(self.checkpoint)
+            restore_rng_states(self.checkpoint, args.process_index if args.world_size > 1 else None)
 
     def on_substep_end(self, args, state, control, **kwargs):
         self.read += 1
@@ -431,10 +443,12 @@ class ResumedStreamCounters(TrainerCallback):
         )
 
 
-def restore_rng_states(checkpoint: str) -> None:
-    """The Python, NumPy, torch and CUDA RNG states a one-process Trainer saved in `checkpoint` (`rng_state.pth`), as
-    Trainer restores them on resume; nothing if there is no such file (Trainer then logs that)."""
-    path = os.path.join(checkpoint, "rng_state.pth")
+def restore_rng_states(checkpoint: str, process_index: int | None = None) -> None:
+    """The Python, NumPy, torch and CUDA RNG states Trainer saved in `checkpoint` (`rng_state.pth`, or of process
+    `process_index` of several `rng_state_<index>.pth`), as Trainer restores them on resume; nothing if there is no
+    such file (Trainer then logs that)."""
+    name = "rng_state.pth" if process_index is None else f"rng_state_{process_index}.pth"
+    path = os.path.join(checkpoint, name)
     if not os.path.isfile(path):
         return
     with safe_globals():
