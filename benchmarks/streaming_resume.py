@@ -11,6 +11,8 @@ corpus of a few hundred MB would be). For each step S (0: the start of a run, fo
 
   * replay: Trainer's `skip_first_batches` over S x accumulation batches of its own training DataLoader, then the
     first new batch. Timed for real up to `--replay_batches` batches; beyond that, estimated from the measured rate.
+  * read again: what a checkpoint without a saved position costs now: the stream reads its pass again up to the
+    trained instances (`read_again_until`: reading, tokenizing, cutting, no collating), then the first new batch.
   * position: the stream's position after S steps, as the checkpoint of step S saves it (taken from a run of the
     stream through S, not timed), given to the Trainer's stream (`resume_from_state`), then the first new batch of
     the same DataLoader: the time and the documents read. That batch is checked against the uninterrupted stream's
@@ -124,13 +126,22 @@ def main() -> None:
             f"--shuffle_buffer_size {cli.shuffle_buffer_size}"
         )
         print(
-            "| resume at step | batches to skip | replay (Trainer reads them again) | saved position | "
-            "documents read to resume | first batch as uninterrupted |"
+            "| resume at step | batches to skip | replay (Trainer reads them again) | read again (the stream) | "
+            "saved position | documents read to resume | first batch as uninterrupted |"
         )
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for step in cli.resume_steps:
             state, following = positions[consumed[step]]
             expected = trainer.data_collator(following)
+            read_again, equal_again = "nothing to skip", True
+            if consumed[step]:
+                started = time.perf_counter()
+                stream.read_again_until(0, consumed[step])
+                loader = trainer.get_train_dataloader()
+                loader.set_epoch(0)
+                batch, seconds = timed_first_batch(loader)
+                read_again = f"{time.perf_counter() - started:.1f} s"
+                equal_again = same_batch(batch, expected)
             read_before = stream.documents_read
             problem = stream.resume_from_state(state, 0, consumed[step])
             assert problem is None, problem
@@ -138,7 +149,7 @@ def main() -> None:
             loader.set_epoch(0)
             batch, seconds = timed_first_batch(loader)
             documents = stream.documents_read - read_before
-            equal = same_batch(batch, expected)
+            equal = same_batch(batch, expected) and equal_again
             batches = consumed[step] // batch_size
             if not batches:
                 replay = "nothing to skip"
@@ -151,7 +162,8 @@ def main() -> None:
             else:
                 replay = "not measured"
             print(
-                f"| {step:,} | {batches:,} | {replay} | {seconds:.1f} s | {documents:,} | {'yes' if equal else 'NO'} |"
+                f"| {step:,} | {batches:,} | {replay} | {read_again} | {seconds:.1f} s | {documents:,} "
+                f"| {'yes' if equal else 'NO'} |"
             )
 
 

@@ -117,9 +117,10 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             hold "word_starts".
 
     Rows are {"input_ids", "token_type_ids", "sentence_order_label"}, as the instances of a `datasets` stream.
-    `set_epoch(n)` selects the pass (Trainer calls it through the DataLoader). It is read in the process that iterates
-    it (`dataloader_num_workers` 0 or 1: several workers would each read the whole stream); its position can be
-    saved only when it is read in the training process ([`stream_position_obstacle`]).
+    `set_epoch(n)` selects the pass (Trainer calls it through the DataLoader), counted from `count_passes_from`'s. It
+    is read in the process that iterates it (`dataloader_num_workers` 0 or 1: several workers would each read the
+    whole stream); its position can be saved only when it is read in the training process
+    ([`stream_position_obstacle`]).
     """
 
     def __init__(
@@ -164,6 +165,7 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             sep_token_id=tokenizer.sep_token_id,
         )
         self.epoch = 0
+        self.first_pass = 0  # the pass `set_epoch(0)` selects: a resumed Trainer counts its passes from 0 again
         self.documents_read = 0  # documents read since creation: what a resume costs, for tests and benchmarks
         self._resume: tuple[StreamPosition, int] | None = None
         # The pass being read: its windows so far (and their first instances, to bisect), the start of the window
@@ -177,7 +179,12 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
     # ---- reading ----------------------------------------------------------------------------------------------------
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        self.epoch = self.first_pass + epoch
+
+    def count_passes_from(self, first_pass: int) -> None:
+        """Make `set_epoch(n)` select pass `first_pass + n`: a Trainer resumed with `ignore_data_skip` counts the pass
+        it resumes in as its pass 0, and so on."""
+        self.first_pass = first_pass
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         worker = torch.utils.data.get_worker_info()
@@ -372,3 +379,27 @@ class ResumableInstanceStream(torch.utils.data.IterableDataset):
             return f"it is the position after {saved[1]} instances of pass {saved[0]}, not {consumed} of pass {epoch}"
         self._resume = (window, skip)
         return None
+
+    def read_again_until(self, epoch: int, consumed: int) -> None:
+        """Make the next iteration of pass `epoch` start after `consumed` instances, found by reading the pass from its
+        start up to the window that holds them (where no saved position can be used): exact, at the cost of reading
+        the instances again; that window is made again when the pass is read."""
+        window = StreamPosition(epoch, 0, 0, 0, *FILES_START)
+        for start, table, following in self._windows_from(window):
+            if consumed < start.instance + table.num_rows:
+                self._resume = (start, consumed - start.instance)
+                return
+            window = following
+        self._resume = (window, 0)  # the end of the pass
+
+    def finished_resumed_pass(self) -> bool:
+        """Whether the resume set by `resume_from_state` or `read_again_until` is at the end of its pass (nothing left
+        to read in it); then it is dropped. A DataLoader fails on a pass without a batch, so the caller resumes at
+        the next pass's start instead. Only a resume at a window's start has to look (it makes that window)."""
+        if self._resume is None or self._resume[1] > 0:  # a position inside a window: some of it is left
+            return False
+        window = next(self._windows_from(self._resume[0]), None)
+        if window is not None and window[1].num_rows > 0:
+            return False
+        self._resume = None
+        return True

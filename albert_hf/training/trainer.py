@@ -18,13 +18,16 @@ import json
 import logging
 import math
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from transformers import PreTrainedTokenizerBase, Trainer, TrainerState
+from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, TrainerState
+from transformers.trainer_pt_utils import safe_globals, set_rng_state_for_device
 from transformers.trainer_utils import TrainOutput, has_length
 
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
@@ -50,7 +53,7 @@ from .reliability import (
     own_class,
     run_fingerprint,
 )
-from .transformers_internals import TrainerInternalHooks, warn_about_missing_internal_names
+from .transformers_internals import warn_about_missing_internal_names
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class ReliableTrainerMixin(TrainerInternalHooks):
+class ReliableTrainerMixin:
     """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
 
     Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
@@ -78,8 +81,6 @@ class ReliableTrainerMixin(TrainerInternalHooks):
 
     # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
     divergence_guard: DivergenceGuard | None = None
-    # The pass whose already-trained batches the training stream skips itself (see `_position_stream`), or None.
-    _positioned_stream_epoch: int | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
@@ -112,7 +113,6 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         following `save_model` writes the trained model) and the call returns.
         """
         warn_about_missing_internal_names()
-        self._positioned_stream_epoch = None
         if self.divergence_guard is not None:  # a fresh history and snapshot for every run
             self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
             add_rollback_callback(self)
@@ -126,7 +126,8 @@ class ReliableTrainerMixin(TrainerInternalHooks):
             if 0 < self.args.max_steps <= step:
                 return self._nothing_left_to_train(resume_from_checkpoint, step)
             logger.info("Resuming from %s (step %d).", resume_from_checkpoint, step)
-        return super().train(resume_from_checkpoint or None, *args, **kwargs)
+        with self._stream_resumed(resume_from_checkpoint or None):
+            return super().train(resume_from_checkpoint or None, *args, **kwargs)
 
     def _check_resume(self, checkpoint: str) -> int:
         """Raise [`CheckpointError`] naming the file if `checkpoint` cannot be resumed here; its global step."""
@@ -264,46 +265,91 @@ class ReliableTrainerMixin(TrainerInternalHooks):
 
     # ---- position in a stream ---------------------------------------------------------------------------------------
 
-    def restored_training_position(self, resume_from_checkpoint, max_steps, epochs_trained, steps_trained):
-        """Trainer's resumed position; for a training set without a length (a stream), the data position read from
-        the saved epoch instead of from the step count.
+    @contextlib.contextmanager
+    def _stream_resumed(self, checkpoint: str | None) -> Iterator[None]:
+        """For the duration of a resumed `train()`: a positionable training stream (no length) starts itself after
+        the batches trained on, in the right pass, and Trainer is told to skip nothing (`ignore_data_skip`, restored
+        afterwards), its counters kept right by [`ResumedStreamCounters`].
 
-        A stream has no length, so Trainer counts `max_steps` updates per epoch and resumes by skipping `global_step`
-        x accumulation batches of the *first* pass. Once the run has read the stream more than once, that skip runs
-        off the end of the first pass and training restarts at the second pass: data seen again, the rest never.
-        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the
-        pass (also the shuffle's epoch) and the batches to skip within it. A stream that can be positioned skips them
-        itself, from the position saved in the checkpoint (`_position_stream`).
+        A stream has no length, so Trainer counts `max_steps` updates per pass and resumes by skipping `global_step` x
+        accumulation batches of the *first* pass: once the run has read the stream more than once, that skip runs off
+        the end of the first pass and training restarts at the second pass (data seen again, the rest never).
+        Trainer's saved `epoch` is `pass + batches read in this pass / (max_steps x accumulation)`, which gives the pass
+        (also the shuffle's epoch) and the batches to skip within it. The stream skips them from the position saved in
+        the checkpoint (one window read), or else by reading the pass again up to there (`_position_stream`; always under
+        several processes, which save no position). Any other stream is resumed by Trainer's own skip (a warning says
+        when that is wrong: past the first pass).
         """
-        self._positioned_stream_epoch = None
-        if resume_from_checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
-            return epochs_trained, steps_trained
-        epochs_trained, steps_trained = self._stream_batches_read(self.state.epoch or 0.0, max_steps)
-        if steps_trained > 0 and self._position_stream(resume_from_checkpoint, epochs_trained, steps_trained):
-            self._positioned_stream_epoch = epochs_trained
-        return epochs_trained, steps_trained
+        stream = self._positionable_stream(resuming=True)
+        if checkpoint is None or self.args.ignore_data_skip or has_length(self.train_dataset):
+            yield
+            return
+        saved = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+        passes, batches = self._stream_batches_read(saved.epoch or 0.0, saved.max_steps)
+        if stream is None:
+            if passes > 0:
+                logger.warning(
+                    "%s is in pass %d of the training stream, which cannot be positioned here: Trainer resumes a "
+                    "stream in its first pass, so this resume does not continue where the run stopped.",
+                    checkpoint,
+                    passes,
+                )
+            yield
+            return
+        # Under several processes accelerate reads the stream in the main process, `world_size` batches per step.
+        per_batch = (saved.train_batch_size or self._batch_size()) * self.args.world_size
+        self._position_stream(checkpoint, stream, passes, batches * per_batch)
+        if stream.finished_resumed_pass():  # the checkpoint was at the end of its pass: the next one, from its start
+            passes, batches = passes + 1, 0
+        stream.count_passes_from(passes)
+        counters = ResumedStreamCounters(checkpoint, passes, batches)
+        self.add_callback(counters)
+        self.args.ignore_data_skip = True
+        try:
+            yield
+        finally:
+            self.args.ignore_data_skip = False
+            self.remove_callback(counters)
+            stream.count_passes_from(0)
 
     def _stream_batches_read(self, epoch: float, max_steps: int | None = None) -> tuple[int, int]:
-        """(pass, batches read in it) from Trainer's `epoch` (see `_init_training_state`)."""
+        """(pass, batches read in it) from Trainer's `epoch` (see `_stream_resumed`)."""
         batches_per_epoch = (max_steps or self.state.max_steps) * self.args.gradient_accumulation_steps
         passes = int(epoch)
         return passes, round((epoch - passes) * batches_per_epoch)
 
-    def _positionable_stream(self) -> Any | None:
+    def _positionable_stream(self, resuming: bool = False) -> Any | None:
         """The training set if it is a stream whose position can be saved and restored here, else None.
 
-        Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)` and
-        `resume_from_state(state, pass, instances consumed)`, and must be read as `stream_position_obstacle` says.
-        Otherwise Trainer's own skip, which reads the trained batches again, stays the way to resume: exact, not fast.
+        Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)`,
+        `resume_from_state(state, pass, instances consumed)`, `read_again_until(pass, instances consumed)`,
+        `finished_resumed_pass()` and `count_passes_from(pass)`, and must be read as `stream_position_obstacle` says. Otherwise Trainer's own skip
+        resumes it (`_stream_resumed`). `resuming`: several processes are allowed when accelerate dispatches to each
+        its part of `world_size` batches the main process reads (its default for a stream, without `split_batches`):
+        every process's stream is then started after the instances trained on, read again (no position is saved).
         """
         from ..data.instance_stream import stream_position_obstacle
 
         dataset = self.train_dataset
-        if not (hasattr(dataset, "position_state") and hasattr(dataset, "resume_from_state")):
+        methods = (
+            "position_state",
+            "resume_from_state",
+            "read_again_until",
+            "finished_resumed_pass",
+            "count_passes_from",
+        )
+        if not all(hasattr(dataset, name) for name in methods):
             return None
-        if stream_position_obstacle(self.args.world_size, self.args.dataloader_num_workers) is not None:
+        world_size = 1 if resuming and self._stream_dispatched() else self.args.world_size
+        if stream_position_obstacle(world_size, self.args.dataloader_num_workers) is not None:
             return None
         return dataset
+
+    def _stream_dispatched(self) -> bool:
+        """Whether accelerate reads the training stream in the main process alone and sends each process its part
+        of the batches (`dispatch_batches`, its default for an IterableDataset)."""
+        config = self.args.accelerator_config
+        return config.dispatch_batches is not False and not config.split_batches
 
     def _save_stream_position(self, checkpoint_dir: str) -> None:
         """Write the position of a positionable training stream into the checkpoint being saved."""
@@ -323,46 +369,95 @@ class ReliableTrainerMixin(TrainerInternalHooks):
         with open(os.path.join(checkpoint_dir, STREAM_POSITION_NAME), "w", encoding="utf-8") as handle:
             json.dump(state, handle, indent=1)
 
-    def _position_stream(self, checkpoint: str, passes: int, batches: int) -> bool:
-        """Start the training stream after `batches` batches of pass `passes`, from the checkpoint's saved position,
-        so that Trainer need not read those batches again (`stream_starts_after_skipped_batches`); False (Trainer
-        skips) when it cannot."""
-        stream = self._positionable_stream()
-        if stream is None:
-            return False
+    def _position_stream(self, checkpoint: str, stream: Any, passes: int, consumed: int) -> None:
+        """Start the training stream after `consumed` instances of pass `passes`: from the checkpoint's saved position
+        (one window read), else by reading the pass again up to there (a warning or log line says why)."""
+        if consumed == 0:
+            return
         path = os.path.join(checkpoint, STREAM_POSITION_NAME)
         if not os.path.isfile(path):
-            logger.info("%s holds no stream position: the %d batches trained on are read again.", checkpoint, batches)
-            return False
+            logger.info(
+                "%s holds no stream position: the %d instances trained on are read again.", checkpoint, consumed
+            )
+            stream.read_again_until(passes, consumed)
+            return
         try:
             with open(path, encoding="utf-8") as handle:
                 state = json.load(handle)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             state, problem = None, f"it is unreadable ({error})"
         if state is not None:
-            problem = stream.resume_from_state(state, passes, batches * self._batch_size())
+            problem = stream.resume_from_state(state, passes, consumed)
         if problem is not None:
             logger.warning(
-                "Not resuming the stream from %s: %s. The %d batches are read again.", path, problem, batches
+                "Not resuming the stream from %s: %s. The %d instances are read again.", path, problem, consumed
             )
-            return False
+            stream.read_again_until(passes, consumed)
+            return
         logger.info(
-            "The training stream resumes at the position saved in %s (pass %d, batch %d).", path, passes, batches
+            "The training stream resumes at the position saved in %s (pass %d, instance %d).", path, passes, consumed
         )
-        return True
 
     def _batch_size(self) -> int:
         """Instances per training batch in this process (Trainer's, as recorded in its state once training runs)."""
         return self.state.train_batch_size or self.args.train_batch_size
 
-    def stream_starts_after_skipped_batches(self, epoch: int | None) -> bool:
-        """Whether `epoch` is the pass a positioned stream resumes in, where Trainer's skip of the trained batches is
-        left out: the stream already starts after them. Trainer skips by reading them again, then carries on with its
-        counters past them and restores the RNG states after the first new batch: all of that stays."""
-        if self._positioned_stream_epoch is None or epoch != self._positioned_stream_epoch:
-            return False
-        self._positioned_stream_epoch = None
-        return True
+
+class ResumedStreamCounters(TrainerCallback):
+    """What Trainer would count had it skipped the trained batches of a stream itself, for a run resumed with
+    `ignore_data_skip` in pass `first_pass` after `batches` batches of it, the stream starting after them by itself.
+
+    Trainer then counts the pass it resumes in as its pass 0 and its batches from 0; this writes back, from Trainer's
+    public events:
+
+      * the `epoch` of each step (saved in checkpoints and logs): `pass + batches read in the pass / (max_steps x
+        accumulation)`, the arithmetic of Trainer's own, so the same float;
+      * the RNG states of the checkpoint, once the first new batch is read (as Trainer's skip does): Trainer restores
+        them before it makes the pass's iterator, which draws a seed from torch's generator, so dropout would differ.
+        A run resumed at the start of a pass (`batches` 0) keeps Trainer's restore: the uninterrupted run drew that
+        seed after the checkpoint too.
+    """
+
+    def __init__(self, checkpoint: str, first_pass: int, batches: int):
+        self.checkpoint, self.first_pass, self.batches = checkpoint, first_pass, batches
+        self.trainer_pass = -1  # Trainer's count of passes since the resume
+        self.read = 0  # micro-batches read in Trainer's current pass
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        self.trainer_pass, self.read = self.trainer_pass + 1, 0
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.trainer_pass == 0 and self.read == 0 and self.batches > 0:
+            restore_rng_states(self.checkpoint, args.process_index if args.world_size > 1 else None)
+
+    def on_substep_end(self, args, state, control, **kwargs):
+        self.read += 1
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.read += 1
+        before = self.batches if self.trainer_pass == 0 else 0
+        state.epoch = (
+            self.first_pass
+            + self.trainer_pass
+            + (before + self.read) / (state.max_steps * args.gradient_accumulation_steps)
+        )
+
+
+def restore_rng_states(checkpoint: str, process_index: int | None = None) -> None:
+    """The Python, NumPy, torch and CUDA RNG states Trainer saved in `checkpoint` (`rng_state.pth`, or of process
+    `process_index` of several `rng_state_<index>.pth`), as Trainer restores them on resume; nothing if there is no
+    such file (Trainer then logs that)."""
+    name = "rng_state.pth" if process_index is None else f"rng_state_{process_index}.pth"
+    path = os.path.join(checkpoint, name)
+    if not os.path.isfile(path):
+        return
+    with safe_globals():
+        states = torch.load(path, weights_only=True)
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    torch.random.set_rng_state(states["cpu"])
+    if torch.cuda.is_available() and "cuda" in states:
+        set_rng_state_for_device("CUDA", torch.cuda, states, False)
 
 
 # --------------------------------------------------------------------------------------------------------------------
