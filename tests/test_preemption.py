@@ -175,6 +175,21 @@ def test_glue_stopped_by_sigterm_checkpoints_its_step_and_writes_no_results(shar
 # The child: a plain Trainer with the callback, one process or one per rank under torchrun. Each rank says, inside
 # step 4 (before its batch), its pid, then waits until the test has sent the signal; after train() it writes what it
 # saw to rank<N>.json and exits with the status of the StoppedBySignal (0 without one).
+# The same Trainer run uninterrupted, with a checkpoint at step 4: the reference of the stopped run's checkpoint.
+REFERENCE_CHILD = """
+    import sys
+
+    sys.path.insert(0, {tests!r})
+    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from transformers import Trainer
+
+    Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments({output_dir!r}, max_steps=8, save_steps=4),
+        train_dataset=RandomSequences(),
+    ).train()
+"""
+
 TRAINER_CHILD = """
     import json, os, sys, time
     from pathlib import Path
@@ -267,13 +282,16 @@ def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrive
     assert checkpoint_problem(checkpoint) is None
     assert not (output_dir / "model.safetensors").exists()
 
-    # The uninterrupted run's checkpoint of step 4 holds the same model and optimizer state.
+    # The uninterrupted run's checkpoint of step 4 holds the same model and optimizer state. It runs in a fresh
+    # process too, like the stopped one: what earlier tests left in this process (global torch settings) cannot
+    # make the two differ.
     reference = tmp_path / "reference"
-    Trainer(
-        model=tiny_classifier(),
-        args=tiny_arguments(reference, max_steps=8, save_steps=4),
-        train_dataset=RandomSequences(),
-    ).train()
+    script = tmp_path / "reference_child.py"
+    script.write_text(
+        textwrap.dedent(REFERENCE_CHILD.format(tests=str(REPO_ROOT / "tests"), output_dir=str(reference)))
+    )
+    finished = subprocess.run([sys.executable, str(script)], env=child_environment(), capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert_same_weights(reference / "checkpoint-4" / "model.safetensors", checkpoint / "model.safetensors")
     optimizers = [
         torch.load(run / "optimizer.pt", weights_only=True) for run in (reference / "checkpoint-4", checkpoint)
