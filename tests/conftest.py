@@ -9,6 +9,7 @@ README.md), so every test runs from a bare clone. Tests that take `shared_data` 
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -151,3 +152,18 @@ def release_output_folder_locks():
     from albert_hf.run_folder import release_held_locks
 
     release_held_locks()
+
+
+@pytest.fixture(autouse=True)
+def restore_logger_settings():
+    """Jobs run in process set the levels of albert_hf's and the libraries' loggers (and a library may turn on its
+    propagation to the root logger, where `caplog` listens): put every logger back as it was, so that what a test
+    sees in its logs does not depend on which tests ran before it."""
+    loggers = [logger for logger in logging.root.manager.loggerDict.values() if isinstance(logger, logging.Logger)]
+    saved = [(logger, logger.level, logger.propagate, logger.disabled, list(logger.handlers)) for logger in loggers]
+    root_level = logging.root.level
+    yield
+    for logger, level, propagate, disabled, handlers in saved:
+        logger.setLevel(level)
+        logger.propagate, logger.disabled, logger.handlers = propagate, disabled, handlers
+    logging.root.setLevel(root_level)
