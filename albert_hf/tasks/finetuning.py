@@ -35,6 +35,7 @@ from .common import (
     fill_unset,
     is_given,
     load_tokenizer,
+    merge_config_overrides,
     parse_args,
     parse_config_overrides,
     start_job,
@@ -222,6 +223,79 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
     """`filename` inside the output folder, created if needed."""
     os.makedirs(training_args.output_dir, exist_ok=True)
     return os.path.join(training_args.output_dir, filename)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The steps every fine-tuning script takes (albert_hf/scripts/), as plain functions
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def parse_finetuning_args(
+    dataclass_types: tuple, argv: list[str] | None = None, presets: dict[str, PaperHyperparameters] | None = None
+) -> tuple:
+    """The dataclasses of a fine-tuning command line (`common.parse_args`: ModelArguments first, the data arguments
+    second, TrainingArguments last), with `--preset` (a row of `presets`, Table 14 by default) filling the fields the
+    user did not give; the row's dropout goes into `model_args.config_overrides`, under what the user gave there."""
+    parsed = parse_args(dataclass_types, argv)
+    model_args, data_args, training_args = parsed[0], parsed[1], parsed[-1]
+    dropout = apply_paper_preset(model_args, data_args, training_args, presets or PAPER_HYPERPARAMETERS)
+    if dropout:
+        preset_overrides = ",".join(f"{key}={value}" for key, value in dropout.items())
+        model_args.config_overrides, _ = merge_config_overrides(preset_overrides, model_args.config_overrides)
+    return parsed
+
+
+def sample_limit(split: str, data_args: FineTuningArguments) -> int | None:
+    """--max_train_samples, --max_eval_samples ("validation*" splits) or --max_predict_samples (the others)."""
+    if split == "train":
+        return data_args.max_train_samples
+    if split.startswith("validation"):
+        return data_args.max_eval_samples
+    return data_args.max_predict_samples
+
+
+def limit_samples(splits: dict[str, Dataset], data_args: FineTuningArguments) -> dict[str, Dataset]:
+    """Each split's first `sample_limit` examples."""
+    return {split: take_first(dataset, sample_limit(split, data_args)) for split, dataset in splits.items()}
+
+
+def hub_dataset_name(*arguments) -> str | None:
+    """The `--dataset_name` a job will read, or None when it reads local files (`--data_dir`, `--*_file`): a default
+    name (GLUE's nyu-mll/glue) is only read when no file is given."""
+    local = ("data_dir", "train_file", "validation_file", "test_file")
+    if any(getattr(each, name, None) for each in arguments for name in local):
+        return None
+    return next((name for each in arguments if (name := getattr(each, "dataset_name", None))), None)
+
+
+def checked_config(model_args: ModelArguments, max_seq_length: int, tokenizer, **task_fields: Any):
+    """The job's AlbertConfig (`common.build_config`), refused before anything is encoded or trained when inputs of
+    `max_seq_length` would index positions it has no embedding for, or when the tokenizer does not fit its
+    vocabulary (ids past the embedding fail in the lookup, and a trained model's rows beyond the tokenizer's were
+    learned for other pieces; a fresh model's spare rows are only unused)."""
+    config = build_config(model_args, **task_fields)
+    check_sequence_length(max_seq_length, config, config_source(model_args))
+    if model_args.model_name_or_path or len(tokenizer) > config.vocab_size:
+        check_tokenizer_fits_vocabulary(tokenizer, config.vocab_size, config_source(model_args))
+    return config
+
+
+def training_fingerprint(task_name: str, model_args: ModelArguments, *arguments) -> dict[str, Any]:
+    """What a resumed run must share with the run that wrote the checkpoint, besides the model config, optimizer
+    and batch the Trainer adds itself: the task, the training data (each local file also by its content,
+    `data_files_fingerprint`) and its length limits, the tokenizer. `arguments`: the data arguments first."""
+    names = ("train_file", "data_dir", "dataset_name", "dataset_config_name")
+    train_data = {
+        name: value for each in arguments for name in names if (value := getattr(each, name, None)) is not None
+    }
+    return {
+        "task": task_name,
+        "train_data": train_data,
+        "max_seq_length": arguments[0].max_seq_length,
+        "max_train_samples": arguments[0].max_train_samples,
+        "tokenizer": model_args.tokenizer_name_or_path or model_args.model_name_or_path,
+        **data_files_fingerprint(train_data.values()),
+    }
 
 
 # --------------------------------------------------------------------------------------------------------------------
