@@ -152,17 +152,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _load_package()
     module_name, function_name, _ = COMMANDS[command]
-    function = getattr(importlib.import_module(module_name), function_name)
+    return run_command(command, getattr(importlib.import_module(module_name), function_name), rest, debug)
+
+
+def run_command(command: str, function, argv: list[str] | None = None, debug: bool | None = None) -> int:
+    """`function(argv)` inside the error boundary of `albert-hf <command>`: what `albert-hf` does for each command,
+    and what a job script copied out of `albert_hf/scripts/` calls under `if __name__ == "__main__"`, so that a
+    forked script gives the same one-line errors and exit statuses. `argv` is the command line after the command
+    (sys.argv[1:] when None); `debug` is read from it (--debug) and ALBERT_HF_DEBUG when None."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if debug is None:  # read as after the command, where `--debug <value>` is TrainingArguments' own option
+        debug, (_, *argv) = debug_wanted([command, *argv])
     from .run_folder import release_held_locks
 
     try:
-        result = function(rest)
+        result = function(argv)
     except StoppedBySignal as stop:  # its status is what the scheduler reads, --debug or not
         sys.stderr.write(f"albert-hf {command}: {stop}\n")
         sys.stderr.flush()
         return stop.exit_status
     except Exception as error:
-        failure = explain_failure(error, rest)
+        failure = explain_failure(error, argv)
         if failure is None or debug:
             raise
         status, message = failure
