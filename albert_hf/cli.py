@@ -80,14 +80,18 @@ REMOTE_CODE_CHECKS = {"configuration.py": None, "tokenization.py": None, "modeli
 
 # subcommand -> (module, function taking argv and returning an exit code or None, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "quickstart": ("albert_hf.pretraining.run", "quickstart_main", "train a tokenizer and pretrain a small ALBERT"),
-    "pretrain": ("albert_hf.pretraining.run", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
+    "quickstart": ("albert_hf.scripts.quickstart", "main", "train a tokenizer and pretrain a small ALBERT"),
+    "pretrain": ("albert_hf.scripts.pretrain", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
     "train-tokenizer": ("albert_hf.tasks.folder_commands", "train_tokenizer_main", "train a SentencePiece vocabulary"),
-    "glue": ("albert_hf.tasks.glue", "main", "fine-tune on a GLUE task"),
-    "squad": ("albert_hf.tasks.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
-    "ner": ("albert_hf.tasks.ner", "main", "fine-tune on CoNLL-2003 NER"),
-    "multiple-choice": ("albert_hf.tasks.multiple_choice", "main", "fine-tune on SWAG/RACE-style multiple choice"),
-    "classify": ("albert_hf.tasks.classify", "main", "fine-tune to classify or score the texts of any labelled table"),
+    "glue": ("albert_hf.scripts.glue", "main", "fine-tune on a GLUE task"),
+    "squad": ("albert_hf.scripts.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
+    "ner": ("albert_hf.scripts.ner", "main", "fine-tune on CoNLL-2003 NER"),
+    "multiple-choice": ("albert_hf.scripts.multiple_choice", "main", "fine-tune on SWAG/RACE-style multiple choice"),
+    "classify": (
+        "albert_hf.scripts.classify",
+        "main",
+        "fine-tune to classify or score the texts of any labelled table",
+    ),
     "export": (
         "albert_hf.tasks.folder_commands",
         "export_main",
