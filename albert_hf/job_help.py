@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .options import RANGE
+from .options import CONFIG_HELP, CONFIG_OPTION, RANGE
 from .pretraining.recipes import (
     QUICKSTART_ALIASES,
     RECIPES,
@@ -172,6 +172,7 @@ def help_parser(command: str, job: JobHelp) -> argparse.ArgumentParser:
     )
     parser.add_argument("-h", "--help", action="help", help="this help, then exit")
     parser.add_argument(HELP_ALL, action="help", help="this help and Trainer's options (TrainingArguments), then exit")
+    parser.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
     groups: dict[type, Any] = {}
     for dataclass_type in job.argument_types:
         hints = typing.get_type_hints(dataclass_type)

@@ -26,6 +26,10 @@ from .errors import OptionError
 # The key of a dataclass field's metadata that holds its `Range`.
 RANGE = "range"
 
+# Every job's file of options (YAML or JSON, names without --), read as the parser's defaults: the command line wins.
+CONFIG_OPTION = "--config"
+CONFIG_HELP = "A YAML or JSON file of options (names without --), e.g. a recipe of your own; the command line wins."
+
 
 @dataclass(frozen=True)
 class Range:

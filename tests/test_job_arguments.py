@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY_ONE_LAYER_OVERRIDES
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
 from albert_hf.errors import UserError
-from albert_hf.pretraining.arguments import RECIPES, parse_pretraining_args
-from albert_hf.tasks.common import ModelArguments, given_options, parse_args
-from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset, preset_key
+from albert_hf.pretraining.arguments import parse_pretraining_args
+from albert_hf.tasks.common import ModelArguments, given_options, is_given, parse_config_overrides
+from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)
 
 
 def test_given_options_reads_the_command_line_as_argparse_does(tmp_path):
-    parser = HfArgumentParser((ModelArguments, TrainingArguments))
     argv = ["--output_dir", str(tmp_path), "--max_step", "10", "--no_remove_unused_columns", "--learning-rate", "0.1"]
-    given = given_options(parser, argv)
+    given = given_options((ModelArguments, TrainingArguments), argv)
     assert given == {"output_dir", "max_steps", "remove_unused_columns", "learning_rate"}
-    # The parser keeps its defaults for the next parse.
-    assert parser.parse_args_into_dataclasses(args=["--output_dir", str(tmp_path)])[1].max_steps == -1
+    # A value equal to the default is given too.
+    assert given_options((ModelArguments, TrainingArguments), ["--max_steps", "-1"]) == {"max_steps"}
 
 
 def test_recipe_and_preset_fill_only_what_was_not_given(tmp_path):
@@ -36,14 +36,108 @@ def test_recipe_and_preset_fill_only_what_was_not_given(tmp_path):
         ["--recipe", "paper", "--output_dir", str(tmp_path), "--max_step", "10", "--learning_rate", "5e-5"]
     )
     assert (args.max_steps, args.learning_rate) == (10, 5e-5)  # abbreviated or not, given flags win
-    assert (args.warmup_steps, data_args.max_seq_length) == (RECIPES["paper"]["warmup_steps"], 512)
+    # Lan et al. (2020), section 4.1: 3,125 warm-up steps at length 512, batch 4096 (32 x 128 accumulation on one).
+    assert (args.warmup_steps, data_args.max_seq_length, args.gradient_accumulation_steps) == (3125, 512, 128)
 
     argv = ["--preset", "mrpc", "--output_dir", str(tmp_path), "--max_seq", "128", "--warmup_steps", "0", "--use_cpu"]
-    model_args, data_args, training_args = parse_args((ModelArguments, FineTuningArguments, TrainingArguments), argv)
-    apply_paper_preset(model_args, data_args, training_args)
-    row = PAPER_HYPERPARAMETERS["mrpc"]
+    model_args, data_args, training_args = parse_finetuning_args(FINE_TUNING, argv)
     assert (data_args.max_seq_length, training_args.warmup_steps) == (128, 0)
-    assert (training_args.learning_rate, training_args.max_steps) == (row.learning_rate, row.train_steps)
+    # Table 14, MRPC: lr 2e-5, batch 32, 800 steps; no dropout inside the encoder, 0.1 in the classifier.
+    assert (training_args.learning_rate, training_args.max_steps) == (2e-5, 800)
+    assert training_args.per_device_train_batch_size == 32
+    dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, "classifier_dropout_prob": 0.1}
+    assert parse_config_overrides(model_args.config_overrides) == dropout
+
+
+# Lan et al. (2020), Table 14: lr, batch, ALBERT dropout, classifier dropout, train steps, warmup steps, max length.
+TABLE_14 = {
+    "cola": (1e-5, 16, 0.0, 0.1, 5336, 320, 512),
+    "stsb": (2e-5, 16, 0.0, 0.1, 3598, 214, 512),
+    "sst2": (1e-5, 32, 0.0, 0.1, 20935, 1256, 512),
+    "mnli": (3e-5, 128, 0.0, 0.1, 10000, 1000, 512),
+    "qnli": (1e-5, 32, 0.0, 0.1, 33112, 1986, 512),
+    "qqp": (5e-5, 128, 0.1, 0.1, 14000, 1000, 512),
+    "rte": (3e-5, 32, 0.1, 0.1, 800, 200, 512),
+    "mrpc": (2e-5, 32, 0.0, 0.1, 800, 200, 512),
+    "wnli": (2e-5, 16, 0.1, 0.1, 2000, 250, 512),
+    "race": (1e-5, 32, 0.1, 0.1, 12000, 1000, 512),
+    "squad1.1": (5e-5, 48, 0.0, 0.1, 3649, 365, 384),
+    "squad2.0": (3e-5, 48, 0.0, 0.1, 8144, 814, 512),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(TABLE_14))
+def test_every_preset_file_is_its_row_of_table_14(preset, tmp_path):
+    from albert_hf.tasks.arguments import SquadArguments
+
+    squad = preset.startswith("squad")
+    types = (ModelArguments, SquadArguments, TrainingArguments) if squad else FINE_TUNING
+    argv = ["--preset", preset.upper(), "--output_dir", str(tmp_path), "--use_cpu"]
+    model_args, data_args, training_args = parse_finetuning_args(types, argv, presets="squad" if squad else "finetune")
+    lr, batch, albert_dropout, classifier_dropout, steps, warmup, length = TABLE_14[preset]
+    assert (training_args.learning_rate, training_args.per_device_train_batch_size) == (lr, batch)
+    assert (training_args.max_steps, training_args.warmup_steps, data_args.max_seq_length) == (steps, warmup, length)
+    assert parse_config_overrides(model_args.config_overrides) == {
+        "hidden_dropout_prob": albert_dropout,
+        "attention_probs_dropout_prob": albert_dropout,
+        "classifier_dropout_prob": classifier_dropout,
+    }
+    if squad:
+        assert data_args.version_2_with_negative == (preset == "squad2.0")
+
+
+def test_a_config_file_sets_defaults_the_command_line_overrides(tmp_path):
+    """--config: the user's YAML file over the preset, the command line over both; --config_overrides merge by key."""
+    config = tmp_path / "mine.yaml"
+    config.write_text("preset: rte\nlearning_rate: 1.0e-4\nmax_steps: 7\nconfig_overrides: hidden_dropout_prob=0.2\n")
+    argv = ["--config", str(config), "--max_steps", "9", "--output_dir", str(tmp_path), "--use_cpu"]
+    model_args, data_args, training_args = parse_finetuning_args(FINE_TUNING, argv)
+    assert (training_args.learning_rate, training_args.max_steps) == (1e-4, 9)  # file over preset, line over file
+    assert training_args.warmup_steps == 200  # RTE's, from the preset the file names
+    assert parse_config_overrides(model_args.config_overrides) == {
+        "hidden_dropout_prob": 0.2,  # the file's key over the preset's
+        "attention_probs_dropout_prob": 0.1,
+        "classifier_dropout_prob": 0.1,
+    }
+    assert is_given(training_args, "learning_rate") and not is_given(training_args, "warmup_steps")
+    # A single file argument is a --config file (transformers' scripts take one .json file of arguments the same way).
+    (tmp_path / "all.json").write_text(json.dumps({"output_dir": str(tmp_path), "preset": "rte", "use_cpu": True}))
+    assert parse_finetuning_args(FINE_TUNING, [str(tmp_path / "all.json")])[-1].max_steps == 800
+
+
+def test_a_recipe_of_ones_own_is_a_file_and_a_mistake_in_one_is_named(tmp_path):
+    recipe = tmp_path / "small.yaml"
+    recipe.write_text("max_steps: 5\nlearning_rate: 0.01\nconfig_overrides: hidden_size=64,num_attention_heads=2\n")
+    model_args, _, _, args = parse_pretraining_args(["--recipe", str(recipe), "--output_dir", str(tmp_path)])
+    assert (args.max_steps, args.learning_rate) == (5, 0.01)
+    assert parse_config_overrides(model_args.config_overrides) == {"hidden_size": 64, "num_attention_heads": 2}
+
+    recipe.write_text("max_step: 5\n")
+    with pytest.raises(UserError, match=r"max_step.*--max_steps"):
+        parse_pretraining_args(["--recipe", str(recipe), "--output_dir", str(tmp_path)])
+    (tmp_path / "typo.yaml").write_text("learnig_rate: 0.1\n")
+    with pytest.raises(UserError, match=r"typo.yaml: .*--learnig_rate.*--learning_rate"):
+        parse_finetuning_args(FINE_TUNING, ["--config", str(tmp_path / "typo.yaml"), "--output_dir", str(tmp_path)])
+    with pytest.raises(UserError, match=r"--preset 'mrcp': did you mean 'mrpc'\?"):
+        parse_finetuning_args(FINE_TUNING, ["--preset", "mrcp", "--output_dir", str(tmp_path)])
+    with pytest.raises(UserError, match=r"--recipe 'papr': did you mean 'paper'\?"):
+        parse_pretraining_args(["--recipe", "papr", "--output_dir", str(tmp_path)])
+
+
+def test_a_total_batch_size_splits_over_accumulation_and_a_given_per_device_size_must_agree(tmp_path):
+    base = ["--output_dir", str(tmp_path), "--use_cpu"]
+    args = parse_finetuning_args(FINE_TUNING, [*base, "--preset", "rte", "--gradient_accumulation_steps", "4"])[-1]
+    assert args.per_device_train_batch_size == 8  # RTE's 32 over 4 accumulation steps
+    args = parse_finetuning_args(FINE_TUNING, [*base, "--preset", "rte", "--per_device_train_batch_size", "4"])[-1]
+    assert args.per_device_train_batch_size == 4  # given: wins over the preset's total
+    with pytest.raises(UserError, match=r"--total_train_batch_size 32 and --per_device_train_batch_size 4"):
+        parse_finetuning_args(
+            FINE_TUNING, [*base, "--total_train_batch_size", "32", "--per_device_train_batch_size", "4"]
+        )
+    with pytest.raises(UserError, match=r"--total_train_batch_size 30 does not split over 1 processes x 4"):
+        parse_finetuning_args(
+            FINE_TUNING, [*base, "--total_train_batch_size", "30", "--gradient_accumulation_steps", "4"]
+        )
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,10 @@
 A run is described by one [`PretrainingJob`]: the model arguments every job shares (`tasks.common.ModelArguments`),
 [`PretrainingDataArguments`], [`RecipeArguments`], [`QuickstartArguments`] (the tokenizer step and the embedded corpus
 of `albert-hf quickstart`) and [`PretrainingArguments`] (Trainer's). `albert-hf pretrain` and `albert-hf quickstart`
-parse the same dataclasses the same way (`tasks.common.parse_args`); a recipe then fills every field the user did not
-give (`fill_unset`): what the user typed always wins.
+parse the same dataclasses the same way (`tasks.common.parse_args`): a recipe is a YAML file of options
+(albert_hf/recipes/pretrain/, or the user's own) that the parser reads as its defaults, so the command line wins.
 
-The dataclasses and the recipes themselves are in `albert_hf.pretraining.recipes`.
+The dataclasses are in `albert_hf.pretraining.recipes`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,20 @@ from typing import Any
 
 from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
-from ..tasks.common import ModelArguments, fill_unset, is_given, parse_args
+from ..options import unknown_options
+from ..tasks.common import (
+    ModelArguments,
+    fill_unset,
+    is_given,
+    option_names,
+    parse_args,
+    read_config_file,
+    recipe_file,
+)
 from .recipes import (
     ARCHITECTURE_FIELDS,
     QUICKSTART_ALIASES,
-    RECIPES,
+    RECIPES,  # noqa: F401  (the shipped recipes as read, for the callers of this module)
     PretrainingDataArguments,
     QuickstartArguments,
     RecipeArguments,
@@ -65,38 +74,49 @@ class PretrainingJob:
 
 
 def parse_pretraining_args(argv: list[str] | None = None) -> PretrainingJob:
-    """The arguments of `albert-hf pretrain`, parsed as every job parses them, the recipe applied
-    ([`apply_recipe`])."""
-    model, data, recipe, training = parse_args(ARGUMENT_CLASSES, argv)
+    """The arguments of `albert-hf pretrain`, parsed as every job parses them, with --recipe as the defaults
+    ([`pretraining_recipe`]) and the accumulation steps of --global_batch_size ([`apply_global_batch_size`])."""
+    model, data, recipe, training = parse_args(ARGUMENT_CLASSES, argv, recipe=pretraining_recipe)
     job = PretrainingJob(model=model, data=data, recipe=recipe, training=training)
-    apply_recipe(job)
+    apply_global_batch_size(job)
     return job
 
 
-def apply_recipe(job: PretrainingJob) -> None:
-    """Fill the fields the user did not give from --recipe (but for a model from --model_name_or_path, its
-    architecture), then set the gradient accumulation steps from --global_batch_size. A recipe may hold values of
-    the quickstart's arguments: a job without them skips those."""
-    if job.recipe.recipe:
-        known = {f.name for part in job.parts() for f in dataclasses.fields(part)}
-        if job.model.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
-            known -= ARCHITECTURE_FIELDS
-        recipe = {k: v for k, v in RECIPES[job.recipe.recipe].items() if k in known}
-        fill_unset(job.parts(), recipe, source=f"--recipe {job.recipe.recipe}")
-    if job.recipe.global_batch_size:
-        # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch
-        # where this count and Trainer's world size differ.
-        steps = accumulation_steps(
-            job.recipe.global_batch_size, job.training.per_device_train_batch_size, launched_world_size()
+def pretraining_recipe(options) -> tuple[str, dict[str, Any]]:
+    """The options of --recipe (a shipped name or a .yaml file), each an option of `albert-hf pretrain` or of the
+    quickstart (a job without the quickstart's skips those); a model from --model_name_or_path keeps its own
+    architecture, so the recipe's is left out."""
+    if not options.recipe:
+        return "", {}
+    path = recipe_file("pretrain", options.recipe, "--recipe")
+    values = read_config_file(path)
+    known = option_names(QUICKSTART_ARGUMENT_CLASSES)
+    unknown = [f"--{name}" for name in values if f"--{name}" not in known]
+    if unknown:
+        raise OptionError(f"--recipe {options.recipe}: {path}: {unknown_options(unknown, known)}")
+    if options.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
+        values = {name: value for name, value in values.items() if name not in ARCHITECTURE_FIELDS}
+    return f"--recipe {options.recipe}", values
+
+
+def apply_global_batch_size(job: PretrainingJob) -> None:
+    """Set the gradient accumulation steps from --global_batch_size (a given --gradient_accumulation_steps must
+    agree)."""
+    if not job.recipe.global_batch_size:
+        return
+    # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch where
+    # this count and Trainer's world size differ.
+    steps = accumulation_steps(
+        job.recipe.global_batch_size, job.training.per_device_train_batch_size, launched_world_size()
+    )
+    given = job.training.gradient_accumulation_steps
+    if is_given(job.training, "gradient_accumulation_steps") and given != steps:
+        raise OptionError(
+            f"--gradient_accumulation_steps {given} and --global_batch_size {job.recipe.global_batch_size} "
+            f"(which means {steps} accumulation steps of {job.training.per_device_train_batch_size} sequences on "
+            f"{launched_world_size()} devices) disagree; give one of them."
         )
-        given = job.training.gradient_accumulation_steps
-        if is_given(job.training, "gradient_accumulation_steps") and given != steps:
-            raise OptionError(
-                f"--gradient_accumulation_steps {given} and --global_batch_size {job.recipe.global_batch_size} "
-                f"(which means {steps} accumulation steps of {job.training.per_device_train_batch_size} sequences on "
-                f"{launched_world_size()} devices) disagree; give one of them."
-            )
-        job.training.gradient_accumulation_steps = steps
+    job.training.gradient_accumulation_steps = steps
 
 
 def accumulation_steps(global_batch_size: int, per_device_batch_size: int, world_size: int) -> int:
@@ -125,9 +145,11 @@ def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
         argv += ["--output_dir", "quickstart-output"]
     # argparse lists the options under their pretraining names only: the help ends with the quickstart's spellings.
     aliases = "Also: " + ", ".join(f"{old} is {new}" for old, new in QUICKSTART_ALIASES.items()) + "."
-    model, data, recipe, training, quickstart = parse_args(QUICKSTART_ARGUMENT_CLASSES, argv, epilog=aliases)
+    model, data, recipe, training, quickstart = parse_args(
+        QUICKSTART_ARGUMENT_CLASSES, argv, epilog=aliases, recipe=pretraining_recipe
+    )
     job = PretrainingJob(model=model, data=data, recipe=recipe, training=training, quickstart=quickstart)
-    apply_recipe(job)
+    apply_global_batch_size(job)
     if job.max_steps < 1:  # -1, "no limit", is Trainer's; the quickstart's schedule needs a number of steps
         raise OptionError(f"--max_steps must be at least 1 for the quickstart (its schedule), got {job.max_steps}.")
     schedule = dict(

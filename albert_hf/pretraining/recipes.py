@@ -10,102 +10,28 @@ A recipe is data: each one lists its values in full, so that editing one never c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from ..data.choices import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
 from ..options import COUNT, FRACTION, NON_NEGATIVE, POSITIVE, PROBABILITY, RANGE, SHARE, Range
 
-# Defaults per recipe; anything given on the command line wins. Keys are fields of the argument dataclasses.
-RECIPES: dict[str, dict[str, Any]] = {
-    # Lan et al. (2020), section 4.1: ALBERT-base, 125k steps of batch 4096 at length 512, LAMB 0.00176.
-    "paper": dict(
-        config_preset="base-v2",
-        max_seq_length=512,
-        max_predictions_per_seq=20,
-        global_batch_size=4096,
-        per_device_train_batch_size=32,
-        learning_rate=0.00176,
-        warmup_steps=3125,
-        max_steps=125_000,
-        optimizer="lamb",
-        lr_schedule="albert",
-        weight_decay=0.01,
-        adam_epsilon=1e-6,
-        max_grad_norm=1.0,
-    ),
-    # A small ALBERT (6 layers of width 256, one shared group) that trains on a laptop CPU/GPU in hours.
-    "laptop": dict(
-        config_preset="base-v2",
-        config_overrides="hidden_size=256,num_attention_heads=4,intermediate_size=1024,num_hidden_layers=6",
-        max_seq_length=128,
-        max_predictions_per_seq=20,
-        global_batch_size=128,
-        per_device_train_batch_size=32,
-        learning_rate=2e-3,
-        warmup_steps=500,
-        max_steps=20_000,
-        optimizer="lamb",
-        lr_schedule="albert",
-    ),
-    # A model of a few minutes on two CPU cores.
-    "tiny": dict(
-        config_preset="base-v2",
-        config_overrides="embedding_size=64,hidden_size=128,num_attention_heads=4,intermediate_size=512,"
-        "num_hidden_layers=4,max_position_embeddings=128",
-        max_seq_length=128,
-        max_predictions_per_seq=20,
-        global_batch_size=32,
-        per_device_train_batch_size=32,
-        learning_rate=5e-3,
-        warmup_steps=30,
-        max_steps=300,
-        optimizer="lamb",
-        lr_schedule="albert",
-    ),
-    # `albert-hf quickstart`, chosen by measurement (benchmarks/quickstart_sweep.py, docs/pretraining.md): the tiny
-    # recipe's width with 2 (shared) layers instead of 4, as per second of CPU more steps beat more depth here.
-    "quickstart": dict(
-        config_preset="base-v2",
-        config_overrides="embedding_size=64,hidden_size=128,num_attention_heads=4,intermediate_size=512,"
-        "num_hidden_layers=2,max_position_embeddings=128",
-        max_seq_length=64,
-        dupe_factor=10,
-        per_device_train_batch_size=32,
-        per_device_eval_batch_size=64,
-        learning_rate=5e-3,
-        max_steps=2000,
-        optimizer="lamb",
-        lr_schedule="albert",
-        save_strategy="no",
-        report_to=[],
-        vocab_size=2000,
-        max_documents=None,
-        embedded=list(DEFAULT_EMBEDDED_SOURCES),
-        warmup_fraction=0.1,
-        evaluations=5,
-    ),
-    # A smoke run of a few seconds of training (`albert-hf quickstart --fast`).
-    "smoke": dict(
-        config_preset="base-v2",
-        config_overrides="embedding_size=32,hidden_size=64,num_attention_heads=2,intermediate_size=128,"
-        "num_hidden_layers=2,max_position_embeddings=64",
-        max_seq_length=64,
-        dupe_factor=1,
-        per_device_train_batch_size=8,
-        per_device_eval_batch_size=64,
-        learning_rate=5e-3,
-        max_steps=12,
-        optimizer="lamb",
-        lr_schedule="albert",
-        save_strategy="no",
-        report_to=[],
-        vocab_size=1000,
-        max_documents=24,
-        embedded=["language-reference"],
-        warmup_fraction=0.1,
-        evaluations=5,
-    ),
-}
+# The recipes shipped with the package: albert_hf/recipes/pretrain/<name>.yaml, each a file of options (names without
+# --) read as the parser's defaults, so that anything given on the command line wins. Each lists its values in full,
+# so that editing one never changes another; `--recipe` also takes the path of a user's own file.
+RECIPE_FOLDER = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"
+
+
+def read_recipes() -> dict[str, dict[str, Any]]:
+    """Every shipped recipe's options, by name."""
+    import yaml
+
+    return {
+        path.stem: yaml.safe_load(path.read_text(encoding="utf-8")) for path in sorted(RECIPE_FOLDER.glob("*.yaml"))
+    }
+
+
+RECIPES: dict[str, dict[str, Any]] = read_recipes()
 
 
 # The recipe fields that shape a fresh model: a checkpoint given with --model_name_or_path keeps its own.
@@ -241,9 +167,12 @@ class PretrainingDataArguments:
 
 @dataclass
 class RecipeArguments:
-    recipe: Literal["paper", "laptop", "tiny", "quickstart", "smoke"] | None = field(
+    recipe: str | None = field(
         default=None,
-        metadata={"help": "Default hyperparameters: paper, laptop, tiny, quickstart or smoke (see RECIPES)."},
+        metadata={
+            "help": "Default hyperparameters, a file of options the command line overrides: paper, laptop, tiny, "
+            "quickstart or smoke (albert_hf/recipes/pretrain/), or the path of your own .yaml file."
+        },
     )
     global_batch_size: int | None = field(
         default=None,

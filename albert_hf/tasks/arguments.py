@@ -84,8 +84,18 @@ class FineTuningArguments:
     preset: str | None = field(
         default=None,
         metadata={
-            "help": "Apply a row of the ALBERT paper's Table 14 (lr, batch size, steps, warmup, dropout, max length): "
-            "cola, stsb, sst2, mnli, qnli, qqp, rte, mrpc, wnli, race. Flags given explicitly keep their value."
+            "help": "A row of the ALBERT paper's Table 14 as defaults (lr, total batch size, steps, warmup, dropout, "
+            "max length): cola, stsb, sst2, mnli, qnli, qqp, rte, mrpc, wnli, race (albert_hf/recipes/finetune/), "
+            "or the path of your own .yaml file of options. The command line wins."
+        },
+    )
+    total_train_batch_size: int | None = field(
+        default=None,
+        metadata={
+            RANGE: COUNT,
+            "help": "Training examples per optimizer step over all processes and accumulation steps: sets "
+            "--per_device_train_batch_size to it / (processes x --gradient_accumulation_steps). A preset gives the "
+            "paper's; a --per_device_train_batch_size you give wins over a preset's.",
         },
     )
 
@@ -241,8 +251,9 @@ class SquadArguments(FineTuningArguments):
     preset: str | None = field(
         default=None,
         metadata={
-            "help": "The paper's Table 14 row: squad1.1 or squad2.0 (lr, batch 48, steps, warmup, dropout, "
-            "max length; squad2.0 also sets --version_2_with_negative). Flags given explicitly win."
+            "help": "The paper's Table 14 row as defaults: squad1.1 or squad2.0 (lr, total batch 48, steps, warmup, "
+            "dropout, max length; squad2.0 also sets --version_2_with_negative; albert_hf/recipes/squad/), or the "
+            "path of your own .yaml file of options. The command line wins."
         },
     )
     dataset_name: str | None = field(

@@ -7,13 +7,23 @@ import dataclasses
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from transformers import HfArgumentParser
 
 from ..configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
 from ..errors import OptionError, UserError
-from ..options import RANGE, RefusingParser, check_arguments, check_ranges, closest, unknown_options
+from ..options import (
+    CONFIG_HELP,
+    CONFIG_OPTION,
+    RANGE,
+    RefusingParser,
+    check_arguments,
+    check_ranges,
+    closest,
+    unknown_options,
+)
 from .arguments import ModelArguments
 
 logger = logging.getLogger(__name__)
@@ -172,46 +182,21 @@ def load_tokenizer(model_args: ModelArguments):
 # One argument-parsing path for every job
 # --------------------------------------------------------------------------------------------------------------------
 #
-# 1. `parse_args` reads the command line (or one .json file) into the job's dataclasses and records on each which
-#    fields the user gave. It adds nothing to what building TrainingArguments does (which sets up the device): it
-#    checks no launch, starts no DeepSpeed communication, sets up no logging.
-# 2. A preset (fine-tuning: a row of the paper's Table 14) or recipe (pretraining) then fills the fields the user did
-#    not give, with `fill_unset`: what the user typed always wins, even a value equal to the default.
-# 3. `start_job` joins the launcher's process group and sets up logging, before anything builds the model.
+# `parse_args` reads the job's dataclasses from four layers, each over the one before it: the dataclasses' defaults,
+# the job's recipe (a YAML file: pretraining's --recipe, fine-tuning's --preset), the user's own --config file (YAML or
+# JSON, option names as keys), and the command line. The recipe and the config file become the parser's defaults
+# (`set_defaults`), so the command line wins by argparse's own rule; --config_overrides alone merges key by key, as
+# its keys are fields of one config. Parsing starts nothing: `start_job` joins the launcher's process group and sets
+# up logging once the arguments are final.
 
-# Name of the attribute where `parse_args` records the fields the user gave (so presets only fill the others).
+# Where the job's own recipes live: albert_hf/recipes/<kind>/<name>.yaml.
+RECIPE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes")
+# Name of the attribute where `parse_args` records the fields the user gave (command line or --config file).
 GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
-
-
-class _GivenOptionsNamespace(argparse.Namespace):
-    """A namespace that argparse believes already holds every option, and that records the ones argparse sets.
-
-    argparse sets an option's default only where the namespace passed to `parse_known_args` lacks the attribute; this
-    one lacks none, so argparse sets exactly the options of the command line, whatever their value. Names starting
-    with "_" are argparse's own bookkeeping and behave as on any namespace.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.__dict__["given"] = set()
-
-    def __getattr__(self, name: str):  # only asked for attributes not set
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if not name.startswith("_"):
-            self.given.add(name)
-        super().__setattr__(name, value)
-
-
-def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
-    """Destinations (field names) a command line sets, as `parser` reads it: abbreviated flags and `--no_<field>`
-    included, a value equal to the default too."""
-    namespace = _GivenOptionsNamespace()
-    parser.parse_known_args(argv, namespace=namespace)
-    return frozenset(namespace.given)
+# Name of the attribute where `parse_args` keeps the lines naming each given value that differs from the recipe's;
+# `start_job` logs them once logging is set up.
+KEPT_VALUES_ATTRIBUTE = "_albert_hf_kept_values"
+UNSET = object()  # the default of every option while `given_options` reads a command line
 
 
 class JobArgumentParser(HfArgumentParser, RefusingParser):
@@ -235,51 +220,121 @@ def option_names(dataclass_types: tuple) -> set[str]:
     return names
 
 
-def parse_args(dataclass_types: tuple, argv: list[str] | None = None, epilog: str | None = None) -> tuple:
-    """The job's dataclasses from the command line, or from a single .json file of arguments; `epilog` closes the
-    --help text.
+def field_names(dataclass_types: tuple) -> set[str]:
+    return {item.name for dataclass_type in dataclass_types for item in dataclasses.fields(dataclass_type)}
 
-    Every value is checked before any dataclass is built (and so before any work): an unknown option names the
-    closest one, a value outside its declared range (`albert_hf.options`) names the range, and what the dataclasses
-    refuse themselves (TrainingArguments' combinations) becomes an `OptionError` too; then the model options
-    (`check_model_arguments`). Each returned dataclass records the fields the user gave (`is_given`), so that a
-    preset or recipe applied next fills only the others. Parsing starts nothing of the job: it calls `start_job` once
-    its arguments are final.
+
+def given_options(dataclass_types: tuple, argv: list[str]) -> frozenset[str]:
+    """The fields a command line sets, as the job's parser reads it: abbreviated flags and `--no_<field>` included, a
+    value equal to the default too. Read by a parser of its own whose every default is a marker no value can equal."""
+    parser = JobArgumentParser(dataclass_types)
+    parser.add_argument(CONFIG_OPTION)
+    names = field_names(dataclass_types)
+    parser.set_defaults(**dict.fromkeys(names, UNSET))
+    namespace, _ = parser.parse_known_args(argv)
+    return frozenset(name for name, value in vars(namespace).items() if name in names and value is not UNSET)
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """The option values of a YAML or JSON file: one mapping of option names (without "--") to values."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            values = yaml.safe_load(handle)  # JSON is YAML too
+    except OSError as error:
+        raise OptionError(f"{path}: cannot read the config file ({error.strerror or error})") from error
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise OptionError(f"{path}: not a YAML or JSON file of options ({error})") from error
+    if not isinstance(values, dict):
+        raise OptionError(f"{path}: expected a mapping of option names to values, got {type(values).__name__}")
+    return values
+
+
+def recipe_file(kind: str, name: str, option: str) -> str:
+    """The YAML file of recipe `name` of `kind` (albert_hf/recipes/<kind>/<name>.yaml), or `name` itself when it is
+    a path to a file; an unknown name is an `OptionError` listing the recipes there are."""
+    if name.endswith((".yaml", ".yml", ".json")) or os.sep in name:
+        return name
+    folder = os.path.join(RECIPE_FOLDER, kind)
+    path = os.path.join(folder, f"{name}.yaml")
+    if not os.path.isfile(path):
+        known = sorted(entry.removesuffix(".yaml") for entry in os.listdir(folder))
+        guess = closest(name, known)
+        hint = f"did you mean {guess!r}? " if guess else ""
+        raise OptionError(f"{option} {name!r}: {hint}choose one of {known} or give a .yaml file of options.")
+    return path
+
+
+def parse_args(
+    dataclass_types: tuple,
+    argv: list[str] | None = None,
+    epilog: str | None = None,
+    recipe: Callable[[argparse.Namespace], tuple[str, dict[str, Any]]] | None = None,
+) -> tuple:
+    """The job's dataclasses from its layers of options (see above). `recipe` returns the name and the values of the
+    job's recipe for the options as read without it (which --recipe or --preset was chosen, whether a checkpoint is
+    given, ...), or ("", {}) for none; `epilog`
+    closes the --help text. A single .json/.yaml argument is a --config file.
+
+    Every value is checked before any dataclass is built (and so before any work): an unknown option or config key
+    names the closest one, a value outside its declared range (`albert_hf.options`) names the range, and what the
+    dataclasses refuse themselves (TrainingArguments' combinations) becomes an `OptionError` too; then the model
+    options (`check_model_arguments`). Each returned dataclass records the fields the user gave (`is_given`): a value
+    the job derives from others (e.g. the steps of accumulation a global batch size needs) never replaces one of them.
     """
     import sys
 
-    parser = JobArgumentParser(dataclass_types, epilog=epilog)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        values = _read_arguments_file(argv[0])
-        unknown = [f"--{name}" for name in values if f"--{name}" not in option_names(dataclass_types)]
-        given = frozenset(values)
-    else:
-        namespace, unknown = parser.parse_known_args(argv)
-        values = vars(namespace)
-        given = given_options(parser, argv)
+    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
+        argv = [CONFIG_OPTION, argv[0]]
+    names = field_names(dataclass_types)
+    parser = JobArgumentParser(dataclass_types, epilog=epilog)
+    parser.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
+    config = parser.parse_known_args(argv)[0].config
+    from_file = read_config_file(config) if config else {}
+    unknown = [f"--{name}" for name in from_file if f"--{name}" not in option_names(dataclass_types)]
+    if unknown:
+        raise OptionError(f"{config}: {unknown_options(unknown, option_names(dataclass_types))}")
+    given = given_options(dataclass_types, argv) | frozenset(from_file)
+
+    parser.set_defaults(**from_file)
+    source, recipe_values = recipe(parser.parse_known_args(argv)[0]) if recipe else ("", {})
+    recipe_values = {name: value for name, value in recipe_values.items() if name in names}
+    parser.set_defaults(**{**recipe_values, **from_file})
+    namespace, unknown = parser.parse_known_args(argv)
     if unknown:
         raise OptionError(unknown_options(unknown, option_names(dataclass_types)))
+    values = vars(namespace)
+    kept = _kept_values(values, recipe_values, given, source)
+    if "config_overrides" in recipe_values:  # the recipe's keys under the user's
+        values["config_overrides"], _ = merge_config_overrides(
+            recipe_values["config_overrides"], values["config_overrides"]
+        )
     check_ranges((dataclass_type, values) for dataclass_type in dataclass_types)
     parsed = tuple(_build(dataclass_type, values) for dataclass_type in dataclass_types)
     for arguments in parsed:
         setattr(arguments, GIVEN_FIELDS_ATTRIBUTE, given)
+        setattr(arguments, KEPT_VALUES_ATTRIBUTE, kept)
         if isinstance(arguments, ModelArguments):
             check_model_arguments(arguments)
     return parsed
 
 
-def _read_arguments_file(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            values = json.load(handle)
-    except OSError as error:
-        raise OptionError(f"{path}: cannot read the arguments file ({error.strerror or error})") from error
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise OptionError(f"{path}: not a JSON file of arguments ({error})") from error
-    if not isinstance(values, dict):
-        raise OptionError(f"{path}: expected a JSON object of option names and values, got {type(values).__name__}")
-    return values
+def _kept_values(
+    values: dict[str, Any], recipe_values: dict[str, Any], given: frozenset[str], source: str
+) -> list[str]:
+    """A line for each value the user gave that replaces a different one of the recipe (logged at the start)."""
+    lines = []
+    for name, value in recipe_values.items():
+        if name not in given:
+            continue
+        if name == "config_overrides":
+            _, replaced = merge_config_overrides(value, values[name])
+            lines += [f"--config_overrides {line} of {source}" for line in replaced]
+        elif values[name] != value:
+            lines.append(f"--{name} {values[name]!r} (given) instead of {value!r} of {source}")
+    return lines
 
 
 def _build(dataclass_type: type, values: dict[str, Any]):
@@ -348,7 +403,7 @@ def _preset_names() -> list[str]:
 
 
 def is_given(arguments, name: str) -> bool:
-    """Whether the user set field `name` of `arguments`: given on the command line or in the JSON file when
+    """Whether the user set field `name` of `arguments`: given on the command line or in the --config file when
     `parse_args` built them; for dataclasses built in Python, set to anything but the declared default."""
     given = getattr(arguments, GIVEN_FIELDS_ATTRIBUTE, None)
     if given is not None:
@@ -357,34 +412,20 @@ def is_given(arguments, name: str) -> bool:
     return getattr(arguments, name) != declared[name]
 
 
-# Name of the attribute where `fill_unset` keeps, on every dataclass of a job, the lines naming each given value that
-# differs from the one a preset or recipe would have set; `start_job` logs them once logging is set up.
-KEPT_VALUES_ATTRIBUTE = "_albert_hf_kept_values"
-
-
-def fill_unset(arguments: tuple, values: dict[str, Any], source: str | None = None) -> None:
-    """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place);
-    how presets and recipes apply. --config_overrides merge key by key, the given keys winning. Where a given value
-    differs from the value of `source` (e.g. "--recipe tiny"), a line naming both is logged when the job starts.
-    The filled values are checked as the given ones were (ranges, model options)."""
+def fill_unset(arguments: tuple, values: dict[str, Any], source: str) -> None:
+    """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place):
+    values a job derives from others (the quickstart's schedule from --max_steps). A given value that differs from the
+    derived one is logged, naming both, when the job starts. The values set are checked as the given ones were."""
     kept = getattr(arguments[0], KEPT_VALUES_ATTRIBUTE, [])
     for name, value in values.items():
-        owner = next((a for a in arguments if name in {f.name for f in dataclasses.fields(a)}), None)
-        if owner is None:
-            raise ValueError(f"No argument declares {name!r} (known: {[type(a).__name__ for a in arguments]}).")
+        owner = next(a for a in arguments if name in {f.name for f in dataclasses.fields(a)})
         if not is_given(owner, name):
             setattr(owner, name, value)
-        elif name == "config_overrides":
-            owner.config_overrides, replaced = merge_config_overrides(value, owner.config_overrides)
-            kept += [f"--config_overrides {line} of {source}" for line in replaced if source]
-        elif source and getattr(owner, name) != value:
+        elif getattr(owner, name) != value:
             kept.append(f"--{name} {getattr(owner, name)!r} (given) instead of {value!r} of {source}")
     for owner in arguments:
         setattr(owner, KEPT_VALUES_ATTRIBUTE, kept)
     check_arguments(*arguments)
-    for owner in arguments:
-        if isinstance(owner, ModelArguments):  # the preset and overrides as merged
-            check_model_arguments(owner)
 
 
 def start_job(
