@@ -570,7 +570,7 @@ def test_run_squad_v2_through_the_cli(shared_data, spiece_model, tmp_path):
 
 
 def test_v11_run_refuses_unanswerable_questions(shared_data, spiece_model, tmp_path):
-    from albert_hf.tasks.squad import main
+    from albert_hf.scripts.squad import main
 
     argv = [
         "--validation_file",
@@ -586,7 +586,7 @@ def test_v11_run_refuses_unanswerable_questions(shared_data, spiece_model, tmp_p
 def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model, tmp_path):
     """torchrun, 2 CPU processes, uneven last batches: the gathered logits keep the window order."""
     from albert_hf import AlbertConfig, AlbertForQuestionAnswering
-    from albert_hf.tasks.squad import main
+    from albert_hf.scripts.squad import main
 
     checkpoint = tmp_path / "checkpoint"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))
@@ -656,7 +656,7 @@ def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model
 def test_jsquad_files_as_published_train_and_evaluate(spiece_model, tmp_path):
     """The JSQuAD-layout files (made up, tests/data/jglue: SQuAD v1.1 json, "title [SEP] paragraph" contexts): every
     evaluation question answered, with a span of its own context."""
-    from albert_hf.tasks.squad import main
+    from albert_hf.scripts.squad import main
 
     folder = REPO_ROOT / "tests" / "data" / "jglue" / "jsquad-v1.3"
     output_dir = tmp_path / "jsquad"

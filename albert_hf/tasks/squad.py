@@ -1,10 +1,7 @@
-"""Fine-tune ALBERT on SQuAD v1.1 / v2.0 with Trainer: `albert-hf squad` and `examples/squad/run_squad.py`.
-
-    python examples/squad/run_squad.py --model_name_or_path <albert checkpoint> --preset squad2.0 \\
-        --train_file train-v2.0.json --validation_file dev-v2.0.json --do_train --do_eval --output_dir out/squad2
-
-Files are in the official JSON layout or the Hub's flattened layout (json / jsonl); without files, `--dataset_name`
-loads a Hub dataset (needs a network). Evaluation answers every question from all its windows, writes
+"""The steps of the SQuAD v1.1 / v2.0 job (albert_hf/scripts/squad.py, `albert-hf squad`) as functions a copy of
+the script calls as they are: the paper's presets, loading a split (a file in the official JSON layout or the Hub's
+flattened layout, or a Hub dataset), checking and preparing its questions, cutting the contexts into windows, the
+model card's dataset, and `SquadTrainer`, whose evaluation answers every question from all its windows, writes
 `predictions.json`, `nbest_predictions.json` and (v2.0) `null_odds.json` to `--output_dir`, and reports the official
 metrics. For v2.0 it reports the scores at `--null_score_diff_threshold` and, as the original does, the best exact/F1
 over all thresholds on the evaluation set (`best_f1_thresh`: rerun with that threshold to use it).
@@ -17,7 +14,7 @@ import math
 import time
 
 from datasets import Dataset, load_dataset
-from transformers import TrainingArguments, default_data_collator
+from transformers import TrainingArguments
 from transformers.trainer_utils import speed_metrics
 
 from ..data.caching import map_fingerprint
@@ -34,11 +31,10 @@ from ..data.squad import (
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
-from ..modeling import AlbertForQuestionAnswering
 from ..training.trainer import FineTuningTrainer
 from .arguments import SquadArguments
 from .common import ModelArguments, fill_unset
-from .finetuning import FineTuningJob, PaperHyperparameters, apply_paper_preset, preset_key
+from .finetuning import PaperHyperparameters, apply_paper_preset, preset_key
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +68,57 @@ def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
         raise UserError(f"No {split} data: pass --{file_flag} or --dataset_name.")
     examples = load_dataset(squad_args.dataset_name, split=hub_split)
     return check_squad_examples(examples, f"{squad_args.dataset_name}[{hub_split}]")
+
+
+def prepare_squad_examples(split: str, examples: Dataset, squad_args: SquadArguments, tokenizer) -> Dataset:
+    """One split's questions, checked and cut: unanswerable questions are refused outside v2.0, and questions longer
+    than --max_query_length tokens are cut (and counted in a warning)."""
+    unanswerable = count_unanswerable(examples)
+    if unanswerable and not squad_args.version_2_with_negative:
+        raise UserError(
+            f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
+            "--version_2_with_negative (or --preset squad2.0)."
+        )
+    examples, cut = truncate_questions(examples, tokenizer, squad_args.max_query_length)
+    if cut:
+        logger.warning(
+            "%s: %d of %d questions were longer than %d tokens and were cut.",
+            split,
+            cut,
+            len(examples),
+            squad_args.max_query_length,
+        )
+    logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
+    return examples
+
+
+def encode_squad_windows(
+    split: str, examples: Dataset, squad_args: SquadArguments, tokenizer, training_args: TrainingArguments
+) -> Dataset:
+    """The windows of one split's questions, padded to --max_seq_length: labelled with the answer span for "train",
+    with example ids and context offsets for evaluation (any other split). The main process encodes first; the
+    others read its cache."""
+    prepare = prepare_train_features if split == "train" else prepare_eval_features
+    settings = {"max_seq_length": squad_args.max_seq_length, "doc_stride": squad_args.doc_stride}
+    with training_args.main_process_first(desc=f"{split} windows"):
+        return examples.map(
+            prepare,
+            batched=True,
+            remove_columns=examples.column_names,
+            fn_kwargs={"tokenizer": tokenizer, **settings},
+            new_fingerprint=map_fingerprint(examples, prepare, tokenizer, **settings),
+            desc=f"Cutting {split} contexts into windows",
+        )
+
+
+def squad_card_info(model_args: ModelArguments, squad_args: SquadArguments) -> CardInfo:
+    """The model card's base model and dataset (SQuAD v2.0 with --version_2_with_negative, else v1.1)."""
+    v2 = squad_args.version_2_with_negative
+    return CardInfo(
+        base_model=model_args.model_name_or_path,
+        dataset_id="rajpurkar/squad_v2" if v2 else "rajpurkar/squad",
+        dataset_name="SQuAD v2.0" if v2 else "SQuAD v1.1",
+    )
 
 
 class SquadTrainer(FineTuningTrainer):
@@ -131,80 +178,3 @@ class SquadTrainer(FineTuningTrainer):
         self.log(metrics)
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
-
-
-class SquadJob(FineTuningJob):
-    """SQuAD on the fine-tuning skeleton: questions cut into windows, answers extracted by `SquadTrainer`."""
-
-    argument_types = (SquadArguments,)
-    model_class = AlbertForQuestionAnswering
-    trainer_class = SquadTrainer
-    task_name = "squad"
-
-    def apply_preset(self) -> dict[str, float]:
-        return apply_squad_preset(self.model_args, self.data_args, self.training_args)
-
-    def check_arguments(self) -> None:
-        if not (self.training_args.do_train or self.training_args.do_eval):
-            raise UserError("Nothing to do: pass --do_train and/or --do_eval.")
-        if self.training_args.do_predict:
-            raise UserError(
-                "SQuAD has no test split: --do_eval answers the questions of --validation_file and writes "
-                "predictions.json; drop --do_predict."
-            )
-        self.data_args.check_window_room()
-
-    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
-        return {split: load_squad_split(self.data_args, split) for split in splits}
-
-    def prepare(self, split: str, examples: Dataset) -> Dataset:
-        """Refuse unanswerable questions outside v2.0; cut long questions (and count them)."""
-        unanswerable = count_unanswerable(examples)
-        if unanswerable and not self.data_args.version_2_with_negative:
-            raise UserError(
-                f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
-                "--version_2_with_negative (or --preset squad2.0)."
-            )
-        examples, cut = truncate_questions(examples, self.tokenizer, self.data_args.max_query_length)
-        if cut:
-            logger.warning(
-                "%s: %d of %d questions were longer than %d tokens and were cut.",
-                split,
-                cut,
-                len(examples),
-                self.data_args.max_query_length,
-            )
-        logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
-        return examples
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        """Windows of `examples`: labelled for training, with ids and offsets for evaluation."""
-        prepare = prepare_train_features if split == "train" else prepare_eval_features
-        settings = {"max_seq_length": self.data_args.max_seq_length, "doc_stride": self.data_args.doc_stride}
-        with self.training_args.main_process_first(desc=f"{split} windows"):
-            return examples.map(
-                prepare,
-                batched=True,
-                remove_columns=examples.column_names,
-                fn_kwargs={"tokenizer": self.tokenizer, **settings},
-                new_fingerprint=map_fingerprint(examples, prepare, self.tokenizer, **settings),
-                desc=f"Cutting {split} contexts into windows",
-            )
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return default_data_collator  # windows are padded to max_seq_length already
-
-    def card_info(self) -> CardInfo:
-        v2 = self.data_args.version_2_with_negative
-        return CardInfo(
-            base_model=self.model_args.model_name_or_path,
-            dataset_id="rajpurkar/squad_v2" if v2 else "rajpurkar/squad",
-            dataset_name="SQuAD v2.0" if v2 else "SQuAD v1.1",
-        )
-
-    def trainer_arguments(self) -> dict:
-        return {"eval_examples": self.raw.get("validation"), "squad_args": self.data_args}
-
-
-def main(argv: list[str] | None = None) -> int:
-    return SquadJob.main(argv)
