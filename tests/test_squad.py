@@ -29,9 +29,11 @@ from albert_hf.data.squad import (
     window_offsets,
     write_prediction_files,
 )
+from albert_hf.errors import UserError
 from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
 from albert_hf.tasks.common import ModelArguments, parse_config_overrides
-from albert_hf.tasks.squad import SQUAD_HYPERPARAMETERS, SquadArguments, apply_squad_preset
+from albert_hf.tasks.finetuning import parse_finetuning_args
+from albert_hf.tasks.squad import SquadArguments
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -431,24 +433,28 @@ def test_fixed_threshold_metrics_equal_scoring_predictions_json(tmp_path, shared
 
 
 def test_squad_presets_fill_defaults_and_keep_explicit_flags(tmp_path):
-    training_args = TrainingArguments(output_dir=str(tmp_path), max_steps=10)
-    squad_args = SquadArguments(preset="squad2.0")
-    model_args = ModelArguments(config_overrides="hidden_dropout_prob=0.2")
-    config_fields = apply_squad_preset(model_args, squad_args, training_args)
-    row = SQUAD_HYPERPARAMETERS["squad2.0"]
+    arguments = (ModelArguments, SquadArguments, TrainingArguments)
+    argv = ["--preset", "squad2.0", "--max_steps", "10", "--config_overrides", "hidden_dropout_prob=0.2"]
+    model_args, squad_args, training_args = parse_finetuning_args(
+        arguments, [*argv, "--output_dir", str(tmp_path)], presets="squad"
+    )
+    # Table 14, SQuAD v2.0: lr 3e-5, batch 48, 8,144 steps (10 given), 814 warm-up, length 512.
     assert (training_args.learning_rate, training_args.warmup_steps, training_args.max_steps) == (3e-5, 814, 10)
-    assert training_args.per_device_train_batch_size == row.batch_size == 48
+    assert training_args.per_device_train_batch_size == 48
     assert squad_args.max_seq_length == 512 and squad_args.version_2_with_negative
-    assert config_fields == {"attention_probs_dropout_prob": 0.0, "classifier_dropout_prob": 0.1}
+    assert parse_config_overrides(model_args.config_overrides) == {
+        "hidden_dropout_prob": 0.2,  # given
+        "attention_probs_dropout_prob": 0.0,
+        "classifier_dropout_prob": 0.1,
+    }
 
-    v1_args = SquadArguments(preset="SQuAD-v1.1", max_seq_length=256)
-    v1_training = TrainingArguments(output_dir=str(tmp_path))
-    apply_squad_preset(ModelArguments(), v1_args, v1_training)
+    argv = ["--preset", "SQuAD-v1.1", "--max_seq_length", "256", "--output_dir", str(tmp_path)]
+    _, v1_args, v1_training = parse_finetuning_args(arguments, argv, presets="squad")
     assert (v1_training.learning_rate, v1_training.max_steps, v1_training.warmup_steps) == (5e-5, 3649, 365)
     assert v1_args.max_seq_length == 256 and not v1_args.version_2_with_negative
 
-    with pytest.raises(ValueError, match="choose one of"):
-        apply_squad_preset(ModelArguments(), SquadArguments(preset="squad3"), TrainingArguments(str(tmp_path)))
+    with pytest.raises(UserError, match="choose one of"):
+        parse_finetuning_args(arguments, ["--preset", "squad3", "--output_dir", str(tmp_path)], presets="squad")
 
 
 def test_doc_stride_must_leave_room_to_advance():

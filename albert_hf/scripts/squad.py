@@ -24,11 +24,12 @@ from transformers import TrainingArguments, default_data_collator, set_seed
 from albert_hf.cli import run_command
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForQuestionAnswering
-from albert_hf.tasks.common import ModelArguments, build_model, load_tokenizer, parse_args, start_job
+from albert_hf.tasks.common import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.tasks.finetuning import (
     checked_config,
     hub_dataset_name,
     limit_samples,
+    parse_finetuning_args,
     requested_splits,
     train_and_evaluate,
     training_fingerprint,
@@ -36,7 +37,6 @@ from albert_hf.tasks.finetuning import (
 from albert_hf.tasks.squad import (
     SquadArguments,
     SquadTrainer,
-    apply_squad_preset,
     encode_squad_windows,
     load_squad_split,
     prepare_squad_examples,
@@ -47,11 +47,9 @@ ARGUMENTS = (ModelArguments, SquadArguments, TrainingArguments)
 
 
 def main(argv: list[str] | None = None) -> int:
-    # 1. Arguments. --preset (a SQuAD row of Table 14) fills the options not given, and squad2.0 also
-    # --version_2_with_negative. Its dropout goes to the config as the job's fields (step 4), so --config_overrides
-    # and the messages that quote it stay as the user gave them.
-    model_args, squad_args, training_args = parse_args(ARGUMENTS, argv)
-    preset_dropout = apply_squad_preset(model_args, squad_args, training_args)
+    # 1. Arguments: --preset (a SQuAD row of Table 14, albert_hf/recipes/squad/) gives the defaults the command line
+    # overrides; squad2.0's also sets --version_2_with_negative.
+    model_args, squad_args, training_args = parse_finetuning_args(ARGUMENTS, argv, presets="squad")
     if not (training_args.do_train or training_args.do_eval):
         raise UserError("Nothing to do: pass --do_train and/or --do_eval.")
     if training_args.do_predict:
@@ -74,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     # 4. Model: the config (refused if it has no positions for --max_seq_length), then the model with a span head.
-    config = checked_config(model_args, squad_args.max_seq_length, tokenizer, finetuning_task="squad", **preset_dropout)
+    config = checked_config(model_args, squad_args.max_seq_length, tokenizer, finetuning_task="squad")
     model = build_model(AlbertForQuestionAnswering, model_args, config)
 
     # 5. Features: windows of --max_seq_length tokens overlapping by --doc_stride, already padded.

@@ -33,29 +33,9 @@ from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
 from ..training.trainer import FineTuningTrainer
 from .arguments import SquadArguments
-from .common import ModelArguments, fill_unset
-from .finetuning import PaperHyperparameters, apply_paper_preset, preset_key
+from .common import ModelArguments
 
 logger = logging.getLogger(__name__)
-
-# Lan et al. (2020), Table 14, SQuAD rows: lr, global batch, ALBERT dropout, classifier dropout, steps, warmup, length.
-SQUAD_HYPERPARAMETERS: dict[str, PaperHyperparameters] = {
-    "squad1.1": PaperHyperparameters(5e-5, 48, 0.0, 0.1, 3649, 365, 384),
-    "squad2.0": PaperHyperparameters(3e-5, 48, 0.0, 0.1, 8144, 814, 512),
-}
-
-
-def apply_squad_preset(
-    model_args: ModelArguments, squad_args: SquadArguments, training_args: TrainingArguments
-) -> dict[str, float]:
-    """Apply `--preset` (a Table 14 SQuAD row) in place, like the other tasks' presets; return the dropout fields.
-
-    Only fields the user did not give are filled, so `--preset squad1.1 --max_steps 10` trains for 10 steps.
-    """
-    dropout = apply_paper_preset(model_args, squad_args, training_args, SQUAD_HYPERPARAMETERS)
-    if squad_args.preset is not None and preset_key(squad_args.preset) == "squad2.0":
-        fill_unset((squad_args,), {"version_2_with_negative": True})
-    return dropout
 
 
 def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
