@@ -2,7 +2,7 @@
 
     --task sst2: the real GLUE job (`albert_hf.tasks.glue.main`) on the local SST-2 tsv files; the dev accuracy is
                  compared with the majority class.
-    --task conll: the real NER job (`albert_hf.tasks.ner.main`) on the local CoNLL-2003 files; the word-level scores on
+    --task conll: the real NER job (`albert_hf.scripts.ner.main`) on the local CoNLL-2003 files; the word-level scores on
                   the validation file (overall and per entity type) are compared with zero.
     --task classify: `albert-hf classify` (`albert_hf.tasks.classify.main`) on the same SST-2 sentences written as a
                   user's own table (train: parquet, dev: jsonl, labels as the names "negative"/"positive"): the labels
@@ -104,7 +104,7 @@ def run_job(task: str, argv: list[str]) -> None:
     elif task == "classify":
         from albert_hf.tasks.classify import main
     else:
-        from albert_hf.tasks.ner import main
+        from albert_hf.scripts.ner import main
     main(argv)
 
 

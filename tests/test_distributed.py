@@ -454,7 +454,7 @@ def ner_arguments(data_dir: Path, spiece_model: Path, checkpoint: Path, output_d
 def test_ner_script_two_processes_match_one(workdir, ner_data, spiece_model, ner_checkpoint, record_property):
     reference_dir, output_dir = workdir / "ner_single", workdir / "ner_ddp"
     reference = job_reference(
-        "albert_hf.tasks.ner",
+        "albert_hf.scripts.ner",
         ner_arguments(ner_data, spiece_model, ner_checkpoint, reference_dir, GLOBAL_BATCH),
         AlbertForTokenClassification,
         ner_checkpoint,
@@ -463,7 +463,7 @@ def test_ner_script_two_processes_match_one(workdir, ner_data, spiece_model, ner
     )
     arguments = ner_arguments(ner_data, spiece_model, ner_checkpoint, output_dir, GLOBAL_BATCH // 2)
     assert_two_processes_match(
-        "albert_hf.tasks.ner", arguments, AlbertForTokenClassification, output_dir, "ddp", reference, record_property
+        "albert_hf.scripts.ner", arguments, AlbertForTokenClassification, output_dir, "ddp", reference, record_property
     )
 
 

@@ -215,7 +215,9 @@ def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_p
     import pyarrow.parquet as pq
 
     from albert_hf.cli import main as cli_main
-    from albert_hf.tasks.multiple_choice import MultipleChoiceJob
+    from albert_hf.scripts.multiple_choice import ARGUMENTS
+    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.tasks.multiple_choice import load_splits
 
     examples = read_multiple_choice(str(shared_data / "hf-samples" / "swag" / "sample.json"))
     table = {"scene": [example["context"] for example in examples]}
@@ -231,10 +233,10 @@ def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_p
     argv += ["--output_dir", str(output_dir), "--report_to", "none", "--max_steps", "2", "--max_seq_length", "64"]
     argv += ["--save_strategy", "no", "--use_cpu", "true"]
 
-    job = MultipleChoiceJob.from_argv(argv)
-    job.load_data()
+    _, data_args, mc_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+    raw = limit_samples(load_splits(data_args, mc_args, requested_splits(training_args)), data_args)
     for split in ("train", "validation", "test"):
-        assert job.raw[split].to_list() == examples
+        assert raw[split].to_list() == examples
 
     assert cli_main(["multiple-choice", *argv]) == 0
     assert json.loads((output_dir / "eval_results.json").read_text())["eval_samples"] == len(examples)
@@ -246,18 +248,20 @@ def test_jcommonsenseqa_as_published(spiece_model, tmp_path):
     index of the answer, every row of both files."""
     from pathlib import Path
 
-    from albert_hf.tasks.multiple_choice import MultipleChoiceJob
+    from albert_hf.scripts.multiple_choice import ARGUMENTS
+    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.tasks.multiple_choice import load_splits
 
     folder = Path(__file__).resolve().parent / "data" / "jglue" / "jcommonsenseqa-v1.3"
     files = {split: folder / f"{split}-v1.3.json" for split in ("train", "valid")}
     argv = ["--train_file", str(files["train"]), "--validation_file", str(files["valid"]), "--do_train", "--do_eval"]
     argv += ["--context_column", "question", "--choice_columns", *(f"choice{i}" for i in range(5))]
     argv += ["--tokenizer_name_or_path", str(spiece_model), "--output_dir", str(tmp_path), "--use_cpu", "true"]
-    job = MultipleChoiceJob.from_argv(argv)
-    job.load_data()
+    _, data_args, mc_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+    raw = limit_samples(load_splits(data_args, mc_args, requested_splits(training_args)), data_args)
     for split, name in (("train", "train"), ("validation", "valid")):
         records = [json.loads(line) for line in files[name].read_text(encoding="utf-8").splitlines()]
-        assert job.raw[split].to_list() == [
+        assert raw[split].to_list() == [
             {"context": r["question"], "choices": [r[f"choice{i}"] for i in range(5)], "label": r["label"]}
             for r in records
         ]

@@ -293,7 +293,9 @@ def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path)
     import pyarrow.parquet as pq
 
     from albert_hf.cli import main as cli_main
-    from albert_hf.tasks.ner import NerJob
+    from albert_hf.scripts.ner import ARGUMENTS
+    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.tasks.ner import check_split_tags, load_ner_splits
 
     sentences = conll_valid.select(range(min(40, len(conll_valid))))  # the excerpt holds 10
     parquet = tmp_path / "train.parquet"
@@ -313,10 +315,11 @@ def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path)
     argv += ["--config_overrides", TINY_ONE_LAYER_OVERRIDES, "--output_dir", str(output_dir), "--report_to", "none"]
     argv += ["--max_steps", "2", "--max_seq_length", "128", "--save_strategy", "no", "--use_cpu", "true"]
 
-    job = NerJob.from_argv(argv)
-    job.load_data()
+    _, data_args, ner_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+    raw = limit_samples(load_ner_splits(data_args, ner_args, requested_splits(training_args)), data_args)
+    check_split_tags(raw, data_args, ner_args)
     for split in ("train", "validation", "test"):
-        assert job.raw[split].to_list() == sentences.to_list()
+        assert raw[split].to_list() == sentences.to_list()
 
     assert cli_main(["ner", *argv]) == 0
     written = read_conll(str(output_dir / "predictions_test.txt"), tag_column=1)  # word gold predicted

@@ -241,7 +241,9 @@ def test_ner_on_japanese_running_text_learns(tmp_path, tokenizers):
 def test_tables_are_read_as_running_text_unless_told(alignment, tokenizers, tmp_path):
     """The table reader (--tokens_column/--tags_column) goes through the same choice: `auto` on Japanese is running
     text, `--alignment words` keeps one "▁" per word."""
-    from albert_hf.tasks.ner import NerJob
+    from albert_hf.scripts.ner import ARGUMENTS
+    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.tasks.ner import check_split_tags, choose_alignment, encode_sentences, load_ner_splits
 
     sentences = fixture("ja", "valid").select(range(30))
     table = tmp_path / "dev.jsonl"
@@ -254,18 +256,21 @@ def test_tables_are_read_as_running_text_unless_told(alignment, tokenizers, tmp_
     )
     argv = ["--validation_file", str(table), "--tokens_column", "words", "--tags_column", "tags", "--do_eval"]
     argv += ["--alignment", alignment, "--output_dir", str(tmp_path / "out"), "--model_name_or_path", "unused"]
-    job = NerJob.from_argv(argv)
-    job.load_data()
-    assert job.raw["validation"].to_list() == sentences.to_list()  # U+3000 tokens included
-    job.tokenizer = tokenizers["ja"]
-    job.__dict__["label_list"] = build_label_list(sentences)
-    encoded = job.encode("validation", job.raw["validation"])
+    _, data_args, ner_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+    raw = limit_samples(load_ner_splits(data_args, ner_args, requested_splits(training_args)), data_args)
+    check_split_tags(raw, data_args, ner_args)
+    assert raw["validation"].to_list() == sentences.to_list()  # U+3000 tokens included
+    tokenizer = tokenizers["ja"]
+    chosen = choose_alignment(raw, ner_args)
+    encoded = encode_sentences(
+        "validation", raw["validation"], tokenizer, build_label_list(sentences), chosen, data_args, ner_args
+    )
     texts = [join_words(words)[0] for words in sentences["tokens"]]
     if alignment == "auto":
-        assert job.alignment == ALIGN_RUNNING_TEXT and encoded["input_ids"] == job.tokenizer(texts)["input_ids"]
+        assert chosen == ALIGN_RUNNING_TEXT and encoded["input_ids"] == tokenizer(texts)["input_ids"]
     else:
-        split = job.tokenizer(list(sentences["tokens"]), is_split_into_words=True)["input_ids"]
-        assert job.alignment == ALIGN_WORDS and encoded["input_ids"] == split
+        split = tokenizer(list(sentences["tokens"]), is_split_into_words=True)["input_ids"]
+        assert chosen == ALIGN_WORDS and encoded["input_ids"] == split
 
 
 def test_words_that_are_spaces_get_a_tag_with_one_piece_per_word_too(tokenizer):

@@ -1,15 +1,10 @@
-"""Fine-tune ALBERT on multiple choice (SWAG, RACE) with Trainer: `albert-hf multiple-choice`,
-`examples/multiple_choice/run_swag.py`.
-
-    python examples/multiple_choice/run_swag.py --train_file race/train --validation_file race/dev \\
-        --model_name_or_path <albert checkpoint> --preset race --do_train --do_eval --output_dir out/race
+"""Multiple choice (SWAG, RACE and the like), as plain functions: the steps `albert_hf/scripts/multiple_choice.py`
+(`albert-hf multiple-choice`) takes, for a copy of that script to call as they are.
 
 Files are SWAG or RACE json (see `albert_hf.data.multiple_choice`); a RACE folder of per-article files works too.
 Tables of any format (csv, tsv, json, jsonl, parquet, or `--dataset_name`) are read by column with `--context_column`,
 `--choice_columns` (one per choice, or one list column), `--label_column` and, for RACE-like tables,
-`--question_column`. `--early_exit` (and the other options of `EarlyExitArguments`) trains exits as for sequence
-classification (docs/performance.md). The metric is accuracy; `--do_predict` writes `predictions_test.jsonl` (the
-chosen index and the scores of each question).
+`--question_column`. The metric is accuracy; the predictions are the chosen index and the scores of each question.
 """
 
 from __future__ import annotations
@@ -20,15 +15,15 @@ import logging
 import numpy as np
 from datasets import Dataset
 from sklearn.metrics import accuracy_score
-from transformers import DataCollatorForMultipleChoice, EvalPrediction, Trainer
+from transformers import EvalPrediction, Trainer, TrainingArguments
 
-from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice, tokenize_multiple_choice
+from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice
 from ..data.sources import load_rows
 from ..errors import UserError
 from ..hub import CardInfo
-from ..modeling import AlbertForMultipleChoice
 from .arguments import MultipleChoiceArguments
-from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path, preset_key
+from .common import ModelArguments
+from .finetuning import FineTuningArguments, first_output, output_path, preset_key
 
 logger = logging.getLogger(__name__)
 
@@ -87,52 +82,25 @@ def write_predictions(path: str, logits: np.ndarray) -> None:
             )
 
 
-class MultipleChoiceJob(FineTuningJob):
-    """Multiple choice on the fine-tuning skeleton: one score per choice, accuracy, and the scores as predictions."""
-
-    argument_types = (FineTuningArguments, MultipleChoiceArguments)
-    model_class = AlbertForMultipleChoice
-    task_name = "multiple_choice"
-
-    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
-        return load_splits(self.data_args, self.task_args, splits)
-
-    def config_fields(self) -> dict:
-        return self.task_args.early_exit_config()
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        max_seq_length = self.data_args.max_seq_length
-        encoded, num_truncated = tokenize_multiple_choice(
-            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
-        )
-        log_truncation(split, num_truncated, len(examples), max_seq_length)
-        return encoded
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return DataCollatorForMultipleChoice(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
-
-    def compute_metrics(self):
-        return accuracy_compute_metrics
-
-    def card_info(self) -> CardInfo:
-        # the Hub dataset if one was used, else the layout's usual source (RACE preset: RACE, else SWAG)
-        is_race = self.data_args.preset is not None and preset_key(self.data_args.preset) == "race"
-        return CardInfo(
-            base_model=self.model_args.model_name_or_path,
-            dataset_id=self.task_args.dataset_name or ("ehovy/race" if is_race else "allenai/swag"),
-            dataset_config=self.task_args.dataset_config_name,
-        )
-
-    def predict(self, trainer: Trainer) -> None:
-        output = trainer.predict(self.features["test"], metric_key_prefix="predict")
-        if trainer.is_world_process_zero():
-            trainer.log_metrics("predict", output.metrics)
-            trainer.save_metrics("predict", output.metrics)
-            path = output_path(self.training_args, "predictions_test.jsonl")
-            logits = first_output(output.predictions)
-            write_predictions(path, logits)
-            logger.info("Wrote %d predictions to %s", len(logits), path)
+def card_info(model_args: ModelArguments, data_args: FineTuningArguments, mc_args: MultipleChoiceArguments) -> CardInfo:
+    """The model card's base model and dataset: the Hub dataset if one was used, else the layout's usual source
+    (RACE under `--preset race`, else SWAG)."""
+    is_race = data_args.preset is not None and preset_key(data_args.preset) == "race"
+    return CardInfo(
+        base_model=model_args.model_name_or_path,
+        dataset_id=mc_args.dataset_name or ("ehovy/race" if is_race else "allenai/swag"),
+        dataset_config=mc_args.dataset_config_name,
+    )
 
 
-def main(argv: list[str] | None = None) -> int:
-    return MultipleChoiceJob.main(argv)
+def write_test_predictions(trainer: Trainer, test_features: Dataset, training_args: TrainingArguments) -> None:
+    """--do_predict: the test split's scores (`predict_results.json`) and `predictions_test.jsonl`
+    (`write_predictions`)."""
+    output = trainer.predict(test_features, metric_key_prefix="predict")
+    if trainer.is_world_process_zero():
+        trainer.log_metrics("predict", output.metrics)
+        trainer.save_metrics("predict", output.metrics)
+        path = output_path(training_args, "predictions_test.jsonl")
+        logits = first_output(output.predictions)
+        write_predictions(path, logits)
+        logger.info("Wrote %d predictions to %s", len(logits), path)

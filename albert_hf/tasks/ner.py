@@ -1,24 +1,22 @@
-"""Fine-tune ALBERT for named-entity recognition (CoNLL-2003) with Trainer: `albert-hf ner`, `examples/ner/run_ner.py`.
-
-    python examples/ner/run_ner.py --data_dir conll2003 --model_name_or_path <albert checkpoint> \\
-        --do_train --do_eval --do_predict --test_file conll2003/valid.txt --output_dir out/ner
+"""Named-entity recognition (CoNLL-2003 and the like), as plain functions: the steps `albert_hf/scripts/ner.py`
+(`albert-hf ner`) takes, for a copy of that script to call as they are.
 
 Data: CoNLL column files (`--data_dir` with train.txt/valid.txt/test.txt or eng.train/eng.testa/eng.testb, or
 `--train_file` etc.), json lines in the Hub layout, a Hub dataset (`--dataset_name`), or tables of any format (json,
-jsonl, parquet; `--tokens_column`/`--tags_column`, tags as names or as ids named by `--tag_names`). Evaluation is entity-level
-(seqeval, conlleval-equivalent). `--do_predict` writes `predictions_test.txt` (`word gold predicted` per line) and the
-word-level scores over every word of the test file.
+jsonl, parquet; `--tokens_column`/`--tags_column`, tags as names or as ids named by `--tag_names`). One tag per word,
+read from the word's first sub-token; Japanese or Chinese words are joined as running text (`--alignment`) and read
+back from each token's position. Evaluation is entity-level (seqeval, conlleval-equivalent).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from functools import cached_property
+from collections.abc import Callable
 
 import numpy as np
 from datasets import Dataset
-from transformers import DataCollatorForTokenClassification, Trainer
+from transformers import Trainer, TrainingArguments
 
 from ..configuration import AlbertConfig
 from ..data.ner import (
@@ -38,10 +36,9 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
-from ..modeling import AlbertForTokenClassification
 from .arguments import NerArguments
 from .common import ModelArguments
-from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
+from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
 
@@ -129,104 +126,92 @@ def predict_words(
     return tags, num_cut
 
 
-class NerJob(FineTuningJob):
-    """NER on the fine-tuning skeleton: one tag per word, read from the first sub-token; entity-level scores."""
-
-    argument_types = (FineTuningArguments, NerArguments)
-    model_class = AlbertForTokenClassification
-    task_name = "ner"
-
-    @cached_property
-    def label_list(self) -> list[str]:
-        """The tags of every loaded split (a fine-tuned checkpoint's order when it has the same ones)."""
-        labels = checkpoint_label_order(self.model_args, build_label_list(*self.raw.values()))
-        logger.info("Labels: %s", labels)
-        return labels
-
-    @cached_property
-    def alignment(self) -> str:
-        """'running_text' or 'words', chosen once for every split (from the training data when there is one)."""
-        sentences = self.raw["train"] if "train" in self.raw else next(iter(self.raw.values()))
-        alignment = resolve_alignment(self.task_args.alignment, sentences["tokens"][:200])
-        logger.info("Words to input: %s (--alignment %s)", alignment, self.task_args.alignment)
-        return alignment
-
-    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
-        return load_ner_splits(self.data_args, self.task_args, splits)
-
-    def load_data(self) -> None:
-        """The splits, then the check that evaluation and test tags all occur in the training data."""
-        super().load_data()
-        conll_files = {
-            split: path
-            for split, path in find_split_files(self.data_args, list(self.raw)).items()
-            if not (self.task_args.reads_tables() or data_extension(path) == ".parquet")
-        }
-        check_tags_seen_in_training(self.raw, conll_files, self.task_args.tag_column)
-
-    def config_fields(self) -> dict:
-        return {
-            "num_labels": len(self.label_list),
-            "id2label": dict(enumerate(self.label_list)),
-            "label2id": {label: i for i, label in enumerate(self.label_list)},
-        }
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        # Only training may label every sub-token: evaluation reads one prediction per word.
-        all_tokens = self.task_args.label_all_tokens and split == "train"
-        max_seq_length = self.data_args.max_seq_length
-        encoded, num_truncated = tokenize_and_align(
-            examples,
-            self.tokenizer,
-            self.label_list,
-            max_seq_length,
-            all_tokens,
-            self.data_args.pad_to_max_length,
-            self.alignment,
-        )
-        log_truncation(split, num_truncated, len(examples), max_seq_length)
-        return encoded
-
-    def model_inputs(self, split: str) -> Dataset | None:
-        # The word ids stay in `features` for the word-level predictions; the model reads the rest.
-        return self.features[split].select_columns(list(MODEL_INPUTS)) if split in self.features else None
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return DataCollatorForTokenClassification(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
-
-    def compute_metrics(self):
-        validation = self.features.get("validation")
-        if self.alignment == ALIGN_RUNNING_TEXT and validation is not None:
-            return ner_compute_metrics(
-                self.label_list, validation["word_positions"], self.raw["validation"]["ner_tags"]
-            )
-        return ner_compute_metrics(self.label_list)
-
-    def card_info(self) -> CardInfo:
-        return CardInfo(
-            base_model=self.model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003"
-        )
-
-    def predict(self, trainer: Trainer) -> None:
-        """Word-level tags of the test file, their scores over every word, and `predictions_test.txt`."""
-        test = self.raw["test"]
-        predicted, num_cut = predict_words(trainer, self.model_inputs("test"), self.features["test"], self.label_list)
-        if num_cut:
-            logger.warning(
-                "test: %d words lay beyond max_seq_length=%d and were predicted 'O'.",
-                num_cut,
-                self.data_args.max_seq_length,
-            )
-        scores = load_metric_module("seqeval").compute(predictions=predicted, references=test["ner_tags"])
-        metrics = {f"predict_{key}": value for key, value in scores.items()}
-        metrics.update(predict_samples=len(predicted), predict_words_beyond_max_seq_length=num_cut)
-        if trainer.is_world_process_zero():
-            trainer.log_metrics("predict", metrics)
-            trainer.save_metrics("predict", metrics)
-            path = output_path(self.training_args, "predictions_test.txt")
-            write_conll_predictions(path, test["tokens"], test["ner_tags"], predicted)
-            logger.info("Wrote word-level predictions for %d sentences to %s", len(predicted), path)
+def check_split_tags(raw: dict[str, Dataset], data_args: FineTuningArguments, ner_args: NerArguments) -> None:
+    """Refuse evaluation or test tags that never occur in the training data (a CoNLL file's error names its line)."""
+    conll_files = {
+        split: path
+        for split, path in find_split_files(data_args, list(raw)).items()
+        if not (ner_args.reads_tables() or data_extension(path) == ".parquet")
+    }
+    check_tags_seen_in_training(raw, conll_files, ner_args.tag_column)
 
 
-def main(argv: list[str] | None = None) -> int:
-    return NerJob.main(argv)
+def ner_label_list(model_args: ModelArguments, raw: dict[str, Dataset]) -> list[str]:
+    """The tags of every loaded split (a fine-tuned checkpoint's order when it has the same ones)."""
+    labels = checkpoint_label_order(model_args, build_label_list(*raw.values()))
+    logger.info("Labels: %s", labels)
+    return labels
+
+
+def choose_alignment(raw: dict[str, Dataset], ner_args: NerArguments) -> str:
+    """'running_text' or 'words' (`--alignment`), chosen once for every split: from the training data when there is
+    one, else from the first split loaded."""
+    sentences = raw["train"] if "train" in raw else next(iter(raw.values()))
+    alignment = resolve_alignment(ner_args.alignment, sentences["tokens"][:200])
+    logger.info("Words to input: %s (--alignment %s)", alignment, ner_args.alignment)
+    return alignment
+
+
+def encode_sentences(
+    split: str,
+    sentences: Dataset,
+    tokenizer,
+    label_list: list[str],
+    alignment: str,
+    data_args: FineTuningArguments,
+    ner_args: NerArguments,
+) -> Dataset:
+    """The features of one split (`tokenize_and_align`): input ids, labels, and each token's word for the word-level
+    predictions; the count of truncated sentences is logged."""
+    # Only training may label every sub-token: evaluation reads one prediction per word.
+    all_tokens = ner_args.label_all_tokens and split == "train"
+    max_seq_length = data_args.max_seq_length
+    encoded, num_truncated = tokenize_and_align(
+        sentences, tokenizer, label_list, max_seq_length, all_tokens, data_args.pad_to_max_length, alignment
+    )
+    log_truncation(split, num_truncated, len(sentences), max_seq_length)
+    return encoded
+
+
+def model_inputs(features: Dataset) -> Dataset:
+    """The columns the model reads: the word ids stay in the features for the word-level predictions."""
+    return features.select_columns(list(MODEL_INPUTS))
+
+
+def evaluation_metrics(
+    label_list: list[str], alignment: str, features: dict[str, Dataset], raw: dict[str, Dataset]
+) -> Callable:
+    """Trainer's `compute_metrics`: entity-level scores; in running text, over the user's own words of the validation
+    split (the pieces of a word are read back from each token's position in the text)."""
+    if alignment == ALIGN_RUNNING_TEXT and "validation" in features:
+        return ner_compute_metrics(label_list, features["validation"]["word_positions"], raw["validation"]["ner_tags"])
+    return ner_compute_metrics(label_list)
+
+
+def card_info(model_args: ModelArguments) -> CardInfo:
+    """The model card's base model and dataset (CoNLL-2003)."""
+    return CardInfo(base_model=model_args.model_name_or_path, dataset_id="eriktks/conll2003", dataset_name="CoNLL-2003")
+
+
+def write_test_predictions(
+    trainer: Trainer,
+    test_features: Dataset,
+    test_sentences: Dataset,
+    label_list: list[str],
+    training_args: TrainingArguments,
+    max_seq_length: int,
+) -> None:
+    """--do_predict: word-level tags of the test split, their scores over every word (`predict_results.json`), and
+    `predictions_test.txt` (`word gold predicted` per line, the user's own words)."""
+    predicted, num_cut = predict_words(trainer, model_inputs(test_features), test_features, label_list)
+    if num_cut:
+        logger.warning("test: %d words lay beyond max_seq_length=%d and were predicted 'O'.", num_cut, max_seq_length)
+    scores = load_metric_module("seqeval").compute(predictions=predicted, references=test_sentences["ner_tags"])
+    metrics = {f"predict_{key}": value for key, value in scores.items()}
+    metrics.update(predict_samples=len(predicted), predict_words_beyond_max_seq_length=num_cut)
+    if trainer.is_world_process_zero():
+        trainer.log_metrics("predict", metrics)
+        trainer.save_metrics("predict", metrics)
+        path = output_path(training_args, "predictions_test.txt")
+        write_conll_predictions(path, test_sentences["tokens"], test_sentences["ner_tags"], predicted)
+        logger.info("Wrote word-level predictions for %d sentences to %s", len(predicted), path)
