@@ -476,7 +476,7 @@ def test_run_glue_mrpc_end_to_end_through_the_cli(shared_data, spiece_model, tmp
 
 
 def test_run_glue_mnli_matched_mismatched_and_ax(tmp_path, spiece_model):
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     data_dir = tmp_path / "MNLI"
     data_dir.mkdir()
@@ -510,7 +510,7 @@ def test_run_glue_mnli_matched_mismatched_and_ax(tmp_path, spiece_model):
 
 
 def test_run_glue_stsb_regression(shared_data, spiece_model, tmp_path):
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     output_dir = tmp_path / "stsb"
     argv = [
