@@ -10,7 +10,7 @@ steps of Table 14), for one epoch:
 
   * transformers' recipe (examples/pytorch/text-classification/run_glue.py): every input padded to max_seq_length 128,
     transformers.AlbertForSequenceClassification, Trainer with the default collator;
-  * albert_hf: `albert_hf.tasks.glue.main` (the code of `albert-hf glue` / examples/glue/run_glue.py) with dynamic
+  * albert_hf: `albert_hf.scripts.glue.main` (the code of `albert-hf glue` / examples/glue/run_glue.py) with dynamic
     padding and length-grouped batches.
 
 Prints wall time, dev accuracy and F1 for each, and the speed-up.
@@ -102,7 +102,7 @@ def transformers_recipe(checkpoint: Path, spiece: Path, data_dir: Path, output_d
 
 
 def albert_hf_recipe(checkpoint: Path, spiece: Path, data_dir: Path, output_dir: Path, max_train: int | None):
-    from albert_hf.tasks import glue
+    from albert_hf.scripts import glue
 
     argv = [
         "--task_name",

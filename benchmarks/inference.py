@@ -70,7 +70,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def train(variant: str, settings: dict, data: str, output_dir: Path) -> None:
     """`albert-hf glue --early_exit` on SST-2 from scratch (the real job)."""
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     argv = [
         "--task_name", "sst2",

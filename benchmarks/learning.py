@@ -1,10 +1,10 @@
 """Learning check: a small ALBERT trained from scratch learns a fine-tuning task, well above a trivial baseline.
 
-    --task sst2: the real GLUE job (`albert_hf.tasks.glue.main`) on the local SST-2 tsv files; the dev accuracy is
+    --task sst2: the real GLUE job (`albert_hf.scripts.glue.main`) on the local SST-2 tsv files; the dev accuracy is
                  compared with the majority class.
     --task conll: the real NER job (`albert_hf.scripts.ner.main`) on the local CoNLL-2003 files; the word-level scores on
                   the validation file (overall and per entity type) are compared with zero.
-    --task classify: `albert-hf classify` (`albert_hf.tasks.classify.main`) on the same SST-2 sentences written as a
+    --task classify: `albert-hf classify` (`albert_hf.scripts.classify.main`) on the same SST-2 sentences written as a
                   user's own table (train: parquet, dev: jsonl, labels as the names "negative"/"positive"): the labels
                   are inferred from the table; the dev accuracy and macro-F1 are compared with the majority class.
 
@@ -100,9 +100,9 @@ def data_arguments(task: str, data: str, folder: str) -> list[str]:
 
 def run_job(task: str, argv: list[str]) -> None:
     if task == "sst2":
-        from albert_hf.tasks.glue import main
+        from albert_hf.scripts.glue import main
     elif task == "classify":
-        from albert_hf.tasks.classify import main
+        from albert_hf.scripts.classify import main
     else:
         from albert_hf.scripts.ner import main
     main(argv)

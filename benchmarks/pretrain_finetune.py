@@ -11,7 +11,7 @@ the same architecture randomly initialised with the real jobs, and compare.
    `--pretrained_dir` skips this phase and fine-tunes an existing checkpoint. `--task_text sst2 mrpc conll` adds the
    tasks' unlabeled training text to the corpus; `--tokenizer spiece.model` uses an existing vocabulary instead of
    training one; `--bf16` pretrains and fine-tunes under bf16 autocast (a GPU: CUDA is used whenever present).
-3. Fine-tuning with the real jobs (`albert_hf.tasks.glue.main`, `albert_hf.scripts.ner.main`, the functions behind
+3. Fine-tuning with the real jobs (`albert_hf.scripts.glue.main`, `albert_hf.scripts.ner.main`, the functions behind
    `albert-hf glue` and `albert-hf ner`), from (a) the pretrained checkpoint and (b) a checkpoint of the same
    config with fresh random weights, on the same budget: SST-2, MRPC, CoLA, STS-B, RTE and CoNLL-2003, with
    `--seeds` fine-tuning seeds (1 on SST-2 and CoNLL); `--max_train_samples sst2=2000` gives a task a smaller label
@@ -44,7 +44,8 @@ from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, P
 from albert_hf.pretraining.report import frequency_baselines
 from albert_hf.pretraining.run import PretrainingRun, build_run
 from albert_hf.pretraining.trainer import PretrainingArguments
-from albert_hf.tasks import glue, ner
+from albert_hf.scripts import glue
+from albert_hf.tasks import ner
 from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups

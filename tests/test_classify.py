@@ -19,8 +19,16 @@ from transformers import EvalPrediction
 
 from albert_hf.cli import main as cli_main
 from albert_hf.errors import UserError
-from albert_hf.tasks.classify import ClassifyJob, classification_metrics, regression_metrics
-from albert_hf.tasks.classify import main as classify_main
+from albert_hf.scripts.classify import ARGUMENTS
+from albert_hf.scripts.classify import main as classify_main
+from albert_hf.tasks.classify import (
+    classification_metrics,
+    load_table_split,
+    prepare_table,
+    regression_metrics,
+    table_label_space,
+)
+from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
 
 ROWS = [
     {"review": "A fine film.", "stars": "good"},
@@ -67,11 +75,15 @@ def job_args(spiece_model, output_dir, *extra):
     ]
 
 
-def loaded_job(argv):
-    """The job of `argv` with its data loaded and prepared (the steps before the model)."""
-    job = ClassifyJob.from_argv(argv)
-    job.load_data()
-    return job
+def loaded_data(argv):
+    """The label space and the prepared splits of `argv`: the data steps of albert_hf/scripts/classify.py, the
+    steps before the model."""
+    model_args, data_args, task_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+    splits = requested_splits(training_args)
+    tables = limit_samples({split: load_table_split(split, data_args, task_args) for split in splits}, data_args)
+    label_space = table_label_space(tables, model_args, data_args, task_args)
+    raw = {split: prepare_table(split, rows, label_space, data_args, task_args) for split, rows in tables.items()}
+    return label_space, raw
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -84,40 +96,41 @@ def test_every_format_gives_the_same_examples_and_sorted_label_names(extension, 
     dev = write_table(tmp_path / f"dev{extension}", ROWS[:2])
     argv = ["--train_file", train, "--validation_file", dev, "--do_train", "--do_eval"]
     argv += ["--text_column", "review", "--label_column", "stars"]
-    job = loaded_job(job_args(spiece_model, tmp_path / "out", *argv))
-    assert job.label_space.names == ("bad", "good", "meh")
-    assert job.raw["train"].to_list() == [
+    label_space, raw = loaded_data(job_args(spiece_model, tmp_path / "out", *argv))
+    assert label_space.names == ("bad", "good", "meh")
+    assert raw["train"].to_list() == [
         {"sentence1": "A fine film.", "label": 1, "idx": 0},
         {"sentence1": "Dull and long.", "label": 0, "idx": 1},
         {"sentence1": "Not bad at all.", "label": 1, "idx": 2},
         {"sentence1": "Just average.", "label": 2, "idx": 3},
     ]
-    assert job.raw["validation"]["label"] == [1, 0]
-    assert job.config_fields()["id2label"] == {0: "bad", 1: "good", 2: "meh"}
+    assert raw["validation"]["label"] == [1, 0]
+    assert label_space.config_kwargs()["id2label"] == {0: "bad", 1: "good", 2: "meh"}
 
 
 def test_pairs_and_scores_make_a_regression(spiece_model, tmp_path):
     rows = [{"a": "One.", "b": "Two.", "score": 0.5}, {"a": "Three.", "b": "Four.", "score": 4.25}]
     train = write_table(tmp_path / "train.parquet", rows)
     argv = ["--train_file", train, "--do_train", "--text_column", "a", "--text_pair_column", "b"]
-    job = loaded_job(job_args(spiece_model, tmp_path / "out", *argv, "--label_column", "score"))
-    assert job.label_space.kind == "regression"
-    assert job.raw["train"].to_list() == [
+    label_space, raw = loaded_data(job_args(spiece_model, tmp_path / "out", *argv, "--label_column", "score"))
+    assert label_space.kind == "regression"
+    assert raw["train"].to_list() == [
         {"sentence1": "One.", "sentence2": "Two.", "label": 0.5, "idx": 0},
         {"sentence1": "Three.", "sentence2": "Four.", "label": 4.25, "idx": 1},
     ]
-    assert job.config_fields()["problem_type"] == "regression" and job.config_fields()["num_labels"] == 1
+    config_fields = label_space.config_kwargs()
+    assert config_fields["problem_type"] == "regression" and config_fields["num_labels"] == 1
 
 
 def test_integer_scores_as_a_regression_with_label_kind(spiece_model, tmp_path):
     rows = [{"text": "one", "label": 1}, {"text": "five", "label": 5}, {"text": "three", "label": 3}]
     train = write_table(tmp_path / "train.jsonl", rows)
     argv = job_args(spiece_model, tmp_path / "out", "--train_file", train, "--do_train")
-    assert loaded_job(argv).label_space.names == ("1", "3", "5")  # integers: classes by default
-    job = loaded_job([*argv, "--label_kind", "regression"])
-    assert job.label_space.kind == "regression" and job.raw["train"]["label"] == [1.0, 5.0, 3.0]
+    assert loaded_data(argv)[0].names == ("1", "3", "5")  # integers: classes by default
+    label_space, raw = loaded_data([*argv, "--label_kind", "regression"])
+    assert label_space.kind == "regression" and raw["train"]["label"] == [1.0, 5.0, 3.0]
     with pytest.raises(UserError, match="--label_kind must be classification or regression, got 'score'"):
-        ClassifyJob.from_argv([*argv, "--label_kind", "score"])
+        parse_finetuning_args(ARGUMENTS, [*argv, "--label_kind", "score"])
 
 
 JGLUE = Path(__file__).resolve().parent / "data" / "jglue"
@@ -141,17 +154,17 @@ def test_jglue_tables_as_published(folder, version, columns, expected, spiece_mo
     as a regression; every row of both files read, the labels as the json lines write them."""
     files = {split: JGLUE / f"{folder}-v{version}" / f"{split}-v{version}.json" for split in ("train", "valid")}
     argv = ["--train_file", str(files["train"]), "--validation_file", str(files["valid"]), *columns]
-    job = loaded_job(job_args(spiece_model, tmp_path / "out", *argv, "--do_train", "--do_eval"))
+    label_space, raw = loaded_data(job_args(spiece_model, tmp_path / "out", *argv, "--do_train", "--do_eval"))
     for split, name in (("train", "train"), ("validation", "valid")):
         records = [json.loads(line) for line in files[name].read_text(encoding="utf-8").splitlines()]
         text_column = columns[1]
-        assert job.raw[split]["sentence1"] == [record[text_column] for record in records]
+        assert raw[split]["sentence1"] == [record[text_column] for record in records]
         if expected == "regression":
-            assert job.raw[split]["label"] == [float(record["label"]) for record in records]
+            assert raw[split]["label"] == [float(record["label"]) for record in records]
         else:
-            names = job.label_space.names
-            assert [names[label] for label in job.raw[split]["label"]] == [record["label"] for record in records]
-    assert (job.label_space.kind if expected == "regression" else job.label_space.names) == expected
+            names = label_space.names
+            assert [names[label] for label in raw[split]["label"]] == [record["label"] for record in records]
+    assert (label_space.kind if expected == "regression" else label_space.names) == expected
 
 
 def test_unknown_column_names_the_columns_there_are(spiece_model, tmp_path):

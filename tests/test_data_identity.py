@@ -107,12 +107,18 @@ def test_cli_resume_after_the_data_changed_at_the_same_path_is_refused_naming_th
     assert not (output_dir / "checkpoint-2").exists()
 
 
-def test_fine_tuning_jobs_fingerprint_the_files_of_their_training_data(tmp_path):
-    from albert_hf.tasks.glue import GlueJob
+def test_fine_tuning_jobs_fingerprint_the_files_of_their_training_data(tmp_path, spiece_model, monkeypatch):
+    """What albert_hf/scripts/glue.py gives its Trainer to fingerprint (the run stops before training)."""
+    from albert_hf.scripts import glue
 
+    trainers = []
+    monkeypatch.setattr(glue, "train_and_evaluate", lambda trainer, *args: trainers.append(trainer))
     data_dir = FIXTURES / "glue" / "RTE"
-    job = GlueJob.from_argv(["--task_name", "rte", "--data_dir", str(data_dir), "--output_dir", str(tmp_path)])
-    fingerprint = job.run_fingerprint()
+    argv = ["--task_name", "rte", "--data_dir", str(data_dir), "--output_dir", str(tmp_path)]
+    argv += ["--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_TWO_LAYER_OVERRIDES]
+    argv += ["--max_seq_length", "64"]
+    assert glue.main([*argv, "--report_to", "none", "--use_cpu", "true"]) == 0
+    fingerprint = trainers[0].run_fingerprint_extra
     train = data_dir / "train.tsv"
     assert fingerprint[f"data file {train}"] == "sha256 " + hashlib.sha256(train.read_bytes()).hexdigest()
     assert fingerprint["train_data"]["data_dir"] == str(data_dir)

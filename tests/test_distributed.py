@@ -3,7 +3,7 @@ process; the launch guards; the memory estimate; the shipped accelerate/DeepSpee
 
 The launched scripts live in tests/distributed/: Trainer on fixed batches (trainer_parity.py), the gradients of the
 shared layer (shared_layer_grads.py), and the real jobs `albert_hf.pretraining.run` (`albert-hf pretrain`) and
-`albert_hf.tasks.glue` run unchanged through run_task.py, each under DDP, ZeRO-2 and ZeRO-3 (persistence threshold 0,
+`albert_hf.scripts.glue` run unchanged through run_task.py, each under DDP, ZeRO-2 and ZeRO-3 (persistence threshold 0,
 weights loaded by from_pretrained inside zero.Init, consolidated safetensors saved). Every parity run uses SGD
 without clipping, a constant learning rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over
 the global batch) changes the final weights by about the step itself, far above the 1e-6 tolerance. Each
@@ -341,7 +341,7 @@ def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
     output_dir = workdir / "glue_single"
     arguments = glue_arguments(shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH)
     return job_reference(
-        "albert_hf.tasks.glue",
+        "albert_hf.scripts.glue",
         arguments,
         AlbertForSequenceClassification,
         glue_checkpoint,
@@ -360,7 +360,7 @@ def test_glue_script_two_processes_match_one(
         shared_data, spiece_model, glue_checkpoint, output_dir, GLOBAL_BATCH // 2
     ) + deepspeed_arguments(engine, workdir)
     assert_two_processes_match(
-        "albert_hf.tasks.glue",
+        "albert_hf.scripts.glue",
         arguments,
         AlbertForSequenceClassification,
         output_dir,

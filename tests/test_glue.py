@@ -22,9 +22,10 @@ from albert_hf.data.glue import (
     tokenize_glue,
     write_glue_predictions,
 )
+from albert_hf.errors import UserError
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_predictions
-from albert_hf.tasks.common import ModelArguments
-from albert_hf.tasks.finetuning import PAPER_HYPERPARAMETERS, FineTuningArguments, apply_paper_preset
+from albert_hf.tasks.common import ModelArguments, parse_config_overrides
+from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args
 
 LOCAL_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "wnli")
 # Official GLUE row counts (train, dev, test).
@@ -368,49 +369,44 @@ def test_leaderboard_prediction_files(tmp_path):
 # Table 14 presets
 
 
+def preset_args(tmp_path, *options: str):
+    argv = [*options, "--output_dir", str(tmp_path), "--use_cpu"]
+    return parse_finetuning_args((ModelArguments, FineTuningArguments, TrainingArguments), argv)
+
+
 def test_paper_preset_fills_defaults_and_keeps_explicit_flags(tmp_path):
-    training_args = TrainingArguments(output_dir=str(tmp_path), max_steps=10, gradient_accumulation_steps=2)
-    data_args = FineTuningArguments(preset="RTE")
-    model_args = ModelArguments(config_overrides="classifier_dropout_prob=0.3")
-    config_fields = apply_paper_preset(model_args, data_args, training_args)
-    row = PAPER_HYPERPARAMETERS["rte"]
+    model_args, data_args, training_args = preset_args(
+        tmp_path,
+        *("--preset", "RTE", "--max_steps", "10", "--gradient_accumulation_steps", "2"),
+        *("--config_overrides", "classifier_dropout_prob=0.3"),
+    )
+    # Table 14, RTE: lr 3e-5, batch 32, 800 steps, 200 warm-up, length 512, dropout 0.1 inside and in the classifier.
     assert (training_args.learning_rate, training_args.warmup_steps) == (3e-5, 200)
     assert training_args.per_device_train_batch_size == 16  # 32 = 16 x 2 accumulation steps x 1 process
     assert training_args.max_steps == 10  # given explicitly: kept
-    assert data_args.max_seq_length == row.max_seq_length == 512
-    assert config_fields == {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    assert data_args.max_seq_length == 512
+    assert parse_config_overrides(model_args.config_overrides) == {
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "classifier_dropout_prob": 0.3,  # given
+    }
 
 
 def test_paper_preset_keeps_flags_given_with_their_default_value(tmp_path):
     """`--preset rte --per_device_train_batch_size 8`: 8 is TrainingArguments' default, but the user typed it."""
-    from transformers import TrainingArguments as Arguments
-
-    from albert_hf.tasks.common import parse_args
-
-    argv = [
-        "--preset",
-        "rte",
-        "--per_device_train_batch_size",
-        "8",
-        "--max_seq_length",
-        "128",
-        "--output_dir",
-        str(tmp_path),
-        "--use_cpu",
-    ]
-    model_args, data_args, training_args = parse_args((ModelArguments, FineTuningArguments, Arguments), argv)
-    apply_paper_preset(model_args, data_args, training_args)
+    argv = ["--preset", "rte", "--per_device_train_batch_size", "8", "--max_seq_length", "128"]
+    _, data_args, training_args = preset_args(tmp_path, *argv)
     assert training_args.per_device_train_batch_size == 8 and data_args.max_seq_length == 128
-    assert training_args.learning_rate == PAPER_HYPERPARAMETERS["rte"].learning_rate  # not given: from the preset
+    assert training_args.learning_rate == 3e-5  # not given: RTE's row
 
 
 def test_paper_preset_errors(tmp_path):
-    with pytest.raises(ValueError, match="not a row of Table 14"):
-        apply_paper_preset(ModelArguments(), FineTuningArguments(preset="squad"), TrainingArguments(str(tmp_path)))
-    uneven = TrainingArguments(output_dir=str(tmp_path), gradient_accumulation_steps=3)
-    with pytest.raises(ValueError, match="batch size 16 does not split over 1 processes x 3"):
-        apply_paper_preset(ModelArguments(), FineTuningArguments(preset="cola"), uneven)
-    assert apply_paper_preset(ModelArguments(), FineTuningArguments(), TrainingArguments(str(tmp_path))) == {}
+    with pytest.raises(UserError, match=r"--preset 'squad': .*choose one of \['cola'"):
+        preset_args(tmp_path, "--preset", "squad")
+    with pytest.raises(UserError, match="--total_train_batch_size 16 does not split over 1 processes x 3"):
+        preset_args(tmp_path, "--preset", "cola", "--gradient_accumulation_steps", "3")
+    model_args, _, training_args = preset_args(tmp_path)
+    assert model_args.config_overrides is None and training_args.per_device_train_batch_size == 8
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -476,7 +472,7 @@ def test_run_glue_mrpc_end_to_end_through_the_cli(shared_data, spiece_model, tmp
 
 
 def test_run_glue_mnli_matched_mismatched_and_ax(tmp_path, spiece_model):
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     data_dir = tmp_path / "MNLI"
     data_dir.mkdir()
@@ -510,7 +506,7 @@ def test_run_glue_mnli_matched_mismatched_and_ax(tmp_path, spiece_model):
 
 
 def test_run_glue_stsb_regression(shared_data, spiece_model, tmp_path):
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     output_dir = tmp_path / "stsb"
     argv = [

@@ -150,13 +150,13 @@ def glue_argv(shared_data: Path, spiece_model: Path, output_dir: Path) -> list[s
 def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpoint(
     shared_data, spiece_model, tmp_path, step
 ):
-    from albert_hf.tasks import glue
+    from albert_hf.scripts import glue
     from albert_hf.training.trainer import FineTuningTrainer
 
     context = f"GLUE killed while saving checkpoint-{step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
     child = start_killed_run(
-        "albert_hf.tasks.glue", glue_argv(shared_data, spiece_model, killed_dir), step, in_save=True
+        "albert_hf.scripts.glue", glue_argv(shared_data, spiece_model, killed_dir), step, in_save=True
     )
     assert glue.main(glue_argv(shared_data, spiece_model, reference_dir)) == 0
     wait_killed(child, context)

@@ -95,7 +95,7 @@ def glue_argv(output_dir: Path) -> list[str]:
 
 
 def test_no_planted_token_in_any_file_lock_or_log_and_pushes_still_authenticate(tmp_path, monkeypatch, caplog, capfd):
-    from albert_hf.tasks.glue import main
+    from albert_hf.scripts.glue import main
 
     output_dir = tmp_path / "out"
     hub = RecordingHub(output_dir)

@@ -1,4 +1,5 @@
-"""Fine-tune ALBERT to classify (or score) the texts of any labelled table: `albert-hf classify`.
+"""Classify (or score) the texts of any labelled table, as plain functions: what `albert_hf/scripts/classify.py`
+(`albert-hf classify`) calls.
 
     albert-hf classify --train_file train.csv --validation_file dev.csv --test_file test.csv \\
         --text_column review --label_column stars --model_name_or_path <albert checkpoint> \\
@@ -9,20 +10,20 @@ dataset (`--dataset_name [--dataset_config_name]`: a Hub name, a local dataset f
 read by `albert_hf.data.sources`. `--text_pair_column` makes each input a pair. The labels of the training split decide
 the task (`albert_hf.data.labels`): names or class ids give a classification over the sorted names (accuracy and
 macro-F1), scores a regression (Pearson and Spearman). The names are saved as the config's `id2label`/`label2id`;
-`--do_predict` writes `predictions_test.tsv` (row index and predicted label name, or score).
+`--do_predict` writes `predictions_test.tsv` (row index and predicted label name, or score). The prepared tables have
+GLUE's columns, so they are encoded as GLUE's are (`albert_hf.tasks.glue.encode_texts`).
 """
 
 from __future__ import annotations
 
 import logging
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from datasets import Dataset
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score
-from transformers import EvalPrediction, Trainer
+from transformers import EvalPrediction, Trainer, TrainingArguments
 
 from ..configuration import AlbertConfig
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
@@ -30,8 +31,8 @@ from ..data.sources import load_rows, require_columns, source_name
 from ..errors import UserError
 from ..hub import CardInfo
 from .arguments import ClassifyArguments
+from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, output_path
-from .glue import SequenceClassificationJob
 
 logger = logging.getLogger(__name__)
 
@@ -64,129 +65,125 @@ def checkpoint_label_space(model_name_or_path: str) -> LabelSpace:
     return LabelSpace(CLASSIFICATION, [config.id2label[i] for i in range(config.num_labels)])
 
 
-class ClassifyJob(SequenceClassificationJob):
-    """Classification or regression of any table's texts on the fine-tuning skeleton."""
+def table_source(split: str, data_args: FineTuningArguments, classify_args: ClassifyArguments) -> str:
+    """How messages name the table of `split`: its file, or `dataset[split]`."""
+    file = getattr(data_args, FILE_OPTIONS[split])
+    if file:
+        return source_name(data_files=file)
+    name = source_name(dataset_name=classify_args.dataset_name, dataset_config_name=classify_args.dataset_config_name)
+    return f"{name}[{split}]"
 
-    argument_types = (FineTuningArguments, ClassifyArguments)
-    task_name = "classify"
 
-    def check_arguments(self) -> None:
-        files = {split: getattr(self.data_args, option) for split, option in FILE_OPTIONS.items()}
-        if any(files.values()) and self.task_args.dataset_name:
-            raise UserError("Pass either --train_file/--validation_file/--test_file or --dataset_name, not both.")
-        if self.data_args.data_dir and not self.task_args.dataset_name:
-            raise UserError("--data_dir is the folder inside --dataset_name to read; pass the tables as --*_file.")
-        if not self.training_args.do_train and not self.model_args.model_name_or_path:
+def load_table_split(split: str, data_args: FineTuningArguments, classify_args: ClassifyArguments) -> Dataset:
+    """The rows of one split ("train", "validation" or "test"), whole, with its columns checked: the label column may
+    be absent from the test split."""
+    file = getattr(data_args, FILE_OPTIONS[split])
+    if file:
+        rows = load_rows(data_files=file, split=split)
+    elif classify_args.dataset_name:
+        rows = load_rows(
+            dataset_name=classify_args.dataset_name,
+            dataset_config_name=classify_args.dataset_config_name,
+            data_dir=data_args.data_dir,
+            split=split,
+        )
+    else:
+        raise UserError(f"No {split} data: pass --{FILE_OPTIONS[split]} or --dataset_name.")
+    columns = {"--text_column": classify_args.text_column}
+    if classify_args.text_pair_column:
+        columns["--text_pair_column"] = classify_args.text_pair_column
+    if split != "test" or classify_args.label_column in rows.column_names:
+        columns["--label_column"] = classify_args.label_column
+    require_columns(rows, columns, table_source(split, data_args, classify_args))
+    return rows
+
+
+def table_label_space(
+    tables: dict[str, Dataset],
+    model_args: ModelArguments,
+    data_args: FineTuningArguments,
+    classify_args: ClassifyArguments,
+) -> LabelSpace:
+    """The labels of the training split, as loaded and limited (or those of the fine-tuned checkpoint, when there is
+    no training): every other split's labels are encoded against them."""
+    if "train" not in tables:
+        return checkpoint_label_space(model_args.model_name_or_path)
+    column = classify_args.label_column
+    train = tables["train"]
+    source = table_source("train", data_args, classify_args)
+    space = infer_label_space(train[column], column, source, train.features[column], classify_args.label_kind)
+    logger.info("Labels of %s: %s", source, space.names or "scores (regression)")
+    return space
+
+
+def prepare_table(
+    split: str,
+    rows: Dataset,
+    label_space: LabelSpace,
+    data_args: FineTuningArguments,
+    classify_args: ClassifyArguments,
+) -> Dataset:
+    """The texts (checked to be strings) as `sentence1` (and `sentence2`), the labels encoded against `label_space`
+    as `label` (when the split has them), and each row's index as `idx`: the columns `encode_texts` reads."""
+    source = table_source(split, data_args, classify_args)
+    texts = {"sentence1": column_texts(rows, classify_args.text_column, source)}
+    if classify_args.text_pair_column:
+        texts["sentence2"] = column_texts(rows, classify_args.text_pair_column, source)
+    column = classify_args.label_column
+    if column in rows.column_names:
+        texts["label"] = encode_labels(rows[column], label_space, split, source, column, rows.features[column])
+    return Dataset.from_dict({**texts, "idx": list(range(len(rows)))})
+
+
+def column_texts(rows: Dataset, column: str, source: str) -> list[str]:
+    """The strings of `column`; a missing or non-string value is an error naming its row."""
+    values = rows[column]
+    for row, value in enumerate(values):
+        if not isinstance(value, str):
             raise UserError(
-                "Without --do_train the labels come from a fine-tuned model: pass --model_name_or_path (or train)."
+                f"{source}: row {row}: column {column!r} holds {value!r}, not a text. Fix or drop that row."
             )
-
-    def source(self, split: str) -> str:
-        """How messages name the table of `split`."""
-        file = getattr(self.data_args, FILE_OPTIONS[split])
-        if file:
-            return source_name(data_files=file)
-        name = source_name(
-            dataset_name=self.task_args.dataset_name, dataset_config_name=self.task_args.dataset_config_name
-        )
-        return f"{name}[{split}]"
-
-    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
-        return {split: self.load_split(split) for split in splits}
-
-    def load_split(self, split: str) -> Dataset:
-        """The rows of one split, with its columns checked: the label column may be absent from the test split."""
-        file = getattr(self.data_args, FILE_OPTIONS[split])
-        if file:
-            rows = load_rows(data_files=file, split=split)
-        elif self.task_args.dataset_name:
-            rows = load_rows(
-                dataset_name=self.task_args.dataset_name,
-                dataset_config_name=self.task_args.dataset_config_name,
-                data_dir=self.data_args.data_dir,
-                split=split,
-            )
-        else:
-            raise UserError(f"No {split} data: pass --{FILE_OPTIONS[split]} or --dataset_name.")
-        columns = {"--text_column": self.task_args.text_column}
-        if self.task_args.text_pair_column:
-            columns["--text_pair_column"] = self.task_args.text_pair_column
-        if split != "test" or self.task_args.label_column in rows.column_names:
-            columns["--label_column"] = self.task_args.label_column
-        require_columns(rows, columns, self.source(split))
-        return rows
-
-    @cached_property
-    def label_space(self) -> LabelSpace:
-        """The labels of the training split (or those of the fine-tuned checkpoint, when there is no training)."""
-        if "train" not in self.raw:
-            return checkpoint_label_space(self.model_args.model_name_or_path)
-        column = self.task_args.label_column
-        train = self.raw["train"]
-        space = infer_label_space(
-            train[column], column, self.source("train"), train.features[column], self.task_args.label_kind
-        )
-        logger.info("Labels of %s: %s", self.source("train"), space.names or "scores (regression)")
-        return space
-
-    def prepare(self, split: str, rows: Dataset) -> Dataset:
-        """The texts (checked to be strings), the labels encoded against the training split's, and each row's index."""
-        texts = {"sentence1": self.texts(rows, self.task_args.text_column, split)}
-        if self.task_args.text_pair_column:
-            texts["sentence2"] = self.texts(rows, self.task_args.text_pair_column, split)
-        column = self.task_args.label_column
-        if column in rows.column_names:
-            texts["label"] = encode_labels(
-                rows[column], self.label_space, split, self.source(split), column, rows.features[column]
-            )
-        return Dataset.from_dict({**texts, "idx": list(range(len(rows)))})
-
-    def texts(self, rows: Dataset, column: str, split: str) -> list[str]:
-        """The strings of `column`; a missing or non-string value is an error naming its row."""
-        values = rows[column]
-        for row, value in enumerate(values):
-            if not isinstance(value, str):
-                raise UserError(
-                    f"{self.source(split)}: row {row}: column {column!r} holds {value!r}, not a text. Fix or drop "
-                    "that row."
-                )
-        return values
-
-    def compute_metrics(self):
-        return regression_metrics if self.label_space.kind == REGRESSION else classification_metrics
-
-    def card_info(self) -> CardInfo:
-        """The Hub dataset, or the names of the user's own tables: their file names alone, as the paths of this
-        machine mean nothing to a reader of the card (and no Hub dataset id, which local files do not have)."""
-        args = self.task_args
-        tables = [getattr(self.data_args, option) for option in ("train_file", "validation_file", "test_file")]
-        names = list(dict.fromkeys(Path(table).name for table in tables if table))
-        return CardInfo(
-            base_model=self.model_args.model_name_or_path,
-            dataset_id=args.dataset_name,  # the card keeps it only when it is a Hub id (hub.render_model_card)
-            dataset_config=args.dataset_config_name,
-            dataset_name=", ".join(names) or None,
-        )
-
-    def predict(self, trainer: Trainer) -> None:
-        """`predictions_test.tsv`: each test row's index and its predicted label name (or score); the metrics too when
-        the test table has labels."""
-        test = self.features["test"]
-        output = trainer.predict(test, metric_key_prefix="predict")
-        logits = first_output(output.predictions)
-        if self.label_space.kind == REGRESSION:
-            predicted = [f"{score:.6g}" for score in np.squeeze(logits, axis=-1)]
-        else:
-            predicted = [self.label_space.names[i] for i in np.argmax(logits, axis=-1)]
-        if trainer.is_world_process_zero():
-            trainer.log_metrics("predict", output.metrics)
-            trainer.save_metrics("predict", output.metrics)
-            path = output_path(self.training_args, "predictions_test.tsv")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write("index\tprediction\n")
-                handle.writelines(f"{index}\t{label}\n" for index, label in zip(test["idx"], predicted))
-            logger.info("Wrote %d predictions to %s", len(predicted), path)
+    return values
 
 
-def main(argv: list[str] | None = None) -> int:
-    return ClassifyJob.main(argv)
+def label_metrics(label_space: LabelSpace):
+    """Trainer's `compute_metrics` for the labels: `regression_metrics` or `classification_metrics`."""
+    return regression_metrics if label_space.kind == REGRESSION else classification_metrics
+
+
+def classify_card_info(
+    model_args: ModelArguments, data_args: FineTuningArguments, classify_args: ClassifyArguments
+) -> CardInfo:
+    """The Hub dataset, or the names of the user's own tables: their file names alone, as the paths of this
+    machine mean nothing to a reader of the card (and no Hub dataset id, which local files do not have)."""
+    tables = [getattr(data_args, option) for option in FILE_OPTIONS.values()]
+    names = list(dict.fromkeys(Path(table).name for table in tables if table))
+    return CardInfo(
+        base_model=model_args.model_name_or_path,
+        dataset_id=classify_args.dataset_name,  # the card keeps it only when it is a Hub id (hub.render_model_card)
+        dataset_config=classify_args.dataset_config_name,
+        dataset_name=", ".join(names) or None,
+    )
+
+
+def predict_table(
+    trainer: Trainer, test: Dataset, label_space: LabelSpace, training_args: TrainingArguments
+) -> str | None:
+    """`predictions_test.tsv`: each test row's index and its predicted label name (or score); the metrics too when
+    the test table has labels. Returns the path written (None on the processes that do not write)."""
+    output = trainer.predict(test, metric_key_prefix="predict")
+    logits = first_output(output.predictions)
+    if label_space.kind == REGRESSION:
+        predicted = [f"{score:.6g}" for score in np.squeeze(logits, axis=-1)]
+    else:
+        predicted = [label_space.names[i] for i in np.argmax(logits, axis=-1)]
+    if not trainer.is_world_process_zero():
+        return None
+    trainer.log_metrics("predict", output.metrics)
+    trainer.save_metrics("predict", output.metrics)
+    path = output_path(training_args, "predictions_test.tsv")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("index\tprediction\n")
+        handle.writelines(f"{index}\t{label}\n" for index, label in zip(test["idx"], predicted))
+    logger.info("Wrote %d predictions to %s", len(predicted), path)
+    return path

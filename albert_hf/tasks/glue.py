@@ -1,25 +1,25 @@
-"""Fine-tune ALBERT on a GLUE task with Trainer: `albert-hf glue` and `examples/glue/run_glue.py`.
+"""GLUE with Trainer, as plain functions: what `albert_hf/scripts/glue.py` (`albert-hf glue`) calls.
 
-    python examples/glue/run_glue.py --task_name mrpc --data_dir glue_data/MRPC \\
-        --model_name_or_path <albert checkpoint> --preset mrpc --do_train --do_eval --do_predict --output_dir out/mrpc
+    albert-hf glue --task_name mrpc --data_dir glue_data/MRPC --model_name_or_path <albert checkpoint> \\
+        --preset mrpc --do_train --do_eval --do_predict --output_dir out/mrpc
 
 Data come from `--data_dir` (original tsv layout), from `--train_file/--validation_file/--test_file` (tsv in the GLUE
 layout, or csv/json with the Hub's column names), or else from the Hub. `--do_predict` writes the leaderboard file
-(e.g. MRPC.tsv; MNLI-m.tsv and MNLI-mm.tsv, plus AX.tsv with `--ax_file`).
+(e.g. MRPC.tsv; MNLI-m.tsv and MNLI-mm.tsv, plus AX.tsv with `--ax_file`). `encode_texts` is shared with
+`albert-hf classify` (`albert_hf.tasks.classify`): both feed `[CLS] text [SEP] (pair [SEP])` to
+`AlbertForSequenceClassification`.
 """
 
 from __future__ import annotations
 
 import logging
-from functools import cached_property
 
 from datasets import Dataset, DatasetDict
-from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+from transformers import Trainer, TrainingArguments
 
 from ..data.glue import (
     GLUE_TASKS,
     GlueTask,
-    get_glue_task,
     load_glue_files,
     load_glue_from_hub,
     load_glue_tsv,
@@ -31,12 +31,22 @@ from ..data.glue import (
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace
 from ..errors import UserError
 from ..hub import CardInfo
-from ..metrics.glue import glue_compute_metrics, logits_to_predictions
-from ..modeling import AlbertForSequenceClassification
+from ..metrics.glue import logits_to_predictions
 from .arguments import GlueArguments
-from .finetuning import FineTuningArguments, FineTuningJob, first_output, log_truncation, output_path
+from .common import ModelArguments
+from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
+
+
+def glue_splits(task: GlueTask, training_args: TrainingArguments) -> list[str]:
+    """The splits a run needs: train for --do_train, the task's evaluation splits for --do_eval (MNLI: matched and
+    mismatched), its test splits for --do_predict."""
+    return [
+        *(["train"] if training_args.do_train else []),
+        *(task.eval_splits if training_args.do_eval else []),
+        *(task.test_splits if training_args.do_predict else []),
+    ]
 
 
 def load_glue_splits(
@@ -66,6 +76,52 @@ def load_glue_splits(
     return load_glue_from_hub(task, splits, glue_args.dataset_name)
 
 
+def load_glue_data(
+    task: GlueTask, data_args: FineTuningArguments, glue_args: GlueArguments, training_args: TrainingArguments
+) -> dict[str, Dataset]:
+    """Every split the run needs (`glue_splits`, read by `load_glue_splits`), whole; with --do_predict and --ax_file
+    also the diagnostic set as split "ax" (unlabelled, predicted with the MNLI labels)."""
+    raw = dict(load_glue_splits(task, data_args, glue_args, glue_splits(task, training_args)))
+    if training_args.do_predict and glue_args.ax_file:
+        raw["ax"] = Dataset.from_list(read_glue_tsv(glue_args.ax_file, GLUE_TASKS["ax"], labelled=False))
+    return raw
+
+
+def glue_label_space(task: GlueTask) -> LabelSpace:
+    """The task's labels: its class names in id order (as its tsv files write them), or a regression (STS-B)."""
+    if task.is_regression:
+        return LabelSpace(REGRESSION)
+    return LabelSpace(CLASSIFICATION, list(task.label_names))
+
+
+def encode_texts(split: str, examples: Dataset, tokenizer, data_args: FineTuningArguments) -> Dataset:
+    """One split's `sentence1` (and `sentence2`) as the model reads them (`tokenize_glue`: `[CLS] a [SEP] (b [SEP])`,
+    cut at --max_seq_length, padded only with --pad_to_max_length); says how many inputs lost tokens."""
+    encoded, num_truncated = tokenize_glue(examples, tokenizer, data_args.max_seq_length, data_args.pad_to_max_length)
+    log_truncation(split, num_truncated, len(encoded), data_args.max_seq_length)
+    return encoded
+
+
+def glue_eval_sets(task: GlueTask, features: dict[str, Dataset]) -> dict[str, Dataset]:
+    """The evaluation sets by the name they report under: the task's first evaluation split as "eval"
+    (`eval_results.json`), MNLI's mismatched one as "mismatched" (`eval_mismatched_results.json`)."""
+    return {
+        "eval" if split == task.eval_splits[0] else split.removeprefix("validation_"): features[split]
+        for split in task.eval_splits
+        if split in features
+    }
+
+
+def glue_card_info(task: GlueTask, model_args: ModelArguments) -> CardInfo:
+    """The model card's base model and dataset: the task's configuration of the Hub's GLUE."""
+    return CardInfo(
+        base_model=model_args.model_name_or_path,
+        dataset_id="nyu-mll/glue",
+        dataset_config=task.name,
+        dataset_name=f"GLUE {task.name.upper()}",
+    )
+
+
 def predict_test_sets(
     trainer: Trainer, task: GlueTask, test_sets: dict[str, Dataset], training_args: TrainingArguments
 ) -> dict[str, str]:
@@ -80,95 +136,3 @@ def predict_test_sets(
             logger.info("Wrote %d %s predictions to %s", len(dataset), split, path)
             written[split] = path
     return written
-
-
-class SequenceClassificationJob(FineTuningJob):
-    """A text (or text pair) classification or regression on the fine-tuning skeleton: what GLUE and `albert-hf
-    classify` share (the model, how texts are encoded and batched, the head's config from the label space)."""
-
-    model_class = AlbertForSequenceClassification
-
-    label_space: LabelSpace  # the task's labels: class names in id order, or a regression (a property of the task)
-
-    def config_fields(self) -> dict:
-        return {**self.label_space.config_kwargs(), **self.task_args.early_exit_config()}
-
-    def encode(self, split: str, examples: Dataset) -> Dataset:
-        max_seq_length = self.data_args.max_seq_length
-        encoded, num_truncated = tokenize_glue(
-            examples, self.tokenizer, max_seq_length, self.data_args.pad_to_max_length
-        )
-        log_truncation(split, num_truncated, len(encoded), max_seq_length)
-        return encoded
-
-    def data_collator(self, pad_to_multiple_of: int | None):
-        return DataCollatorWithPadding(self.tokenizer, pad_to_multiple_of=pad_to_multiple_of)
-
-
-class GlueJob(SequenceClassificationJob):
-    """GLUE on the fine-tuning skeleton: sentence (pair) classification or regression, leaderboard files."""
-
-    argument_types = (FineTuningArguments, GlueArguments)
-
-    @cached_property
-    def task(self) -> GlueTask:
-        return get_glue_task(self.task_args.task_name)
-
-    @property
-    def task_name(self) -> str:
-        return self.task.name
-
-    def check_arguments(self) -> None:
-        if self.task.name == "ax":
-            raise UserError(
-                "AX is predicted with an MNLI model: run --task_name mnli --do_predict --ax_file <diagnostic.tsv>."
-            )
-        if self.task_args.ax_file and self.task.name != "mnli":
-            raise UserError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
-
-    def splits(self) -> list[str]:
-        args = self.training_args
-        return [
-            *(["train"] if args.do_train else []),
-            *(self.task.eval_splits if args.do_eval else []),
-            *(self.task.test_splits if args.do_predict else []),
-        ]
-
-    def load_splits(self, splits: list[str]) -> dict[str, Dataset]:
-        raw = dict(load_glue_splits(self.task, self.data_args, self.task_args, splits))
-        if self.training_args.do_predict and self.task_args.ax_file:
-            raw["ax"] = Dataset.from_list(read_glue_tsv(self.task_args.ax_file, GLUE_TASKS["ax"], labelled=False))
-        return raw
-
-    @cached_property
-    def label_space(self) -> LabelSpace:
-        if self.task.is_regression:
-            return LabelSpace(REGRESSION)
-        return LabelSpace(CLASSIFICATION, list(self.task.label_names))
-
-    def eval_sets(self) -> dict[str, Dataset]:
-        # The first evaluation split reports as "eval"; MNLI's mismatched one as "eval_mismatched".
-        return {
-            "eval" if split == self.task.eval_splits[0] else split.removeprefix("validation_"): self.features[split]
-            for split in self.task.eval_splits
-            if split in self.features
-        }
-
-    def compute_metrics(self):
-        return glue_compute_metrics(self.task.name)
-
-    def card_info(self) -> CardInfo:
-        return CardInfo(
-            base_model=self.model_args.model_name_or_path,
-            dataset_id="nyu-mll/glue",
-            dataset_config=self.task.name,
-            dataset_name=f"GLUE {self.task.name.upper()}",
-        )
-
-    def predict(self, trainer: Trainer) -> None:
-        test_sets = {split: self.features[split] for split in (*self.task.test_splits, "ax") if split in self.features}
-        predict_test_sets(trainer, self.task, test_sets, self.training_args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return GlueJob.main(argv)

@@ -1,6 +1,6 @@
 """Launched by tests/test_distributed.py: run a real albert_hf job (`main(argv)`) and record what each rank trained on.
 
-    torchrun --standalone --nproc_per_node 2 tests/distributed/run_task.py albert_hf.tasks.glue <record> \\
+    torchrun --standalone --nproc_per_node 2 tests/distributed/run_task.py albert_hf.scripts.glue <record> \\
         -- --task_name mrpc ... --use_cpu
 
 The job runs unchanged; this wrapper only patches, for the duration of the job:
