@@ -179,13 +179,13 @@ OPTIONS = {
 # Where the work starts: at the start of the job (options), or where the model is built (files, read before it).
 JOB_START = {
     "pretrain": "albert_hf.pretraining.run.start_job",
-    "quickstart": "albert_hf.pretraining.run.quickstart_documents",
+    "quickstart": "albert_hf.scripts.quickstart.quickstart_documents",
     "train-tokenizer": "albert_hf.vocabulary.train_tokenizer",
     "export": "albert_hf.onnx_export.export",
     **{job: "albert_hf.tasks.finetuning.start_job" for job in ("glue", "squad", "ner", "multiple-choice", "classify")},
 }
 MODEL_WORK = {
-    "pretrain": "albert_hf.pretraining.run.build_pretraining_model",
+    "pretrain": "albert_hf.scripts.pretrain.build_pretraining_model",
     "train-tokenizer": "albert_hf.vocabulary.AlbertHFTokenizer",
     "export": "albert_hf.onnx_export.export_onnx",
     **{

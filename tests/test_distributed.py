@@ -2,7 +2,7 @@
 process; the launch guards; the memory estimate; the shipped accelerate/DeepSpeed configs.
 
 The launched scripts live in tests/distributed/: Trainer on fixed batches (trainer_parity.py), the gradients of the
-shared layer (shared_layer_grads.py), and the real jobs `albert_hf.pretraining.run` (`albert-hf pretrain`) and
+shared layer (shared_layer_grads.py), and the real jobs `albert_hf.scripts.pretrain` (`albert-hf pretrain`) and
 `albert_hf.scripts.glue` run unchanged through run_task.py, each under DDP, ZeRO-2 and ZeRO-3 (persistence threshold 0,
 weights loaded by from_pretrained inside zero.Init, consolidated safetensors saved). Every parity run uses SGD
 without clipping, a constant learning rate and dropout 0, so a wrong gradient scale (e.g. a loss not normalized over
@@ -243,7 +243,7 @@ def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining
         pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH
     )
     return job_reference(
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         arguments,
         AlbertForPreTraining,
         pretraining_job_checkpoint,
@@ -270,7 +270,7 @@ def test_pretraining_script_two_processes_match_one(
         pretraining_corpus, spiece_model, pretraining_job_checkpoint, output_dir, GLOBAL_BATCH // 2
     ) + deepspeed_arguments(engine, workdir)
     assert_two_processes_match(
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         arguments,
         AlbertForPreTraining,
         output_dir,

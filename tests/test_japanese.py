@@ -229,7 +229,7 @@ def test_quickstart_on_japanese_gives_a_fill_mask_model_and_a_japanese_card(tmp_
     from huggingface_hub import ModelCard
     from transformers import pipeline
 
-    from albert_hf.pretraining.run import quickstart_main
+    from albert_hf.scripts.quickstart import main as quickstart_main
 
     lines = [*JAPANESE_SAMPLE.read_text(encoding="utf-8").split(), "吾輩は猫である。", "名前はまだ無い。"]
     corpus = tmp_path / "corpus.txt"

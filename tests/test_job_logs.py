@@ -4,6 +4,7 @@ they happen, and a busy machine gets its advice."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -135,13 +136,14 @@ def test_progress_log_gives_the_loss_and_the_held_out_figures_as_they_happen(cap
 
 
 def test_the_quickstart_logs_its_loss_and_held_out_figures_while_it_trains(caplog, tmp_path):
-    from albert_hf.pretraining.run import quickstart_arguments, run_quickstart
+    from albert_hf.scripts.quickstart import main
 
     with caplog.at_level(logging.INFO, logger="albert_hf.training.job_logs"):
-        result = run_quickstart(quickstart_arguments(["--fast", "--output_dir", str(tmp_path)]), quiet=True)
+        assert main(["--fast", "--output_dir", str(tmp_path), "--disable_tqdm", "true"]) == 0
     lines = [record.getMessage() for record in caplog.records if record.name == "albert_hf.training.job_logs"]
-    history = result.trainer.state.log_history
-    steps = result.trainer.state.max_steps
+    state = json.loads((tmp_path / "trainer_state.json").read_text())  # the Trainer's state as the run saved it
+    history = state["log_history"]
+    steps = state["max_steps"]
     expected = [f"step {entry['step']}/{steps}: loss {entry['loss']:.4g}" for entry in history if "loss" in entry]
     expected_eval = [
         f"step {entry['step']}/{steps} held-out: eval_loss {entry['eval_loss']:.4g}"

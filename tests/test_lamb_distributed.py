@@ -199,7 +199,7 @@ def test_pretraining_job_with_lamb_matches_one_process(
     corpus = wikitext_articles(4)  # well over 4 steps x 8 distinct instances of 64 tokens
     reference_dir = workdir / "job_single"
     reference = job_reference(
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         lamb_job_arguments(corpus, spiece_model, pretraining_job_checkpoint, str(reference_dir), GLOBAL_BATCH),
         AlbertForPreTraining,
         pretraining_job_checkpoint,
@@ -214,7 +214,7 @@ def test_pretraining_job_with_lamb_matches_one_process(
     )
     torchrun(
         WORKERS / "run_tasks.py",
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         str(record),
         "--engines",
         ",".join(JOB_ENGINES),
@@ -262,7 +262,7 @@ ZERO2 = {"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "a
     ],
 )
 def test_pretraining_refuses_lamb_where_it_would_not_run(engine_arguments, message, tmp_path, monkeypatch):
-    from albert_hf.pretraining import run as pretraining
+    from albert_hf.scripts import pretrain as pretraining
 
     for name in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP", "FSDP_CPU_RAM_EFFICIENT_LOADING"):
         monkeypatch.delenv(name, raising=False)  # TrainingArguments sets them; restored after the test

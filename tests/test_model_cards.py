@@ -72,7 +72,7 @@ def check_card_against_records(folder: Path, schedule: str) -> tuple[ModelCard, 
 
 @pytest.fixture(scope="module")
 def quickstart_folder(tmp_path_factory) -> Path:
-    from albert_hf.pretraining.run import quickstart_main
+    from albert_hf.scripts.quickstart import main as quickstart_main
 
     folder = tmp_path_factory.mktemp("runs") / "quickstart-output"
     assert quickstart_main(["--fast", "--output_dir", str(folder), "--disable_tqdm", "true"]) == 0

@@ -137,7 +137,7 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_d
 def test_pretrain_stopped_by_sigterm_checkpoints_its_step_and_resumes_exactly(
     wikitext_articles, spiece_model, tmp_path
 ):
-    from albert_hf.pretraining import run as pretraining
+    from albert_hf.scripts import pretrain as pretraining
 
     corpus = wikitext_articles(3)
     stopped_dir, reference_dir = tmp_path / "stopped", tmp_path / "reference"

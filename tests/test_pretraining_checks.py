@@ -14,8 +14,8 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
 from albert_hf.data.pretraining import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.pretraining.run import main
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.scripts.pretrain import main
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (

@@ -1,5 +1,6 @@
-"""The one builder of a pretraining run (albert_hf/pretraining/run.py): what it refuses before training, the model
-card it writes through the Trainer, and the MLM/SOP sums it logs from the model's own losses."""
+"""The pretraining job (albert_hf/scripts/pretrain.py, with the steps of albert_hf/pretraining/run.py): what it
+refuses before training, the model card it writes through the Trainer, and the MLM/SOP sums it logs from the model's
+own losses."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from albert_hf.data.instance_stream import stream_position_obstacle
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, parse_quickstart_args
-from albert_hf.pretraining.run import main
 from albert_hf.pretraining.trainer import pretraining_metric_sums
+from albert_hf.scripts.pretrain import main
 from albert_hf.tasks.common import parse_config_overrides
 
 

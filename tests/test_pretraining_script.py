@@ -18,8 +18,9 @@ from albert_hf.data.pretraining import build_pretraining_dataset, load_text_docu
 from albert_hf.errors import OptionError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, accumulation_steps, parse_pretraining_args
-from albert_hf.pretraining.run import main, quickstart_main
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.scripts.pretrain import main
+from albert_hf.scripts.quickstart import main as quickstart_main
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb
 from albert_hf.vocabulary import train_tokenizer

@@ -19,7 +19,7 @@ from albert_hf.data.sources import load_rows
 from albert_hf.errors import DataError
 from albert_hf.pretraining.arguments import PretrainingDataArguments
 from albert_hf.pretraining.data import prepare_datasets
-from albert_hf.pretraining.run import main
+from albert_hf.scripts.pretrain import main
 
 
 @pytest.fixture(scope="module")

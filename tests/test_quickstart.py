@@ -13,9 +13,9 @@ from albert_hf.data.embedded_corpus import (
     stdlib_docstring_texts,
 )
 from albert_hf.errors import OptionError
-from albert_hf.pretraining.arguments import RECIPES
+from albert_hf.pretraining.arguments import RECIPES, parse_quickstart_args
 from albert_hf.pretraining.report import frequency_baselines
-from albert_hf.pretraining.run import quickstart_arguments, quickstart_main, run_quickstart
+from albert_hf.scripts import quickstart
 
 QUICKSTART_DEFAULTS = RECIPES["quickstart"]
 
@@ -123,10 +123,10 @@ def test_frequency_baselines_refuse_a_held_out_set_without_masked_tokens():
 
 
 def test_quickstart_defaults_use_the_whole_embedded_corpus_with_fresh_pairs():
-    args = quickstart_arguments([])
+    args = parse_quickstart_args([])
     assert args.embedded == list(DEFAULT_EMBEDDED_SOURCES) and args.corpus is None
     assert args.dupe_factor == QUICKSTART_DEFAULTS["dupe_factor"]
-    explicit = quickstart_arguments(["--fast", "--dupe_factor", "3", "--learning_rate", "0.01"])
+    explicit = parse_quickstart_args(["--fast", "--dupe_factor", "3", "--learning_rate", "0.01"])
     assert (explicit.dupe_factor, explicit.learning_rate, explicit.max_steps) == (3, 0.01, 12)
 
 
@@ -142,12 +142,12 @@ def test_quickstart_defaults_use_the_whole_embedded_corpus_with_fresh_pairs():
 )
 def test_quickstart_rejects_bad_options(argv, message):
     with pytest.raises(OptionError) as refused:
-        quickstart_arguments(argv)
+        parse_quickstart_args(argv)
     assert message in str(refused.value)
 
 
 def test_quickstart_report_prints_each_baseline_beside_its_figure(tmp_path, capsys):
-    assert quickstart_main(["--fast", "--output_dir", str(tmp_path), "--dupe_factor", "2"]) == 0
+    assert quickstart.main(["--fast", "--output_dir", str(tmp_path), "--dupe_factor", "2"]) == 0
     report = capsys.readouterr().out
     mlm_line = next(line for line in report.splitlines() if "MLM accuracy" in line)
     sop_line = next(line for line in report.splitlines() if "SOP accuracy" in line)
@@ -157,11 +157,20 @@ def test_quickstart_report_prints_each_baseline_beside_its_figure(tmp_path, caps
     assert (tmp_path / "learning_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_baselines_are_what_a_constant_model_scores_in_evaluation(tmp_path):
+def test_baselines_are_what_a_constant_model_scores_in_evaluation(tmp_path, monkeypatch):
     """The baselines count exactly the targets `evaluate` scores: a model that always predicts the baseline's token
     and order gets exactly the baseline accuracies."""
-    result = run_quickstart(quickstart_arguments(["--fast", "--output_dir", str(tmp_path)]), quiet=True)
-    model, baselines = result.trainer.model, result.baselines
+    seen = {}
+
+    def held_out_baselines(trainer, eval_dataset):  # the script's own call, recorded with what it returns
+        seen["trainer"], seen["baselines"] = trainer, real_held_out_baselines(trainer, eval_dataset)
+        return seen["baselines"]
+
+    real_held_out_baselines = quickstart.held_out_baselines
+    monkeypatch.setattr(quickstart, "held_out_baselines", held_out_baselines)
+    assert quickstart.main(["--fast", "--output_dir", str(tmp_path), "--disable_tqdm", "true"]) == 0
+    trainer, baselines = seen["trainer"], seen["baselines"]
+    model = trainer.model
     with torch.no_grad():
         head = model.predictions
         head.LayerNorm.weight.zero_()
@@ -171,7 +180,7 @@ def test_baselines_are_what_a_constant_model_scores_in_evaluation(tmp_path):
         sop = model.sop_classifier.classifier
         sop.weight.zero_()
         sop.bias.copy_(torch.tensor([1.0, -1.0]))
-    metrics = result.trainer.evaluate()
+    metrics = trainer.evaluate()
     assert metrics["eval_mlm_accuracy"] == pytest.approx(baselines.mlm, abs=1e-9)
     order_0 = metrics["eval_sop_accuracy"]  # always order 0: the baseline if 0 is the majority, else its complement
     assert baselines.sop == pytest.approx(max(order_0, 1 - order_0), abs=1e-9)

@@ -91,12 +91,12 @@ def pretraining_argv(corpus: Path, spiece_model: Path, output_dir: Path, cache_d
 @pytest.mark.slow  # three tiny pretraining runs, one in a subprocess: about 20-40 s
 @pytest.mark.parametrize("step", [3, 4, 5])  # after the first checkpoint (step 2), before the end (step 6)
 def test_pretraining_killed_at_a_step_resumes_exactly(corpus_file, spiece_model, tmp_path, step):
-    from albert_hf.pretraining import run as pretraining
+    from albert_hf.scripts import pretrain as pretraining
 
     context = f"pretraining killed at the end of step {step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
     child = start_killed_run(
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         pretraining_argv(corpus_file, spiece_model, killed_dir, tmp_path / "cache-killed"),
         step,
     )

@@ -42,7 +42,7 @@ def launch(argv: list[str], engine: str, kill_step: int = 0, in_save: bool = Fal
         "KILL_MID_STEP": "1" if mid_step else "",
     }
     env = {**fault, "FSDP_ON_CPU": "1" if engine == "fsdp2" else "", "HF_HUB_OFFLINE": "1"}
-    result = run_torchrun(KILLED_JOB, "albert_hf.pretraining.run", *argv, env=env, timeout=600)
+    result = run_torchrun(KILLED_JOB, "albert_hf.scripts.pretrain", *argv, env=env, timeout=600)
     output = f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     if kill_step:
         assert result.returncode != 0, f"the run was to be killed at step {kill_step}:\n{output}"

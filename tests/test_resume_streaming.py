@@ -87,7 +87,7 @@ def streaming_argv(files: list[Path], validation: Path, spiece_model: Path, outp
 @pytest.fixture(scope="module")
 def reference_run(stream_files, spiece_model, tmp_path_factory) -> Path:
     """The uninterrupted streamed run, and the proof that it read its stream more than once."""
-    from albert_hf.pretraining import run as pretraining
+    from albert_hf.scripts import pretrain as pretraining
 
     files, validation = stream_files
     output_dir = tmp_path_factory.mktemp("reference")
@@ -115,13 +115,13 @@ def test_streamed_pretraining_killed_resumes_exactly(
     the checkpoint: it never reads the pass from its start (unless the position is in its first window). Without a
     saved position (a checkpoint of an older version), Trainer reads the trained batches again: exact too."""
     from albert_hf.data.instance_stream import ResumableInstanceStream
-    from albert_hf.pretraining import run as pretraining
+    from albert_hf.scripts import pretrain as pretraining
 
     files, validation = stream_files
     context = f"streamed pretraining killed at the {when} {step}"
     killed_dir = tmp_path / "killed"
     child = start_killed_run(
-        "albert_hf.pretraining.run",
+        "albert_hf.scripts.pretrain",
         streaming_argv(files, validation, spiece_model, killed_dir),
         step,
         in_save=when == "save",

@@ -32,7 +32,7 @@ from albert_hf.data.word_segmentation import (
 )
 from albert_hf.pretraining.arguments import PretrainingDataArguments, parse_pretraining_args
 from albert_hf.pretraining.data import SCRIPT_SAMPLE_DOCUMENTS, SCRIPT_SAMPLE_SENTENCES, choose_word_segmenter
-from albert_hf.pretraining.run import main
+from albert_hf.scripts.pretrain import main
 from albert_hf.vocabulary import train_tokenizer
 
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"

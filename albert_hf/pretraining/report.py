@@ -8,16 +8,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from datasets import Dataset
 
 from ..configuration import AlbertConfig
+from .arguments import PretrainingJob
+from .data import CorpusStats
 from .trainer import AlbertPretrainingTrainer
-
-if TYPE_CHECKING:
-    from .run import QuickstartResult
 
 
 @dataclass
@@ -101,9 +99,17 @@ def plot_learning_curves(
     return path
 
 
-def quickstart_report(result: QuickstartResult, plot_path: Path, seconds: float) -> str:
-    """The quickstart's closing report: corpus, model, training, and each held-out figure beside its baseline."""
-    trainer, metrics, baselines, stats, job = result.trainer, result.metrics, result.baselines, result.stats, result.job
+def quickstart_report(
+    trainer: AlbertPretrainingTrainer,
+    job: PretrainingJob,
+    stats: CorpusStats,
+    metrics: dict[str, float],
+    baselines: HeldOutBaselines,
+    plot_path: Path,
+    seconds: float,
+) -> str:
+    """The quickstart's closing report: corpus (`stats`), model and training (the trained `trainer`), and each
+    held-out figure (`metrics`) beside its baseline; `seconds` the run took, `plot_path` its learning curves."""
     model = trainer.model
     config: AlbertConfig = model.config
     train_metrics = next((e for e in reversed(trainer.state.log_history) if "train_runtime" in e), {})

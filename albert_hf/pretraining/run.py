@@ -1,31 +1,20 @@
-"""One builder of a pretraining run, behind `albert-hf pretrain`, `albert-hf quickstart` and the benchmarks.
+"""The steps of a pretraining run that the job scripts call as they are: `albert_hf/scripts/pretrain.py`
+(`albert-hf pretrain`) and `albert_hf/scripts/quickstart.py` (`albert-hf quickstart`) put them in order.
 
-    albert-hf pretrain --recipe laptop --train_files corpus.txt --validation_documents 20 \\
-        --tokenizer_name_or_path spiece.model --output_dir out/albert-small
-
-`--recipe paper` is the paper's setup (ALBERT-base, batch 4096 through gradient accumulation, LAMB at 0.00176, 3,125
-warmup steps, 125k steps, length 512); `laptop` and `tiny` are small ones, `quickstart` and `smoke` those of
-`albert-hf quickstart` (see `arguments.RECIPES`). Any argument given on the command line wins over the recipe.
-
-`albert-hf quickstart` is the same run with the quickstart recipe on an offline corpus, after one step of its own:
-it trains a SentencePiece tokenizer on the training documents when no --tokenizer_name_or_path is given. It then
-reports the held-out figures beside the baselines of a model that ignores its input, and plots the learning curves.
-
-[`build_run`] makes the run (tokenizer, instances, model, Trainer, corpus counts) and [`train_and_save`] trains,
-evaluates and saves it; `main` and `quickstart_main` are these two calls around their own reports.
+[`start_pretraining_job`] refuses what the run could not do and starts the job; [`build_pretraining_model`] makes
+the model that fits the tokenizer; [`build_trainer`] the Trainer with its masking collator and progress log;
+[`run_fingerprint`] what a resume must not change; [`check_first_instances`] checks the first training instances
+and logs what masking does to them. The quickstart's tokenizer step is [`train_quickstart_tokenizer`].
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
-from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..data.collator import DataCollatorForSOP
@@ -36,32 +25,17 @@ from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
-from ..tasks.common import ModelArguments, build_config, build_model, config_source, load_tokenizer, start_job
+from ..tasks.common import ModelArguments, build_config, build_model, config_source, start_job
 from ..training.job_logs import TrainingProgressLog
-from ..training.preemption import train_or_checkpoint_on_signal
-from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
+from ..training.reliability import data_files_fingerprint
 from ..training.sanity import (
     check_batch,
     check_sequence_length,
     check_tokenizer_matches_config,
     check_unknown_share,
 )
-from .arguments import (
-    PretrainingDataArguments,
-    PretrainingJob,
-    parse_pretraining_args,
-    parse_quickstart_args,
-    vocab_size_given,
-)
-from .data import (
-    CorpusStats,
-    first_features,
-    hold_out,
-    prepare_datasets,
-    quickstart_documents,
-    quickstart_held_out_count,
-)
-from .report import HeldOutBaselines, held_out_baselines, plot_learning_curves, quickstart_report
+from .arguments import PretrainingDataArguments, PretrainingJob, vocab_size_given
+from .data import first_features
 from .trainer import AlbertPretrainingTrainer, PretrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -69,55 +43,6 @@ logger = logging.getLogger(__name__)
 # Training instances the masking statistics of the log are measured on: the first ones, read once at the start for
 # the sanity check of a batch as well.
 MASKING_STATISTICS_INSTANCES = 1000
-
-
-@dataclass
-class PretrainingRun:
-    """A pretraining run ready to train: what [`build_run`] made of a [`PretrainingJob`]."""
-
-    job: PretrainingJob
-    tokenizer: object
-    train_dataset: object  # a Dataset of instances, or a ResumableInstanceStream with --streaming
-    eval_dataset: Dataset | None
-    model: AlbertForPreTraining
-    trainer: AlbertPretrainingTrainer
-    stats: CorpusStats
-
-
-def build_run(
-    job: PretrainingJob,
-    *,
-    tokenizer=None,
-    documents: tuple[Dataset, Dataset | None] | None = None,
-    say=logger.info,
-    started: bool = False,
-) -> PretrainingRun:
-    """Start the job (unless `started`: the caller did, with `check_job`), then make its tokenizer (`tokenizer`,
-    else --tokenizer_name_or_path or the checkpoint's), instances (of `documents`, (training, held-out), else of the
-    files of the arguments), model and Trainer; check a first batch and log what masking does to it. `say` receives
-    the lines for the user."""
-    if not started:
-        check_job(job)
-    set_seed(job.training.seed)
-    tokenizer = load_tokenizer(job.model) if tokenizer is None else tokenizer
-    train_dataset, eval_dataset, stats = prepare_datasets(
-        job.data, tokenizer, job.training.seed, documents=documents, say=say
-    )
-    logger.info("Pretraining data: %s", stats.describe())
-    model = build_pretraining_model(job.model, tokenizer, job.data.max_seq_length, job.training.sanity_checks)
-    trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset)
-    trainer.run_fingerprint_extra = run_fingerprint(job)
-    first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
-    # Before training: a vocabulary that does not cover the text would train on <unk> for days.
-    check_unknown_share(first, tokenizer, job.data.max_unknown_share, warn=logger.warning)
-    if job.training.sanity_checks:
-        check_first_batch(trainer, first)
-    if trainer.is_world_process_zero():
-        line, warning = masking_log(trainer, first, stats.word_boundaries)
-        say(line)
-        if warning:
-            logger.warning(warning)
-    return PretrainingRun(job, tokenizer, train_dataset, eval_dataset, model, trainer, stats)
 
 
 # The data options a resumed run must share with the run that wrote its checkpoint: they decide which instances it
@@ -152,8 +77,10 @@ def run_fingerprint(job: PretrainingJob) -> dict[str, Any]:
     return fingerprint
 
 
-def check_job(job: PretrainingJob) -> None:
-    """Refuse, before any data or model work, what the run could not do; then join the launcher's processes."""
+def start_pretraining_job(job: PretrainingJob) -> None:
+    """Start the job (`start_job`: join the launcher's processes, set up the logs, lock --output_dir), refusing
+    before any data or model work what the run could not do: an optimizer engine that cannot run LAMB, --streaming
+    without --max_steps or with dataloader workers (its checkpoints could not hold the stream's position)."""
     check_lamb_engine(job.training)
     # transformers at WARNING only: its INFO lines at every checkpoint save (config, weights, paths) would flood a run
     # that saves hundreds of times.
@@ -253,69 +180,23 @@ def masking_log(trainer: AlbertPretrainingTrainer, features: list[dict], source:
     return stats.describe(), stats.warning()
 
 
-def train_and_save(run: PretrainingRun) -> dict[str, float]:
-    """Train (from --resume_from_checkpoint, `latest`: the newest complete checkpoint of --output_dir), save model
-    and tokenizer (loadable with from_pretrained), evaluate on the held-out instances, save metrics, state and the
-    model card; returns the held-out metrics (empty without held-out instances). A SIGTERM or SIGUSR1 during training
-    writes a checkpoint of that step and raises `StoppedBySignal` instead: nothing final is written."""
-    trainer, training_args = run.trainer, run.job.training
-    checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
-    result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
-    trainer.save_model()
-    trainer.log_metrics("train", result.metrics)
-    trainer.save_metrics("train", result.metrics)
-    metrics = {}
-    if run.eval_dataset is not None:
-        metrics = trainer.evaluate()
-        trainer.log_metrics("eval", metrics)
-        trainer.save_metrics("eval", metrics)
-    trainer.save_state()
-    trainer.create_model_card()  # README.md beside the saved model, as --push_to_hub writes it
-    return metrics
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`albert-hf pretrain`: pretrain ALBERT on text files, save model + tokenizer, report MLM/SOP metrics."""
-    run = build_run(parse_pretraining_args(argv))
-    train_and_save(run)
-    if run.trainer.is_world_process_zero():
-        print(f"Pretraining data: {run.stats.describe()}")
-        print(f"Model and tokenizer saved to {run.job.training.output_dir}")
-    return 0
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Quickstart
-# --------------------------------------------------------------------------------------------------------------------
-
-
-def quickstart_arguments(argv: list[str] | None = None) -> PretrainingJob:
-    """The arguments of `albert-hf quickstart` (`arguments.parse_quickstart_args`)."""
-    return parse_quickstart_args(argv)
-
-
-@dataclass
-class QuickstartResult:
-    """What a quickstart run produced: the run (model, trainer with its log history, corpus counts), held-out
-    metrics and baselines."""
-
-    run: PretrainingRun
-    metrics: dict[str, float]
-    baselines: HeldOutBaselines
-    seconds: float
-
-    @property
-    def trainer(self) -> AlbertPretrainingTrainer:
-        return self.run.trainer
-
-    @property
-    def stats(self) -> CorpusStats:
-        return self.run.stats
-
-    @property
-    def job(self) -> PretrainingJob:
-        return self.run.job
+def check_first_instances(
+    trainer: AlbertPretrainingTrainer, data_args: PretrainingDataArguments, word_boundaries: str, say=logger.info
+) -> None:
+    """Before training, on the first training instances (the first `MASKING_STATISTICS_INSTANCES`): refuse a
+    vocabulary that leaves too many <unk> (`check_unknown_share`: it would train on <unk> for days), check a first
+    batch when `trainer.args.sanity_checks` ([`check_first_batch`]), and on the main process give `say` the masking
+    line ([`masking_log`], its warning logged). `word_boundaries` is where whole-word masking finds words
+    (`CorpusStats.word_boundaries`)."""
+    first = first_features(trainer.train_dataset, MASKING_STATISTICS_INSTANCES)
+    check_unknown_share(first, trainer.processing_class, data_args.max_unknown_share, warn=logger.warning)
+    if trainer.args.sanity_checks:
+        check_first_batch(trainer, first)
+    if trainer.is_world_process_zero():
+        line, warning = masking_log(trainer, first, word_boundaries)
+        say(line)
+        if warning:
+            logger.warning(warning)
 
 
 class ProgressBarsOnly(ProgressCallback):
@@ -323,45 +204,6 @@ class ProgressBarsOnly(ProgressCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         pass
-
-
-def run_quickstart(job: PretrainingJob, quiet: bool = False) -> QuickstartResult:
-    """The quickstart's documents and tokenizer, then the pretraining run of `job` on them ([`build_run`],
-    [`train_and_save`]) and the held-out baselines."""
-    say = (lambda message: None) if quiet else print
-    started = time.time()
-    if quiet:
-        job.training.disable_tqdm = True
-    documents = quickstart_documents(job.quickstart)
-    held_out_count = quickstart_held_out_count(documents, job.quickstart)
-    train, held_out = hold_out(documents, held_out_count, job.training.seed, "--held_out_fraction")
-    # The output folder is locked and checked before the tokenizer is trained into it: a finished run's spiece.model
-    # is never replaced unless --overwrite_output_dir.
-    check_job(job)
-    tokenizer = None
-    if job.model.tokenizer_name_or_path is None and job.model.model_name_or_path is None:
-        tokenizer = train_quickstart_tokenizer(job, train, say)
-    say("[2/4] Cutting documents into sentence-order instances")
-    run = build_run(
-        job, tokenizer=tokenizer, documents=(train, held_out), say=lambda line: say(f"      {line}"), started=True
-    )
-    say("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
-    metrics = train_and_save(run)
-    baselines = held_out_baselines(run.trainer, run.eval_dataset)
-    return QuickstartResult(run=run, metrics=metrics, baselines=baselines, seconds=time.time() - started)
-
-
-def quickstart_main(argv: list[str] | None = None) -> int:
-    """`albert-hf quickstart`: tokenizer + small ALBERT from scratch on an offline corpus, in a few minutes."""
-    started = time.time()
-    result = run_quickstart(quickstart_arguments(argv))
-    print("[4/4] Writing the learning curves")
-    plot_path = plot_learning_curves(
-        result.trainer.state.log_history, Path(result.job.training.output_dir) / "learning_curves.png", result.baselines
-    )
-    result.trainer.create_model_card()  # again, now that the folder holds the curves the card lists
-    print(quickstart_report(result, plot_path, time.time() - started))
-    return 0
 
 
 def train_quickstart_tokenizer(job: PretrainingJob, documents: Dataset, say=print):

@@ -54,7 +54,7 @@ ARGUMENTS = (ModelArguments, FineTuningArguments, ClassifyArguments, TrainingArg
 
 
 def main(argv: list[str] | None = None) -> int:
-    # 1. Arguments (--preset fills what is not given), and the checks of this job.
+    # 1. Arguments: --preset or --config give the defaults, the command line wins; then the checks of this job.
     model_args, data_args, task_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
     if any(getattr(data_args, option) for option in FILE_OPTIONS.values()) and task_args.dataset_name:
         raise UserError("Pass either --train_file/--validation_file/--test_file or --dataset_name, not both.")

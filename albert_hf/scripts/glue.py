@@ -50,7 +50,7 @@ ARGUMENTS = (ModelArguments, FineTuningArguments, GlueArguments, TrainingArgumen
 
 
 def main(argv: list[str] | None = None) -> int:
-    # 1. Arguments (--preset fills what is not given), and the checks of this job.
+    # 1. Arguments: --preset or --config give the defaults, the command line wins; then the checks of this job.
     model_args, data_args, task_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
     task = get_glue_task(task_args.task_name)
     if task.name == "ax":

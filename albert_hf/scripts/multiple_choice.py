@@ -47,7 +47,7 @@ ARGUMENTS = (ModelArguments, FineTuningArguments, MultipleChoiceArguments, Train
 
 
 def main(argv: list[str] | None = None) -> int:
-    # 1. Arguments (--preset race fills what was not given).
+    # 1. Arguments: --preset race or --config give the defaults, the command line wins.
     model_args, data_args, mc_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
 
     # 2. Start: process group, logs, the lock on --output_dir; then the seed.

@@ -55,7 +55,7 @@ ARGUMENTS = (ModelArguments, FineTuningArguments, NerArguments, TrainingArgument
 
 
 def main(argv: list[str] | None = None) -> int:
-    # 1. Arguments (--preset fills what was not given).
+    # 1. Arguments: --preset or --config give the defaults, the command line wins.
     model_args, data_args, ner_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
 
     # 2. Start: process group, logs, the lock on --output_dir; then the seed.

@@ -1,8 +1,8 @@
 """Run a real albert_hf job (`<module>.main(argv)`) that SIGKILLs itself at a chosen point: the fault the
 reliability tests inject. One process or several:
 
-    KILL_STEP=3 python tests/distributed/killed_job.py albert_hf.pretraining.run --output_dir ... --use_cpu
-    KILL_STEP=4 KILL_IN_SAVE=1 torchrun --nproc_per_node 2 tests/distributed/killed_job.py albert_hf.pretraining.run ...
+    KILL_STEP=3 python tests/distributed/killed_job.py albert_hf.scripts.pretrain --output_dir ... --use_cpu
+    KILL_STEP=4 KILL_IN_SAVE=1 torchrun --nproc_per_node 2 tests/distributed/killed_job.py albert_hf.scripts.pretrain ...
 
 The job runs unchanged: a callback appended to Trainer's default callbacks kills the process
   * at the end of step KILL_STEP (after its update, before that step's save);

@@ -79,7 +79,7 @@ def run_job(module_name: str, argv: list[str]) -> dict:
         patches.enter_context(
             mock.patch.object(AlbertPreTrainedModel, "from_pretrained", recording_from_pretrained(record))
         )
-        if module_name.startswith("albert_hf.pretraining"):
+        if module_name.startswith(("albert_hf.pretraining", "albert_hf.scripts.pretrain")):
             patches.enter_context(mock.patch.object(DataCollatorForSOP, "mask_tokens", masks_keyed_by_row_content()))
         exit_code = importlib.import_module(module_name).main(argv)
     assert not exit_code, f"{module_name}.main returned {exit_code}"

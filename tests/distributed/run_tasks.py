@@ -1,6 +1,6 @@
 """Launched by tests/test_lamb_distributed.py: run a real albert_hf job several times in one launch, once per engine.
 
-    torchrun --standalone --nproc_per_node 2 tests/distributed/run_tasks.py albert_hf.pretraining.run <record> \\
+    torchrun --standalone --nproc_per_node 2 tests/distributed/run_tasks.py albert_hf.scripts.pretrain <record> \\
         --engines ddp,zero2,zero3,fsdp2 --engine_arguments <folder> -- <job arguments, {engine} in --output_dir>
 
 Each job runs as run_task.py runs it (same recording patches), with the arguments listed in
