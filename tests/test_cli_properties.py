@@ -176,21 +176,20 @@ OPTIONS = {
     "train-tokenizer": TOKENIZER_OPTIONS,
     "export": [],
 }
+FINE_TUNING_JOBS = ("glue", "squad", "ner", "multiple-choice", "classify")
 # Where the work starts: at the start of the job (options), or where the model is built (files, read before it).
 JOB_START = {
     "pretrain": "albert_hf.pretraining.run.start_job",
     "quickstart": "albert_hf.scripts.quickstart.quickstart_documents",
     "train-tokenizer": "albert_hf.vocabulary.train_tokenizer",
     "export": "albert_hf.onnx_export.export",
-    **{job: "albert_hf.tasks.finetuning.start_job" for job in ("glue", "squad", "ner", "multiple-choice", "classify")},
+    **{job: f"albert_hf.scripts.{job.replace('-', '_')}.start_job" for job in FINE_TUNING_JOBS},
 }
 MODEL_WORK = {
     "pretrain": "albert_hf.scripts.pretrain.build_pretraining_model",
     "train-tokenizer": "albert_hf.vocabulary.AlbertHFTokenizer",
     "export": "albert_hf.onnx_export.export_onnx",
-    **{
-        job: "albert_hf.tasks.finetuning.build_model" for job in ("glue", "squad", "ner", "multiple-choice", "classify")
-    },
+    **{job: f"albert_hf.scripts.{job.replace('-', '_')}.build_model" for job in FINE_TUNING_JOBS},
 }
 
 
