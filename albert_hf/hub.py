@@ -354,9 +354,11 @@ def render_model_card(
     hub_base = info.base_model if info.base_model and is_hub_repo_id(info.base_model) else None
     # A local start is named by its folder alone: the card is shared, the path of this machine means nothing there.
     local_base = Path(info.base_model).name if info.base_model and hub_base is None else None
-    class_name = type(model).__name__.removeprefix("FSDP")  # FSDP2 swaps in a subclass named FSDP<class>
-    if class_name not in PIPELINE_TAGS:
-        raise TypeError(f"render_model_card takes an albert_hf model, got {class_name}.")
+    # The nearest albert_hf class among the model's own and its bases: a user's subclass (a forked script's head), or
+    # the subclass FSDP2 swaps in (FSDP<class>), is carded as the albert_hf class it extends.
+    class_name = next((cls.__name__ for cls in type(model).__mro__ if cls.__name__ in PIPELINE_TAGS), None)
+    if class_name is None:
+        raise TypeError(f"render_model_card takes an albert_hf model, got {type(model).__name__}.")
     pipeline_tag = PIPELINE_TAGS[class_name]
     eval_results = eval_results_for_card(eval_metrics or {}, info, pipeline_tag)
     card_data = ModelCardData(

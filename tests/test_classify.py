@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 from conftest import TINY_ONE_LAYER_OVERRIDES
+from safetensors import safe_open
 from transformers import EvalPrediction
 
 from albert_hf.cli import main as cli_main
@@ -341,3 +345,69 @@ def test_two_processes_predict_what_one_does(spiece_model, tmp_path):
     assert two == one and len(one.splitlines()) == 12
     scores = [json.loads((tmp_path / run / "eval_results.json").read_text()) for run in ("one", "two")]
     assert scores[1]["eval_accuracy"] == scores[0]["eval_accuracy"] and scores[1]["eval_samples"] == 11
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# the script a user forks
+
+# What a user who wants another head writes into their copy of albert_hf/scripts/classify.py.
+OWN_HEAD = '''
+
+class AlbertWithMlpHead(AlbertForSequenceClassification):
+    """The pooled output through a two-layer perceptron instead of one linear layer."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.classifier = torch.nn.Sequential(
+            torch.nn.Linear(config.hidden_size, 32), torch.nn.Tanh(), torch.nn.Linear(32, config.num_labels)
+        )
+        self.post_init()
+'''
+
+
+def forked_classify_script(folder: Path) -> Path:
+    """A copy of the classify script outside the package, its model head changed as a user would change it."""
+    source = (Path(__file__).parents[1] / "albert_hf" / "scripts" / "classify.py").read_text(encoding="utf-8")
+    imports_end = source.index("\nARGUMENTS = ")
+    edited = source[:imports_end] + "\nimport torch\n" + OWN_HEAD + source[imports_end:]
+    assert "build_model(AlbertForSequenceClassification, " in edited
+    edited = edited.replace("build_model(AlbertForSequenceClassification, ", "build_model(AlbertWithMlpHead, ")
+    path = folder / "my_classify.py"
+    path.write_text(edited, encoding="utf-8")
+    return path
+
+
+def run_script(script: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    command = [sys.executable, str(script), *argv]
+    return subprocess.run(command, cwd=script.parent, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_a_copied_script_with_its_own_head_trains_and_gives_the_commands_errors(spiece_model, tmp_path):
+    """What users fork scripts for: a copy of the classify script, run with python from another folder, with a
+    two-layer head instead of the linear one, learns the separable table and saves the new head; a mistake in its
+    options is the one line `albert-hf classify` gives."""
+    script = forked_classify_script(tmp_path)
+    train = write_table(tmp_path / "train.csv", separable_rows(0, 96))
+    dev = write_table(tmp_path / "dev.csv", separable_rows(1, 30))
+    output_dir = tmp_path / "out"
+    argv = ["--train_file", train, "--validation_file", dev, "--do_train", "--do_eval", "--num_train_epochs", "20"]
+    argv += ["--learning_rate", "1e-3", "--per_device_train_batch_size", "8", "--warmup_steps", "10", "--seed", "0"]
+    argv = job_args(spiece_model, output_dir, *argv)
+    argv[argv.index("--config_overrides") + 1] += ",classifier_dropout_prob=0.0"
+    result = run_script(script, argv)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    # Three balanced classes: guessing gives accuracy 1/3 and a loss of ln 3 = 1.10; the new head learns well beyond
+    # both (it separates two of the three topics in this budget).
+    assert results["eval_accuracy"] > 0.5 and results["eval_loss"] < 0.7, results
+    with safe_open(str(output_dir / "model.safetensors"), "pt") as weights:
+        head = sorted(name for name in weights.keys() if name.startswith("classifier."))
+    assert head == ["classifier.0.bias", "classifier.0.weight", "classifier.2.bias", "classifier.2.weight"]
+
+    result = run_script(script, [*argv, "--learnig_rate", "1e-3"])
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "albert-hf classify: error: unknown option --learnig_rate (did you mean --learning_rate?)"
+    ]

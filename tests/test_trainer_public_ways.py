@@ -155,12 +155,16 @@ def test_a_model_built_from_its_config_takes_its_dtype_and_attention_implementat
     assert model.config._attn_implementation == attn_implementation
 
 
-def test_building_an_unregistered_class_from_a_config_names_the_problem():
+def test_a_class_of_ones_own_is_built_by_its_constructor_with_the_configs_dtype_and_attention():
+    """A forked script's head (a subclass albert_hf registers with no Auto class) is built fresh too."""
+
     class Custom(AlbertForSequenceClassification):
         pass
 
-    with pytest.raises(ValueError, match="Custom is not one of the model classes albert_hf registers"):
-        build_model(Custom, ModelArguments(), tiny_classifier_config())
+    model = build_model(Custom, ModelArguments(), tiny_classifier_config(dtype="bfloat16", attn_implementation="eager"))
+    assert type(model) is Custom
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.bfloat16}
+    assert model.config._attn_implementation == "eager"
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -145,25 +145,31 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
 
 
 def model_from_config(model_class, config: AlbertConfig):
-    """A fresh `model_class` of `config`, built by `from_config` of the Auto class albert_hf registers it with.
+    """A fresh `model_class` of `config`.
 
-    Not the constructor: `from_config` builds the model already partitioned under DeepSpeed ZeRO-3 (inside
-    `deepspeed.zero.Init`), and applies the config's attention implementation and dtype. Only the Auto classes have a
-    public `from_config`, so the class must be one albert_hf registers (every task's is). `trust_remote_code=False`:
-    albert_hf's own class, never code copied beside a saved config (`auto_map`).
+    A class albert_hf registers with transformers' Auto classes (every task's is) is built by that Auto class's
+    `from_config`, not the constructor: `from_config` builds the model already partitioned under DeepSpeed ZeRO-3
+    (inside `deepspeed.zero.Init`) and applies the config's attention implementation and dtype. `trust_remote_code=
+    False`: albert_hf's own class, never code copied beside a saved config (`auto_map`). A class of the user's own (a
+    forked script's head) has no Auto class: its constructor builds it, inside `deepspeed.zero.Init` under ZeRO-3 and
+    then cast to the config's dtype, as `from_config` would (the constructor applies the attention implementation).
     """
+    import torch
     import transformers
+    from transformers.integrations.deepspeed import deepspeed_config, is_deepspeed_zero3_enabled
 
     from ..modeling import ALBERT_AUTO_CLASSES
 
     auto_name = next((name for name, registered in ALBERT_AUTO_CLASSES.items() if registered is model_class), None)
-    if auto_name is None:
-        raise ValueError(
-            f"{model_class.__name__} is not one of the model classes albert_hf registers with transformers' Auto "
-            f"classes ({', '.join(cls.__name__ for cls in ALBERT_AUTO_CLASSES.values())}): it cannot be built from a "
-            "config; start from a checkpoint (--model_name_or_path) instead."
-        )
-    return getattr(transformers, auto_name).from_config(config, trust_remote_code=False)
+    if auto_name is not None:
+        return getattr(transformers, auto_name).from_config(config, trust_remote_code=False)
+    if is_deepspeed_zero3_enabled():
+        import deepspeed
+
+        with deepspeed.zero.Init(config_dict_or_path=deepspeed_config()):
+            return model_class(config)
+    model = model_class(config)
+    return model.to(config.dtype) if isinstance(config.dtype, torch.dtype) else model
 
 
 def load_tokenizer(model_args: ModelArguments):
