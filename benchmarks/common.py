@@ -1,5 +1,6 @@
-"""What the benchmark scripts share: side-by-side models with identical weights, synthetic pretraining batches, and
-the FLOP counts that MFU and the GPU benchmark's planning use.
+"""What the benchmark scripts share: side-by-side models with identical weights, synthetic pretraining batches, the
+FLOP counts that MFU and the GPU benchmark's planning use, and the pretraining run of `albert-hf pretrain` built
+without training it.
 
 Imported by sibling scripts as `from common import ...`: a script run as `python benchmarks/<name>.py` has this folder
 first on its import path, so nothing here edits `sys.path`.
@@ -7,15 +8,32 @@ first on its import path, so nothing here edits `sys.path`.
 
 from __future__ import annotations
 
+import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import transformers
+from datasets import Dataset
 
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.configuration import SIZE_FIELDS
+from albert_hf.modeling import AlbertForPreTraining
+from albert_hf.pretraining.arguments import PretrainingJob
+from albert_hf.pretraining.data import CorpusStats, prepare_datasets
+from albert_hf.pretraining.run import (
+    build_pretraining_model,
+    build_trainer,
+    check_first_instances,
+    run_fingerprint,
+    start_pretraining_job,
+)
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer
+from albert_hf.tasks.common import load_tokenizer
+
+logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -85,3 +103,35 @@ def masked_batch(config: AlbertConfig, batch_size: int, seq_len: int, seed: int 
         labels=labels,
         sentence_order_label=torch.randint(0, 2, (batch_size,), generator=generator),
     )
+
+
+@dataclass
+class PretrainingRun:
+    """A pretraining run ready to train: what [`pretraining_run`] made of a `PretrainingJob`."""
+
+    job: PretrainingJob
+    tokenizer: object
+    train_dataset: object  # a Dataset of instances, or a ResumableInstanceStream with --streaming
+    eval_dataset: Dataset | None
+    model: AlbertForPreTraining
+    trainer: AlbertPretrainingTrainer
+    stats: CorpusStats
+
+
+def pretraining_run(
+    job: PretrainingJob, tokenizer=None, documents: tuple[Dataset, Dataset | None] | None = None
+) -> PretrainingRun:
+    """Steps 2 to 5 of albert_hf/scripts/pretrain.py, in its order and with its library calls: start the job, make
+    the tokenizer (`tokenizer`, else --tokenizer_name_or_path or the checkpoint's), the instances (of `documents`,
+    (training, held-out or None), else of the files of the arguments), the model and the Trainer, and check the
+    first instances. The benchmarks then train (or time) the Trainer their own way."""
+    start_pretraining_job(job)
+    transformers.set_seed(job.training.seed)
+    tokenizer = load_tokenizer(job.model) if tokenizer is None else tokenizer
+    train_dataset, eval_dataset, stats = prepare_datasets(job.data, tokenizer, job.training.seed, documents=documents)
+    logger.info("Pretraining data: %s", stats.describe())
+    model = build_pretraining_model(job.model, tokenizer, job.data.max_seq_length, job.training.sanity_checks)
+    trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset)
+    trainer.run_fingerprint_extra = run_fingerprint(job)
+    check_first_instances(trainer, job.data, stats.word_boundaries)
+    return PretrainingRun(job, tokenizer, train_dataset, eval_dataset, model, trainer, stats)

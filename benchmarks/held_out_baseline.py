@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 
+from common import pretraining_run
+
 from albert_hf.pretraining.arguments import parse_pretraining_args
 from albert_hf.pretraining.report import held_out_baselines
-from albert_hf.pretraining.run import build_run
 
 
 def main(argv: list[str]) -> None:
-    run = build_run(parse_pretraining_args(argv))
+    run = pretraining_run(parse_pretraining_args(argv))
     if run.eval_dataset is None:
         raise SystemExit("the run has no held-out documents (--validation_documents or --validation_files)")
     baselines = held_out_baselines(run.trainer, run.eval_dataset)

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from common import DEFAULT_DATA, config_kwargs
+from common import DEFAULT_DATA, config_kwargs, pretraining_run
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
 from transformers.trainer_callback import PrinterCallback
@@ -63,7 +63,7 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import tokenize_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.data import make_instances
-from albert_hf.pretraining.run import build_pretraining_model, build_run
+from albert_hf.pretraining.run import build_pretraining_model
 from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
@@ -280,7 +280,7 @@ def common_arguments(setting: Setting, steps: int, output_dir: str) -> dict:
 
 
 def our_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: str, learning_rate=None) -> Trainer:
-    """`albert-hf pretrain` with the recipe's settings: the library's builder of a run (`build_run`)."""
+    """`albert-hf pretrain` with the recipe's settings: the script's run built by `common.pretraining_run`."""
     training_args = PretrainingArguments(
         **common_arguments(setting, steps, output_dir),
         learning_rate=learning_rate or setting.our_learning_rate,
@@ -294,7 +294,7 @@ def our_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: st
         recipe=RecipeArguments(),
         training=training_args,
     )
-    return build_run(job, tokenizer=prepared.tokenizer, documents=(prepared.documents, None)).trainer
+    return pretraining_run(job, tokenizer=prepared.tokenizer, documents=(prepared.documents, None)).trainer
 
 
 def reference_trainer(prepared: Prepared, setting: Setting, steps: int, output_dir: str, learning_rate: float):

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import PretrainingRun, pretraining_run
 from datasets import concatenate_datasets
 from transformers import TrainerCallback, set_seed
 
@@ -42,10 +43,8 @@ from albert_hf.data.pretraining import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.report import frequency_baselines
-from albert_hf.pretraining.run import PretrainingRun, build_run
 from albert_hf.pretraining.trainer import PretrainingArguments
-from albert_hf.scripts import glue
-from albert_hf.tasks import ner
+from albert_hf.scripts import glue, ner
 from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
@@ -237,9 +236,9 @@ def pretrain(args: argparse.Namespace, output_dir: Path) -> tuple[Path, dict]:
 
 
 def build_pretraining_run(args: argparse.Namespace, output_dir: Path, tokenizer, documents, held_out) -> PretrainingRun:
-    """The run of `albert-hf pretrain` on these documents (`build_run`); its freshly initialized model is saved to
+    """The run of `albert-hf pretrain` on these documents (`common.pretraining_run`); its freshly initialized model is saved to
     `<output_dir>/random_init` first, the baseline of the fine-tuning comparison."""
-    run = build_run(pretraining_job(args, output_dir), tokenizer=tokenizer, documents=(documents, held_out))
+    run = pretraining_run(pretraining_job(args, output_dir), tokenizer=tokenizer, documents=(documents, held_out))
     print(
         f"[pretraining] {len(run.train_dataset)} training instances ({len(documents)} documents, dupe_factor "
         f"{args.dupe_factor}), {len(run.eval_dataset)} held-out instances",

@@ -20,13 +20,13 @@ import os
 import time
 from pathlib import Path
 
+from common import pretraining_run
 from datasets import Dataset, concatenate_datasets
 
 from albert_hf.data.pretraining import load_text_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.data import make_instances
 from albert_hf.pretraining.report import frequency_baselines
-from albert_hf.pretraining.run import build_run
 from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
@@ -109,7 +109,7 @@ def run_mode(mode: str, train_documents, tokenizer, eval_sets, args: argparse.Na
         recipe=RecipeArguments(),
         training=training_args,
     )
-    run = build_run(job, tokenizer=tokenizer, documents=(train_documents, None))
+    run = pretraining_run(job, tokenizer=tokenizer, documents=(train_documents, None))
     trainer, train_dataset = run.trainer, run.train_dataset
     started = time.time()
     trainer.train()

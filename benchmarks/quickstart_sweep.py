@@ -3,8 +3,8 @@
     python benchmarks/quickstart_sweep.py                       # every named configuration below
     python benchmarks/quickstart_sweep.py --configs default long-1200 --threads 1
 
-Each configuration is the quickstart's command line (`albert_hf.pretraining.run.run_quickstart`, the code behind
-`albert-hf quickstart`) with a few options changed. The figures are accuracies at a fixed number of steps, so they do
+Each configuration is the quickstart's command line, run by the script behind `albert-hf quickstart`
+(`albert_hf.scripts.quickstart.main`) with a few options changed; the figures are those of its closing report. The figures are accuracies at a fixed number of steps, so they do
 not depend on the machine's load; the CPU seconds per step (process time, all threads) are there to price a
 configuration against the 5-minute budget, and the wall time is only indicative on a shared machine. Each row prints
 as it finishes; `--json` keeps them.
@@ -13,15 +13,19 @@ as it finishes; `--json` keeps them.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import inspect
+import io
 import json
 import resource
 import tempfile
 import time
+from unittest import mock
 
 import torch
 
 from albert_hf.pretraining.arguments import RECIPES
-from albert_hf.pretraining.run import quickstart_arguments, run_quickstart
+from albert_hf.scripts import quickstart
 
 TINY = RECIPES["tiny"]["config_overrides"]
 WIDE = TINY.replace("embedding_size=64,hidden_size=128", "embedding_size=128,hidden_size=256").replace(
@@ -87,21 +91,36 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def run_quickstart_script(argv: list[str]) -> dict:
+    """Run the quickstart script on `argv`, its printed lines and progress bars hidden, and return what it passed
+    to its closing report (`quickstart_report`'s arguments by name: trainer, stats, metrics, baselines...): the
+    baselines and corpus counts are in no file of the output folder."""
+    with (
+        mock.patch.object(quickstart, "quickstart_report", wraps=quickstart.quickstart_report) as report,
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
+        quickstart.main([*argv, "--disable_tqdm", "true"])
+    return (
+        inspect.signature(quickstart.quickstart_report)
+        .bind(*report.call_args.args, **report.call_args.kwargs)
+        .arguments
+    )
+
+
 def run_config(name: str, extra: list[str], seed: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="quickstart_sweep_") as output_dir:
-        args = quickstart_arguments(CONFIGS[name] + extra + ["--seed", str(seed), "--output_dir", output_dir])
         cpu, wall = cpu_seconds(), time.time()
-        result = run_quickstart(args, quiet=True)
+        result = run_quickstart_script(CONFIGS[name] + extra + ["--seed", str(seed), "--output_dir", output_dir])
         cpu, wall = cpu_seconds() - cpu, time.time() - wall
-    metrics, baselines = result.metrics, result.baselines
-    train = next(e for e in reversed(result.trainer.state.log_history) if "train_runtime" in e)
+    trainer, stats, metrics, baselines = result["trainer"], result["stats"], result["metrics"], result["baselines"]
+    train = next(e for e in reversed(trainer.state.log_history) if "train_runtime" in e)
     return {
         "config": name,
         "options": " ".join(CONFIGS[name] + extra),
         "seed": seed,
-        "steps": result.trainer.state.global_step,
-        "train_instances": result.stats.train_instances,
-        "eval_instances": result.stats.eval_instances,
+        "steps": trainer.state.global_step,
+        "train_instances": stats.train_instances,
+        "eval_instances": stats.eval_instances,
         "mlm_accuracy": metrics["eval_mlm_accuracy"],
         "mlm_baseline": baselines.mlm,
         "mlm_ratio": metrics["eval_mlm_accuracy"] / baselines.mlm,
@@ -112,7 +131,7 @@ def run_config(name: str, extra: list[str], seed: int) -> dict:
         "wall_seconds": wall,
         "curve": [
             (e["step"], e["eval_mlm_accuracy"], e["eval_sop_accuracy"])
-            for e in result.trainer.state.log_history
+            for e in trainer.state.log_history
             if "eval_mlm_accuracy" in e
         ],
     }

@@ -37,8 +37,9 @@ SHARED = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO_ROOT.parent / "shared
 
 
 def build_trainer(files: list[str], output_dir: str, accumulation: int, window: int):
+    from common import pretraining_run
+
     from albert_hf.pretraining.arguments import parse_pretraining_args
-    from albert_hf.pretraining.run import build_run
 
     argv = [
         "--recipe",
@@ -61,7 +62,7 @@ def build_trainer(files: list[str], output_dir: str, accumulation: int, window: 
         "--shuffle_buffer_size",
         str(window),
     ]
-    return build_run(parse_pretraining_args(argv)).trainer
+    return pretraining_run(parse_pretraining_args(argv)).trainer
 
 
 def saved_positions(stream, consumed_counts: list[int], batch_size: int) -> dict[int, tuple[dict, list[dict]]]:

@@ -1,5 +1,5 @@
-"""Fine-tune ALBERT to classify the texts of any labelled table; see `albert_hf.tasks.classify` (same as
-`albert-hf classify`)."""
+"""Fine-tune ALBERT to classify the texts of any labelled table: `albert-hf classify`. The job is the script
+`albert_hf/scripts/classify.py`: copy it to change the job."""
 
 import sys
 

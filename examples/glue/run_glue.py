@@ -1,4 +1,5 @@
-"""Fine-tune ALBERT on a GLUE task; see `albert_hf.tasks.glue` (same as `albert-hf glue`)."""
+"""Fine-tune ALBERT on a GLUE task: `albert-hf glue`. The job is the script `albert_hf/scripts/glue.py`: copy it to
+change the job."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""Fine-tune ALBERT on SWAG- or RACE-style multiple choice; see `albert_hf.tasks.multiple_choice`."""
+"""Fine-tune ALBERT on SWAG- or RACE-style multiple choice: `albert-hf multiple-choice`. The job is the script
+`albert_hf/scripts/multiple_choice.py`: copy it to change the job."""
 
 import sys
 

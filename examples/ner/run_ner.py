@@ -1,4 +1,5 @@
-"""Fine-tune ALBERT on CoNLL-2003 NER; see `albert_hf.tasks.ner` (same as `albert-hf ner`)."""
+"""Fine-tune ALBERT on CoNLL-2003 NER: `albert-hf ner`. The job is the script `albert_hf/scripts/ner.py`: copy it to
+change the job."""
 
 import sys
 

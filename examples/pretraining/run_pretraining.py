@@ -1,4 +1,5 @@
-"""Pretrain ALBERT (MLM + SOP, LAMB); see `albert_hf.pretraining.run` (same as `albert-hf pretrain`)."""
+"""Pretrain ALBERT (MLM + SOP, LAMB): `albert-hf pretrain`. The job is the script `albert_hf/scripts/pretrain.py`:
+copy it to change the job."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""Fine-tune ALBERT on SQuAD v1.1 / v2.0; see `albert_hf.tasks.squad` (same as `albert-hf squad`)."""
+"""Fine-tune ALBERT on SQuAD v1.1 / v2.0: `albert-hf squad`. The job is the script `albert_hf/scripts/squad.py`:
+copy it to change the job."""
 
 import sys
 
