@@ -251,7 +251,9 @@ def read_config_file(path: str) -> dict[str, Any]:
     except OSError as error:
         raise OptionError(f"{path}: cannot read the config file ({error.strerror or error})") from error
     except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise OptionError(f"{path}: not a YAML or JSON file of options ({error})") from error
+        mark = getattr(error, "problem_mark", None)
+        where = f"{getattr(error, 'problem', None) or error}" + (f" at line {mark.line + 1}" if mark else "")
+        raise OptionError(f"{path}: not a YAML or JSON file of options ({' '.join(where.split())})") from error
     if not isinstance(values, dict):
         raise OptionError(f"{path}: expected a mapping of option names to values, got {type(values).__name__}")
     return values
