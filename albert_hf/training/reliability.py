@@ -54,6 +54,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -372,6 +373,29 @@ def loss_scale(trainer: Trainer) -> float | None:
     if scaler is None or not scaler.is_enabled():
         return None
     return float(scaler.get_scale())
+
+
+def non_finite_message(trainer: Trainer, what: str, saving: bool = False) -> str:
+    """The message that stops a run on `what` (a non-finite loss or weights): the global step, the fp16 loss scale,
+    the epoch, and the last complete checkpoint to resume from."""
+    state = trainer.state
+    step = state.global_step if saving else state.global_step + 1  # the step being computed
+    scale = loss_scale(trainer)
+    parts = [f"Stopping: {what} at global step {step}"]
+    if scale is not None:
+        parts.append(f"fp16 loss scale {scale:g}")
+    if state.epoch is not None and not math.isnan(state.epoch):
+        parts.append(f"epoch {state.epoch:.2f}")
+    message = ", ".join(parts) + (
+        ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
+    )
+    last = latest_checkpoint(trainer.args.output_dir)
+    if last is None:
+        return message + " No checkpoint was written yet."
+    return message + (
+        f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
+        "bf16 instead of fp16, or gradient clipping."
+    )
 
 
 @contextlib.contextmanager
