@@ -536,26 +536,36 @@ def guard_divergence(trainer, config: DivergenceGuardConfig | None = None) -> Ro
 
 class StopOnNonFiniteLoss(TrainerCallback):
     """Stop training ([`NonFiniteLossError`], naming the global step, the fp16 loss scale and the last complete
-    checkpoint) as soon as a training micro-batch's loss is NaN or inf: from the forward hook of [`TrainingLosses`],
-    so before the backward pass and the optimizer step that would spread it to the weights. With several processes
-    the verdict is summed over all of them, so that every process stops together (one waiting in the next all-reduce
-    would hang until a timeout): one device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` costs."""
+    checkpoint) when a training step's loss is NaN or inf, before its optimizer step (`on_pre_optimizer_step`) would
+    spread it to the weights. The micro-batches' losses are read by [`TrainingLosses`] and judged once the step's last
+    backward is done: never inside the forward pass, which under DDP must run to its end. With several processes the
+    verdict is summed over all of them, so that every process stops together (one waiting in the next all-reduce
+    would hang until a timeout): one device sync per step."""
 
     def __init__(self, trainer):
         self.trainer = trainer
-        self.losses = TrainingLosses(trainer, self._check)
+        self.step_loss: torch.Tensor | None = None  # the model's losses of the step's micro-batches, summed
+        self.losses = TrainingLosses(trainer, self._add)
+
+    def _add(self, loss: torch.Tensor, model_loss: torch.Tensor) -> None:
+        model_loss = model_loss.float().sum()
+        self.step_loss = model_loss if self.step_loss is None else self.step_loss + model_loss
 
     def on_train_begin(self, args, state, control, **kwargs):
+        self.step_loss = None
         self.losses.attach()
 
     def on_train_end(self, args, state, control, **kwargs):
         self.losses.detach()
 
-    def _check(self, loss: torch.Tensor, model_loss: torch.Tensor) -> None:
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        loss, self.step_loss = self.step_loss, None
+        if loss is None:
+            return
         accelerator = self.trainer.accelerator
-        non_finite = (~torch.isfinite(model_loss)).any().float()
+        non_finite = (~torch.isfinite(loss)).float()
         if accelerator.num_processes > 1:
             non_finite = accelerator.reduce(non_finite, reduction="sum")
         if non_finite.item() > 0:
             self.losses.detach()
-            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {model_loss.item()}"))
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {loss.item()}"))
