@@ -1,7 +1,7 @@
 """A divergence guard for long runs: roll back to the last good state on a non-finite loss or a loss spike.
 
 A long pretraining run that diverges (a NaN, or a loss that jumps far above where it was) is usually lost: stopping
-(what [`ReliableTrainerMixin`] does alone) costs the steps since the last checkpoint and a person to restart it. PaLM
+(what [`StopOnNonFiniteLoss`] does alone) costs the steps since the last checkpoint and a person to restart it. PaLM
 (Chowdhery et al., 2022, section 5.1) restarts from a point before the spike and skips the batches seen since; this
 guard does that inside the run:
 
@@ -20,6 +20,11 @@ guard does that inside the run:
     is restored, the step counter goes back to it, the batches read since are skipped (the data iterator goes on),
     the learning rate is optionally multiplied by `lr_factor`, and a warning and a log entry say what happened.
   * After `max_rollbacks` rollbacks, [`TrainingDivergedError`] stops the run with the steps and losses involved.
+
+On any `transformers.Trainer` (or subclass), from public callbacks only: `guard_divergence(trainer,
+DivergenceGuardConfig(...))` adds [`RollbackDivergedSteps`] (`AlbertPretrainingTrainer` does it for
+`--divergence_guard`). The loss is read from the model's output by a forward hook ([`TrainingLosses`]), so the model
+must return the loss Trainer trains on (no `compute_loss_func`, no label smoothing: refused with a one-line error).
 
 Every engine keeps the guard, each process snapshotting and restoring its own part of the state; the loss is
 averaged over the processes before it is judged, so all of them roll back together, to the same step:
@@ -143,9 +148,9 @@ class LossBook:
 
 @dataclass
 class DivergenceGuard:
-    """Per-run state of the guard: [`RollbackDivergedSteps`] calls [`begin_step`] before a step's first micro-batch
-    and [`maybe_rollback`] once the loop has taken the optimizer step; the Trainer calls [`add_micro_batch`] with each
-    micro-batch's loss and [`check_step`] after the step's last one."""
+    """Per-run state of the guard: [`RollbackDivergedSteps`] calls [`begin_step`] before a step's first micro-batch,
+    [`add_micro_batch`] with each micro-batch's loss (read by [`TrainingLosses`]), [`check_step`] after the step's
+    last one, before its optimizer step, and [`maybe_rollback`] once the loop has taken the optimizer step."""
 
     config: DivergenceGuardConfig = field(default_factory=DivergenceGuardConfig)
     history: deque = field(default_factory=deque)
