@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_helpers import KILLED_JOB, REPO_ROOT, assert_same_run, wait_killed
+from trainer_helpers import (
+    KILLED_JOB,
+    REPO_ROOT,
+    RandomSequences,
+    assert_same_run,
+    tiny_arguments,
+    tiny_classifier,
+    wait_killed,
+)
 from transformers import Trainer
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -188,3 +196,20 @@ def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path)
     assert events[0]["divergence_skipped_batches"] == 2
     assert_same_run(reference_dir, guarded_dir, final_step=6, context="plain Trainer rolled back at step 4")
     assert latest_checkpoint(guarded_dir, marked=True) == str(guarded_dir / "checkpoint-6")
+
+
+def test_the_guard_refuses_a_trainer_that_trains_on_a_loss_of_its_own(tmp_path):
+    """The guard judges the loss the model returns: a Trainer that trains on another one (here label smoothing) is
+    refused before any step, naming the option, instead of judging a number it does not train on."""
+    from albert_hf.errors import UserError
+    from albert_hf.training.divergence import guard_divergence
+
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, label_smoothing_factor=0.1),
+        train_dataset=RandomSequences(),
+    )
+    guard_divergence(trainer)
+    with pytest.raises(UserError, match=r"^--divergence_guard reads the loss of the model's output; .*label_smoothing"):
+        trainer.train()
+    assert trainer.state.global_step == 0

@@ -181,6 +181,11 @@ class DivergenceGuard:
         """Judge the finished step's loss (averaged over the processes, so all of them decide the same); commit the
         snapshot taken at the start of the step if it is good."""
         loss, self._step_loss = self._step_loss, None
+        if loss is None:
+            raise UserError(
+                "--divergence_guard: the model returned no loss in this training step (the guard reads the `loss` "
+                "of the model's output): train a model that computes its loss, or turn the guard off."
+            )
         if trainer.accelerator.num_processes > 1:
             loss = trainer.accelerator.reduce(loss, reduction="mean")
         value = loss.item()
@@ -436,15 +441,18 @@ class TrainingLosses:
         self.handle = None
 
     def attach(self) -> None:
-        trainer = self.trainer
-        if trainer.compute_loss_func is not None or trainer.label_smoother is not None:
+        if self.trainer_computes_the_loss():
             raise UserError(
-                "The loss checks read the loss of the model's output; this Trainer computes its own "
-                "(compute_loss_func or --label_smoothing_factor): remove it, or do not use the loss checks."
+                "--divergence_guard reads the loss of the model's output; this Trainer computes its own "
+                "(compute_loss_func or --label_smoothing_factor): remove it, or turn the guard off."
             )
         self.detach()
-        model = trainer.accelerator.unwrap_model(trainer.model)
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         self.handle = model.register_forward_hook(self._read, with_kwargs=True)
+
+    def trainer_computes_the_loss(self) -> bool:
+        """Whether the Trainer trains on a loss of its own, not the model's (`compute_loss_func`, label smoothing)."""
+        return self.trainer.compute_loss_func is not None or self.trainer.label_smoother is not None
 
     def detach(self) -> None:
         if self.handle is not None:
@@ -558,6 +566,12 @@ class StopOnNonFiniteLoss(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.step_loss = None
+        if self.losses.trainer_computes_the_loss():
+            logger.warning(
+                "This Trainer computes its own loss (compute_loss_func or --label_smoothing_factor): a non-finite "
+                "loss is not checked at each step, only the weights before each save."
+            )
+            return
         self.losses.attach()
 
     def on_train_end(self, args, state, control, **kwargs):
