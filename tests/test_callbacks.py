@@ -18,10 +18,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_helpers import KILLED_JOB, REPO_ROOT, assert_same_run, wait_killed
+from trainer_helpers import (
+    KILLED_JOB,
+    REPO_ROOT,
+    RandomSequences,
+    assert_same_run,
+    tiny_arguments,
+    tiny_classifier,
+    wait_killed,
+)
+from transformers import Trainer
 from transformers.trainer_utils import get_last_checkpoint
 
 from albert_hf.training.callbacks import resume_checkpoint
+from albert_hf.training.divergence import RollbackDivergedSteps
 from albert_hf.training.reliability import CheckpointError, latest_checkpoint
 
 sys.path.insert(0, str(REPO_ROOT / "tests" / "distributed"))
@@ -152,3 +162,54 @@ def test_latest_with_nothing_marked_starts_fresh_and_a_missing_path_is_named(tmp
     assert resume_checkpoint(trainer, None) is None
     with pytest.raises(CheckpointError, match=re.escape(f"no checkpoint folder at {tmp_path / 'checkpoint-9'}")):
         resume_checkpoint(trainer, tmp_path / "checkpoint-9")
+
+
+def run_job_alone(output_dir: Path, *options: str) -> None:
+    """The plain Trainer job to its end in a fresh process, on one thread (no state shared with this process or
+    another run)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCH_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    for name in ("KILL_STEP", "KILL_IN_SAVE", "KILL_MID_STEP", "KILL_BEFORE_MARK"):
+        env.pop(name, None)
+    command = [sys.executable, str(KILLED_JOB), "plain_trainer_job", "--output_dir", str(output_dir), *options]
+    job = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert job.returncode == 0, job.stdout + job.stderr
+
+
+def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path):
+    """A plain `transformers.Trainer` given albert_hf's callbacks (`CompleteCheckpoints`, and the divergence guard
+    through `guard_divergence`, snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The
+    guard undoes steps 3 and 4 (back to the snapshot of step 2), skips their two batches, and the run ends exactly as
+    one that never had them: the reference, trained on the batches minus those two, with neither the guard nor the
+    NaN. Each run in a fresh process on one thread."""
+    guarded_dir, reference_dir = tmp_path / "guarded", tmp_path / "reference"
+    options = ("--batches", "8", "--save_total_limit", "1")
+    run_job_alone(guarded_dir, *options, "--unlabeled_batches", "4", "--divergence_guard_every", "2")
+    run_job_alone(reference_dir, *options, "--without_batches", "3,4")
+
+    trainer, _ = plain_trainer_job.build(
+        ["--output_dir", str(tmp_path / "built"), *options, "--divergence_guard_every", "2"]
+    )
+    assert type(trainer) is Trainer and RollbackDivergedSteps.of(trainer) is not None
+    history = json.loads((guarded_dir / "checkpoint-6" / "trainer_state.json").read_text())["log_history"]
+    events = [entry for entry in history if "divergence_rollback_from_step" in entry]
+    assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in events] == [(4, 2)]
+    assert events[0]["divergence_skipped_batches"] == 2
+    assert_same_run(reference_dir, guarded_dir, final_step=6, context="plain Trainer rolled back at step 4")
+    assert latest_checkpoint(guarded_dir, marked=True) == str(guarded_dir / "checkpoint-6")
+
+
+def test_the_guard_refuses_a_trainer_that_trains_on_a_loss_of_its_own(tmp_path):
+    """The guard judges the loss the model returns: a Trainer that trains on another one (here label smoothing) is
+    refused before any step, naming the option, instead of judging a number it does not train on."""
+    from albert_hf.errors import UserError
+    from albert_hf.training.divergence import guard_divergence
+
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, label_smoothing_factor=0.1),
+        train_dataset=RandomSequences(),
+    )
+    guard_divergence(trainer)
+    with pytest.raises(UserError, match=r"^--divergence_guard reads the loss of the model's output; .*label_smoothing"):
+        trainer.train()
+    assert trainer.state.global_step == 0

@@ -28,7 +28,7 @@ from distributed_helpers import (
 )
 from trainer_parity import deepspeed_config
 
-import albert_hf.pretraining.trainer as pretraining_trainer
+import albert_hf.training.divergence as divergence
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
@@ -121,7 +121,7 @@ def test_engines_without_a_guard_are_named(engine, problem):
 
 
 def test_the_pretraining_trainer_refuses_the_guard_on_such_an_engine(monkeypatch, tmp_path):
-    monkeypatch.setattr(pretraining_trainer, "unsupported_engine", lambda trainer: "FSDP1 is not supported")
+    monkeypatch.setattr(divergence, "unsupported_engine", lambda trainer: "FSDP1 is not supported")
     arguments = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
     with pytest.raises(UserError, match=r"^--divergence_guard: FSDP1 is not supported; or turn the guard off with"):
         AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments)

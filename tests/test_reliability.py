@@ -50,7 +50,7 @@ from albert_hf.training.reliability import (
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
-from albert_hf.training.trainer import ReliableTrainer, ReliableTrainerMixin
+from albert_hf.training.trainer import ReliableTrainer
 
 # --------------------------------------------------------------------------------------------------------------------
 # Exact resume of the real scripts after SIGKILL
@@ -164,7 +164,7 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     checkpoint = latest_checkpoint(killed_dir, marked=True)
     assert checkpoint == str(killed_dir / f"checkpoint-{step - 2}"), context
     # The broken checkpoint was never marked complete: transformers' own lookup would take it, "latest" does not.
-    assert issubclass(FineTuningTrainer, ReliableTrainerMixin)
+    assert issubclass(FineTuningTrainer, ReliableTrainer)
     assert (killed_dir / f"checkpoint-{step}" / "model.safetensors").is_file(), context
     assert not (killed_dir / f"checkpoint-{step}" / FINGERPRINT_NAME).exists(), context
     assert get_last_checkpoint(str(killed_dir)) == str(killed_dir / f"checkpoint-{step}"), context
@@ -850,3 +850,28 @@ def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_mo
     assert (output / "config.json").is_file()
     with pytest.raises(Exception, match="(?i)incomplete|truncat|deserializ|header"):
         AlbertForSequenceClassification.from_pretrained(output)
+
+
+def test_a_rollback_lr_factor_reaches_the_scheduler_and_the_logged_rate():
+    """`scale_learning_rate` (the guard's `lr_factor`) through the scheduler's public state dict: the optimizer's rate,
+    the scheduler's base rates, the rate `get_last_lr()` reports (what Trainer logs) and every later step's rate."""
+    from types import SimpleNamespace
+
+    from transformers import get_linear_schedule_with_warmup
+
+    from albert_hf.training.divergence import scale_learning_rate
+
+    def schedule():
+        optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], lr=1e-2)
+        return optimizer, get_linear_schedule_with_warmup(optimizer, num_warmup_steps=2, num_training_steps=10)
+
+    optimizer, scheduler = schedule()
+    reference_optimizer, reference = schedule()
+    for _ in range(3):
+        optimizer.step(), scheduler.step(), reference_optimizer.step(), reference.step()
+    scale_learning_rate(SimpleNamespace(optimizer=optimizer, lr_scheduler=scheduler), 0.5)
+    assert scheduler.base_lrs == [0.5 * 1e-2]
+    assert scheduler.get_last_lr() == [optimizer.param_groups[0]["lr"]] == [0.5 * reference.get_last_lr()[0]]
+    for _ in range(3):
+        optimizer.step(), scheduler.step(), reference_optimizer.step(), reference.step()
+        assert scheduler.get_last_lr()[0] == pytest.approx(0.5 * reference.get_last_lr()[0], rel=1e-12)

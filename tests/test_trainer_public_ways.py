@@ -1,7 +1,8 @@
 """Behaviour that albert_hf's Trainers keep through public transformers hooks where they once used private Trainer
 names: the ALBERT schedule rebuilt by each `train()`, a fresh model built from its config (partitioned under
 ZeRO-3, with the config's dtype and attention implementation), a finished run's checkpoint loaded in every weights
-layout, the final save of gathered weights."""
+layout, the final save of gathered weights, the loss the loss checks read (a forward hook, not a `training_step`
+override), and the shape of the Trainer classes (no mixins)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from safetensors.torch import save_file
-from transformers import TrainerCallback
+from transformers import Trainer, TrainerCallback
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
@@ -243,3 +244,71 @@ def test_the_gathered_model_is_saved_with_its_config_tokenizer_and_arguments(tmp
     again = AlbertHFTokenizer.from_pretrained(tmp_path / "final")
     assert again("Hello world, 1990,")["input_ids"] == tokenizer("Hello world, 1990,")["input_ids"]
     assert torch.load(tmp_path / "final" / "training_args.bin", weights_only=False).output_dir == args.output_dir
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The Trainers' shape, and the training loss the loss checks read
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_albert_hf_trainers_are_at_most_two_classes_above_trainer_in_one_line():
+    """Each albert_hf Trainer reaches `Trainer` through at most two classes of its own, each with a single base: no
+    mixin whose place among the bases matters."""
+    from albert_hf.tasks.squad import SquadTrainer
+    from albert_hf.training.trainer import AlbertTrainer, FineTuningTrainer, ReliableTrainer
+
+    for trainer_class in (ReliableTrainer, AlbertTrainer, FineTuningTrainer, AlbertPretrainingTrainer, SquadTrainer):
+        between = trainer_class.__mro__[1 : trainer_class.__mro__.index(Trainer)]
+        assert len(between) <= 2, (trainer_class, between)
+        assert all(len(cls.__bases__) == 1 for cls in (trainer_class, *between)), trainer_class
+
+
+class RecordedTrainer(Trainer):
+    """A plain Trainer that records what its `training_step` returns: the reference for `TrainingLosses`."""
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self.returned.append(loss.clone())
+        return loss
+
+
+@pytest.mark.parametrize("loss_kwargs", [True, False])
+def test_the_loss_read_from_the_model_output_is_what_training_step_returns(tmp_path, loss_kwargs):
+    """`TrainingLosses` (a forward hook on the model) gives each training micro-batch's loss exactly as Trainer's own
+    `training_step` returns it, with gradient accumulation: normalized by the global target count inside the model
+    (`model_accepts_loss_kwargs`), or divided by the step's micro-batches by Trainer; evaluation passes left out."""
+    from transformers import TrainingArguments
+
+    from albert_hf.training.divergence import TrainingLosses
+
+    torch.manual_seed(0)
+    arguments = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=2,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = RecordedTrainer(
+        model=tiny_pretraining_model(),
+        args=arguments,
+        train_dataset=PretrainingRows(16),
+        eval_dataset=PretrainingRows(4),
+    )
+    trainer.model_accepts_loss_kwargs = loss_kwargs
+    trainer.returned, read = [], []
+    losses = TrainingLosses(trainer, lambda loss, model_loss: read.append(loss.clone()))
+
+    class Attach(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            losses.attach()
+
+    trainer.add_callback(Attach())
+    trainer.train()
+    assert len(trainer.returned) == 6
+    assert [loss.item() for loss in read] == [loss.item() for loss in trainer.returned]

@@ -13,7 +13,10 @@
   DeepSpeed ZeRO the layout of the flat partitions ZeRO gives LAMB is registered when training starts, so that each
   trust ratio is that of a whole tensor (training/lamb_deepspeed.py).
 * The model card it writes (`create_model_card`, `--push_to_hub`) is albert_hf's, as for every albert_hf Trainer
-  (`AlbertModelCardMixin`).
+  (`write_trainer_model_card`); `card_info=CardInfo(...)` holds its metadata.
+* It is a `ReliableTrainer` (training/trainer.py): complete checkpoints, checked resumption, and the divergence guard
+  of `PretrainingArguments` (`guard_divergence`, training/divergence.py) or, with the guard off, a stop at the first
+  non-finite loss.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import TrainerCallback, TrainingArguments
 
 from ..errors import UserError
 from ..hub import CardInfo
-from ..training.divergence import DivergenceGuard, DivergenceGuardConfig, unsupported_engine
+from ..training.divergence import DivergenceGuardConfig, guard_divergence
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.schedules import get_albert_polynomial_decay_schedule
-from ..training.trainer import AlbertModelCardMixin, ReliableTrainerMixin
+from ..training.trainer import ReliableTrainer, write_trainer_model_card
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)
@@ -75,7 +78,7 @@ class PretrainingArguments(PretrainingOptions, TrainingArguments):
         )
 
 
-class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # checkpoints, NaN guard, card
+class AlbertPretrainingTrainer(ReliableTrainer):
     """`Trainer` for [`AlbertForPreTraining`]-style models (MLM + sentence-order heads).
 
     The model's forward must take `num_items_in_batch` and `num_sequences_in_batch` and return `loss`,
@@ -109,10 +112,10 @@ class AlbertPretrainingTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Train
             self.add_callback(RegisterZeroPartitionsWithLamb())
         guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
         if guard_config is not None:
-            problem = unsupported_engine(self)
-            if problem is not None:  # refused, never silently off: the run would stop at the first NaN
-                raise UserError(f"--divergence_guard: {problem}; or turn the guard off with --no_divergence_guard.")
-            self.divergence_guard = DivergenceGuard(guard_config)
+            guard_divergence(self, guard_config)
+
+    def create_model_card(self, **kwargs: Any) -> None:
+        write_trainer_model_card(self, self.card_info, **kwargs)
 
     def _check_columns_reach_the_collator(self) -> None:
         """Refuse to drop "word_starts" (the word boundaries of text without spaces): Trainer keeps only the columns

@@ -1,7 +1,7 @@
 """A divergence guard for long runs: roll back to the last good state on a non-finite loss or a loss spike.
 
 A long pretraining run that diverges (a NaN, or a loss that jumps far above where it was) is usually lost: stopping
-(what [`ReliableTrainerMixin`] does alone) costs the steps since the last checkpoint and a person to restart it. PaLM
+(what [`StopOnNonFiniteLoss`] does alone) costs the steps since the last checkpoint and a person to restart it. PaLM
 (Chowdhery et al., 2022, section 5.1) restarts from a point before the spike and skips the batches seen since; this
 guard does that inside the run:
 
@@ -20,6 +20,11 @@ guard does that inside the run:
     is restored, the step counter goes back to it, the batches read since are skipped (the data iterator goes on),
     the learning rate is optionally multiplied by `lr_factor`, and a warning and a log entry say what happened.
   * After `max_rollbacks` rollbacks, [`TrainingDivergedError`] stops the run with the steps and losses involved.
+
+On any `transformers.Trainer` (or subclass), from public callbacks only: `guard_divergence(trainer,
+DivergenceGuardConfig(...))` adds [`RollbackDivergedSteps`] (`AlbertPretrainingTrainer` does it for
+`--divergence_guard`). The loss is read from the model's output by a forward hook ([`TrainingLosses`]), so the model
+must return the loss Trainer trains on (no `compute_loss_func`, no label smoothing: refused with a one-line error).
 
 Every engine keeps the guard, each process snapshotting and restoring its own part of the state; the loss is
 averaged over the processes before it is judged, so all of them roll back together, to the same step:
@@ -46,6 +51,9 @@ from typing import Any
 import numpy as np
 import torch
 from transformers import DefaultFlowCallback, TrainerCallback
+
+from ..errors import UserError
+from .reliability import NonFiniteLossError, non_finite_message
 
 logger = logging.getLogger(__name__)
 
@@ -140,9 +148,9 @@ class LossBook:
 
 @dataclass
 class DivergenceGuard:
-    """Per-run state of the guard: [`RollbackDivergedSteps`] calls [`begin_step`] before a step's first micro-batch
-    and [`maybe_rollback`] once the loop has taken the optimizer step; the Trainer calls [`add_micro_batch`] with each
-    micro-batch's loss and [`check_step`] after the step's last one."""
+    """Per-run state of the guard: [`RollbackDivergedSteps`] calls [`begin_step`] before a step's first micro-batch,
+    [`add_micro_batch`] with each micro-batch's loss (read by [`TrainingLosses`]), [`check_step`] after the step's
+    last one, before its optimizer step, and [`maybe_rollback`] once the loop has taken the optimizer step."""
 
     config: DivergenceGuardConfig = field(default_factory=DivergenceGuardConfig)
     history: deque = field(default_factory=deque)
@@ -173,6 +181,11 @@ class DivergenceGuard:
         """Judge the finished step's loss (averaged over the processes, so all of them decide the same); commit the
         snapshot taken at the start of the step if it is good."""
         loss, self._step_loss = self._step_loss, None
+        if loss is None:
+            raise UserError(
+                "--divergence_guard: the model returned no loss in this training step (the guard reads the `loss` "
+                "of the model's output): train a model that computes its loss, or turn the guard off."
+            )
         if trainer.accelerator.num_processes > 1:
             loss = trainer.accelerator.reduce(loss, reduction="mean")
         value = loss.item()
@@ -372,7 +385,11 @@ def restore_snapshot(trainer, snapshot: Snapshot) -> None:
     set_rng_state(snapshot.rng)
     model.zero_grad(set_to_none=True)
     trainer.state.global_step = snapshot.step
-    trainer.discard_training_log_sums()  # the MLM/SOP sums of the steps undone must not reach the next log
+    # A Trainer that sums its own training metrics between logs (pretraining's MLM/SOP sums) forgets those of the
+    # steps undone, so that they do not reach the next log.
+    discard = getattr(trainer, "discard_training_log_sums", None)
+    if discard is not None:
+        discard()
 
 
 def _load_zero_state(zero, state: dict[str, Any]) -> None:
@@ -387,55 +404,187 @@ def _load_zero_state(zero, state: dict[str, Any]) -> None:
 
 
 def scale_learning_rate(trainer, scale: float) -> None:
-    """Multiply the learning rate from now on: the optimizer's groups and the scheduler's base rates."""
+    """Multiply the learning rate from now on: the optimizer's groups and the scheduler's base rates.
+
+    The scheduler takes them through its public `state_dict`/`load_state_dict`, the last rate it computed included
+    (what `get_last_lr()` returns, and so what Trainer logs as the step's `learning_rate`): the logged rate is the
+    new one."""
     for group in trainer.optimizer.param_groups:
         group["lr"] *= scale
         if "initial_lr" in group:
             group["initial_lr"] *= scale
     scheduler = trainer.lr_scheduler
-    if scheduler is not None and hasattr(scheduler, "base_lrs"):
-        scheduler.base_lrs = [lr * scale for lr in scheduler.base_lrs]
-        if hasattr(scheduler, "_last_lr"):  # torch's, read by `get_last_lr()`: the logged rate is the new one
-            scheduler._last_lr = [group["lr"] for group in trainer.optimizer.param_groups]
+    if scheduler is None or not hasattr(scheduler, "base_lrs"):
+        return
+    state = scheduler.state_dict()
+    state["base_lrs"] = [lr * scale for lr in state["base_lrs"]]
+    if "_last_lr" in state:
+        state["_last_lr"] = [group["lr"] for group in trainer.optimizer.param_groups]
+    scheduler.load_state_dict(state)
+
+
+class TrainingLosses:
+    """Each training micro-batch's loss as Trainer's `training_step` returns it, read from the model's output by a
+    forward hook (torch's public `register_forward_hook`), so that a callback sees it on any Trainer, with no
+    `training_step` override. `on_loss(loss, model_loss)` gets that loss and the model's own (before scaling).
+
+    Trainer's loss is the model's `loss` output, times the number of processes when it was normalized by the global
+    `num_items_in_batch` (`average_tokens_across_devices`), divided by the step's micro-batches unless it was
+    normalized over the accumulated batch already: Trainer's `compute_loss` and `training_step`, applied in the same
+    order, so the value is the same float. Forward passes in evaluation (`model.eval()` or no gradient) are not
+    training micro-batches and are left out. A Trainer whose loss is not the model's (`compute_loss_func`, label
+    smoothing) is refused: the hook would judge another number than the one trained on.
+    """
+
+    def __init__(self, trainer, on_loss):
+        self.trainer, self.on_loss = trainer, on_loss
+        self.handle = None
+
+    def attach(self) -> None:
+        if self.trainer_computes_the_loss():
+            raise UserError(
+                "--divergence_guard reads the loss of the model's output; this Trainer computes its own "
+                "(compute_loss_func or --label_smoothing_factor): remove it, or turn the guard off."
+            )
+        self.detach()
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        self.handle = model.register_forward_hook(self._read, with_kwargs=True)
+
+    def trainer_computes_the_loss(self) -> bool:
+        """Whether the Trainer trains on a loss of its own, not the model's (`compute_loss_func`, label smoothing)."""
+        return self.trainer.compute_loss_func is not None or self.trainer.label_smoother is not None
+
+    def detach(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    def _read(self, module, args, kwargs, output) -> None:
+        if not (module.training and torch.is_grad_enabled()):
+            return
+        loss = output.get("loss") if isinstance(output, dict) else output[0] if isinstance(output, tuple) else None
+        if not torch.is_tensor(loss):
+            return
+        self.on_loss(self.as_trainer_returns(loss.detach(), kwargs.get("num_items_in_batch")), loss.detach())
+
+    def as_trainer_returns(self, loss: torch.Tensor, num_items_in_batch) -> torch.Tensor:
+        trainer = self.trainer
+        counted = num_items_in_batch is not None
+        if counted and trainer.args.average_tokens_across_devices and trainer.model_accepts_loss_kwargs:
+            loss = loss * trainer.accelerator.num_processes
+        scaled_for_accumulation = trainer.loss_is_scaled_for_ga
+        if scaled_for_accumulation is None:
+            scaled_for_accumulation = trainer.model_accepts_loss_kwargs and counted
+        if not scaled_for_accumulation:
+            loss = loss / trainer.current_gradient_accumulation_steps
+        return loss
 
 
 class RollbackDivergedSteps(TrainerCallback):
-    """Takes the guard's snapshots at the start of a step, and rolls back a step the guard judged bad at the end of
-    that step: after Trainer's own flow callback has decided what to do at this step, before anything logs,
-    evaluates or saves the weights it produced."""
+    """The divergence guard as a callback of any Trainer (add it with [`guard_divergence`]): takes the guard's
+    snapshots at the start of a step, judges the step's loss (read by [`TrainingLosses`]) before its optimizer step,
+    and rolls a bad step back at the end of that step: after Trainer's own flow callback has decided what to do at
+    this step, before anything logs, evaluates or saves the weights it produced. `guard` is the [`DivergenceGuard`]
+    of the current (or last) `train()` call, made anew for each."""
 
-    def __init__(self, trainer):
-        self.trainer = trainer
+    def __init__(self, trainer, config: DivergenceGuardConfig):
+        self.trainer, self.config = trainer, config
+        self.guard = DivergenceGuard(config)
+        self.losses = TrainingLosses(trainer, lambda loss, model_loss: self.guard.add_micro_batch(loss))
+
+    @staticmethod
+    def of(trainer) -> RollbackDivergedSteps | None:
+        """The trainer's `RollbackDivergedSteps` callback, if it has one."""
+        return next((c for c in trainer.callback_handler.callbacks if isinstance(c, RollbackDivergedSteps)), None)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.guard = DivergenceGuard(self.config)  # a fresh history and snapshot for every run
+        self.losses.attach()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.losses.detach()
 
     def on_step_begin(self, args, state, control, **kwargs):
-        guard = self.trainer.divergence_guard
-        if guard is not None:
-            guard.begin_step(self.trainer)
+        self.guard.begin_step(self.trainer)
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        self.guard.check_step(self.trainer)
 
     def on_step_end(self, args, state, control, **kwargs):
-        guard = self.trainer.divergence_guard
-        if guard is not None and guard.maybe_rollback(self.trainer):
+        if self.guard.maybe_rollback(self.trainer):
             control.should_log = control.should_save = control.should_evaluate = False
-            self.trainer.log(dict(guard.events[-1]))
+            self.trainer.log(dict(self.guard.events[-1]))
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         """Correct the loss of the log after a rollback (see [`LossBook`]); in place, so that the callbacks after
-        this one (reporting integrations) get the corrected value: [`add_rollback_callback`] puts it before them."""
-        guard = self.trainer.divergence_guard
-        if guard is not None and logs is not None:
+        this one (reporting integrations) get the corrected value: [`guard_divergence`] puts it before them."""
+        if logs is not None:
             # Trainer appends a copy of `logs` (plus "step") to the history just before calling `on_log`.
             last = state.log_history[-1] if state.log_history else None
             logged = last if last is not None and last.get("step") == state.global_step else None
-            guard.losses.correct(logs, logged)
+            self.guard.losses.correct(logs, logged)
 
 
-def add_rollback_callback(trainer) -> None:
-    """Register [`RollbackDivergedSteps`] once, right after Trainer's flow callback: after it, so that its
-    `on_step_end` overrides the flow's decision to log, evaluate or save a rolled-back step; before the reporting
-    integrations, so that they see the logs it corrects."""
+def guard_divergence(trainer, config: DivergenceGuardConfig | None = None) -> RollbackDivergedSteps:
+    """Guard `trainer` (any `transformers.Trainer`) against divergence: register [`RollbackDivergedSteps`] once,
+    right after Trainer's flow callback: after it, so that its `on_step_end` overrides the flow's decision to log,
+    evaluate or save a rolled-back step; before the reporting integrations, so that they see the logs it corrects.
+    A [`StopOnNonFiniteLoss`] callback is removed: the guard rolls a non-finite step back instead of stopping.
+    Refused (a [`UserError`]) under an engine the guard cannot snapshot ([`unsupported_engine`])."""
+    problem = unsupported_engine(trainer)
+    if problem is not None:  # refused, never silently off: the run would stop at the first NaN
+        raise UserError(f"--divergence_guard: {problem}; or turn the guard off with --no_divergence_guard.")
     callbacks = trainer.callback_handler.callbacks
-    if any(isinstance(callback, RollbackDivergedSteps) for callback in callbacks):
-        return
-    flow = [i for i, callback in enumerate(callbacks) if isinstance(callback, DefaultFlowCallback)]
-    callbacks.insert(flow[0] + 1 if flow else 0, RollbackDivergedSteps(trainer))
+    existing = RollbackDivergedSteps.of(trainer)
+    if existing is not None:
+        existing.config = config or DivergenceGuardConfig()
+        return existing
+    trainer.remove_callback(StopOnNonFiniteLoss)
+    callback = RollbackDivergedSteps(trainer, config or DivergenceGuardConfig())
+    flow = [i for i, registered in enumerate(callbacks) if isinstance(registered, DefaultFlowCallback)]
+    callbacks.insert(flow[0] + 1 if flow else 0, callback)
+    return callback
+
+
+class StopOnNonFiniteLoss(TrainerCallback):
+    """Stop training ([`NonFiniteLossError`], naming the global step, the fp16 loss scale and the last complete
+    checkpoint) when a training step's loss is NaN or inf, before its optimizer step (`on_pre_optimizer_step`) would
+    spread it to the weights. The micro-batches' losses are read by [`TrainingLosses`] and judged once the step's last
+    backward is done: never inside the forward pass, which under DDP must run to its end. With several processes the
+    verdict is summed over all of them, so that every process stops together (one waiting in the next all-reduce
+    would hang until a timeout): one device sync per step."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.step_loss: torch.Tensor | None = None  # the model's losses of the step's micro-batches, summed
+        self.losses = TrainingLosses(trainer, self._add)
+
+    def _add(self, loss: torch.Tensor, model_loss: torch.Tensor) -> None:
+        model_loss = model_loss.float().sum()
+        self.step_loss = model_loss if self.step_loss is None else self.step_loss + model_loss
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.step_loss = None
+        if self.losses.trainer_computes_the_loss():
+            logger.warning(
+                "This Trainer computes its own loss (compute_loss_func or --label_smoothing_factor): a non-finite "
+                "loss is not checked at each step, only the weights before each save."
+            )
+            return
+        self.losses.attach()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.losses.detach()
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        loss, self.step_loss = self.step_loss, None
+        if loss is None:
+            return
+        accelerator = self.trainer.accelerator
+        non_finite = (~torch.isfinite(loss)).float()
+        if accelerator.num_processes > 1:
+            non_finite = accelerator.reduce(non_finite, reduction="sum")
+        if non_finite.item() > 0:
+            self.losses.detach()
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {loss.item()}"))

@@ -12,15 +12,15 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
     file's name.
 
 This module holds what fixes them as plain functions (checkpoint completeness, resolution of a resume point, the
-run fingerprint, the numerical checks); training/callbacks.py makes them `TrainerCallback`s any Trainer can use, and
-`ReliableTrainerMixin` (training/trainer.py) gives albert_hf's Trainers all of it:
+run fingerprint, the numerical checks); training/callbacks.py and training/divergence.py make them `TrainerCallback`s
+any Trainer can use, and `ReliableTrainer` (training/trainer.py), the base of albert_hf's Trainers, attaches them all:
 
   * A checkpoint counts once it is marked complete: Trainer writes `checkpoint-N` in place, then (in `on_save`) the
     `CompleteCheckpoints` callback of training/callbacks.py fsyncs it and writes `run_fingerprint.json` last,
     atomically; a folder without it is a killed save, never resumed from. Old checkpoints are rotated only after
     that. With several processes, all meet at a barrier before the main process marks, and again after.
-  * Every training micro-batch's loss is checked: a non-finite one raises [`NonFiniteLossError`] naming the global
-    step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
+  * Every training step's loss is checked (`StopOnNonFiniteLoss`, training/divergence.py): a non-finite one raises
+    [`NonFiniteLossError`] naming the global step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
     checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
   * Resuming first checks the checkpoint (in `train()`, before anything is loaded): it must be complete (every
     file the resume reads is there and readable, see [`checkpoint_problem`]), fit the model (model type, tensor
@@ -31,8 +31,8 @@ run fingerprint, the numerical checks); training/callbacks.py makes them `Traine
   * The final model (`save_model`) is written into a staging folder and moved in file by file, weights first and
     `config.json` last, so a folder with a config.json always holds the whole model it describes.
 
-Everything is built on Trainer's public hooks where one serves (`train`, `training_step`, `save_model`, the
-`TrainerCallback`s of training/callbacks.py for checkpoints and uploads, one for the divergence rollback); what has
+Everything is built on Trainer's public hooks where one serves (`train`, `save_model`, the `TrainerCallback`s of
+training/callbacks.py for checkpoints and uploads, those of training/divergence.py for the loss checks); what has
 none goes through training/transformers_internals.py, the one module that touches private transformers names (each
 listed there with its reason, each checked by a test).
 
@@ -54,6 +54,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -138,7 +139,7 @@ def checkpoint_problem(folder: str | os.PathLike, world_size: int | None = None,
     """Why `folder` is not a complete Trainer checkpoint (a message naming the missing or damaged file), or None.
 
     Complete means that every file a resume reads is there and readable, and with `marked`, that the checkpoint was
-    marked complete once written (its `run_fingerprint.json`, written last by [`ReliableTrainerMixin`] and by
+    marked complete once written (its `run_fingerprint.json`, written last by
     `albert_hf.training.callbacks.CompleteCheckpoints`: a save killed before it leaves a folder without one):
       * `trainer_state.json` parses (Trainer writes it last, so a crash mid-save leaves none);
       * a weights file (safetensors headers are parsed: that is what truncation breaks), or an engine's shards;
@@ -372,6 +373,29 @@ def loss_scale(trainer: Trainer) -> float | None:
     if scaler is None or not scaler.is_enabled():
         return None
     return float(scaler.get_scale())
+
+
+def non_finite_message(trainer: Trainer, what: str, saving: bool = False) -> str:
+    """The message that stops a run on `what` (a non-finite loss or weights): the global step, the fp16 loss scale,
+    the epoch, and the last complete checkpoint to resume from."""
+    state = trainer.state
+    step = state.global_step if saving else state.global_step + 1  # the step being computed
+    scale = loss_scale(trainer)
+    parts = [f"Stopping: {what} at global step {step}"]
+    if scale is not None:
+        parts.append(f"fp16 loss scale {scale:g}")
+    if state.epoch is not None and not math.isnan(state.epoch):
+        parts.append(f"epoch {state.epoch:.2f}")
+    message = ", ".join(parts) + (
+        ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
+    )
+    last = latest_checkpoint(trainer.args.output_dir)
+    if last is None:
+        return message + " No checkpoint was written yet."
+    return message + (
+        f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
+        "bf16 instead of fp16, or gradient clipping."
+    )
 
 
 @contextlib.contextmanager

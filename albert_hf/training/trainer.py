@@ -1,14 +1,28 @@
-"""The Trainers every albert_hf job shares, one module: they share one set of bases, so a change to checkpoints, model
-cards or evaluation order is made once.
+"""The Trainers every albert_hf job shares. Each is `transformers.Trainer` with albert_hf's callbacks attached in its
+`__init__`, at most two classes above `Trainer`, and no mixin whose place among the bases matters:
 
-  * [`ReliableTrainerMixin`] and [`ReliableTrainer`]: transformers' `Trainer` with complete checkpoints and their
-    uploads (the callbacks of training/callbacks.py), a non-finite loss guard, checked resumption (the functions of
-    training/reliability.py). Every Trainer below has the mixin too, as a crash must cost minutes, not the run.
-  * [`AlbertModelCardMixin`] and [`AlbertTrainer`]: the README.md that Trainer writes and pushes is albert_hf's model
-    card (hub.py renders it), and checkpoints carry tokenization.py as remote code.
-  * [`FineTuningTrainer`]: evaluation and prediction in dataset order, for the fine-tuning jobs (SQuAD's
-    `SquadTrainer`, in albert_hf/tasks/squad.py, adds its answer extraction and official metrics to evaluation).
-  * The pretraining Trainer has the same bases and lives with the rest of pretraining (albert_hf/pretraining/trainer.py).
+  * [`ReliableTrainer`]`(Trainer)`: complete checkpoints and their uploads, a non-finite loss stop, checked
+    resumption and an atomic final save. A crash must cost minutes, not the run, so every Trainer below is one.
+  * [`AlbertTrainer`]`(ReliableTrainer)`: the README.md that Trainer writes and pushes is albert_hf's model card
+    ([`write_trainer_model_card`], hub.py renders it). Pass `card_info=CardInfo(...)` for its metadata.
+  * [`FineTuningTrainer`]`(ReliableTrainer)`: albert_hf's model card, and evaluation and prediction in dataset order,
+    for the fine-tuning jobs (SQuAD's `SquadTrainer(FineTuningTrainer)`, in albert_hf/tasks/squad.py, adds its answer
+    extraction and official metrics to evaluation).
+  * The pretraining Trainer, `AlbertPretrainingTrainer(ReliableTrainer)`, lives with the rest of pretraining
+    (albert_hf/pretraining/trainer.py).
+
+The same features on a plain `transformers.Trainer` (or any subclass), from public callbacks and functions:
+
+    trainer = Trainer(model=..., args=..., train_dataset=..., callbacks=[CompleteCheckpoints(fingerprint_extra)])
+    trainer.add_callback(UploadCompleteCheckpoints(trainer))  # --push_to_hub: marked checkpoints only
+    trainer.add_callback(StopOnNonFiniteLoss(trainer))  # or guard_divergence(trainer, DivergenceGuardConfig(...))
+    trainer.train(resume_from_checkpoint=resume_checkpoint(trainer, "latest"))
+    write_trainer_model_card(trainer, card_info)  # albert_hf's model card in args.output_dir
+
+(`CompleteCheckpoints`, `UploadCompleteCheckpoints`, `resume_checkpoint`: training/callbacks.py; `StopOnNonFiniteLoss`,
+`guard_divergence`: training/divergence.py.) What only the `ReliableTrainer` classes add: `save_model()` staged and
+moved in atomically, weights checked before each checkpoint, `train(resume_from_checkpoint=True)` taking the newest
+*complete* checkpoint, and a positionable training stream resumed at its saved position.
 """
 
 from __future__ import annotations
@@ -16,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import random
 import shutil
@@ -32,7 +45,7 @@ from transformers.trainer_utils import TrainOutput, has_length
 
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
 from .callbacks import CompleteCheckpoints, UploadCompleteCheckpoints
-from .divergence import DivergenceGuard, add_rollback_callback
+from .divergence import DivergenceGuard, RollbackDivergedSteps, StopOnNonFiniteLoss
 from .model_files import load_checkpoint_weights, save_full_model
 from .reliability import (
     MODEL_STAGING_DIR_NAME,
@@ -47,8 +60,8 @@ from .reliability import (
     fsync_tree,
     hand_hub_token_to_environment,
     latest_checkpoint,
-    loss_scale,
     move_files_in,
+    non_finite_message,
     non_finite_parameters,
     own_class,
     run_fingerprint,
@@ -59,28 +72,25 @@ logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Reliability: complete checkpoints, a non-finite loss guard, checked resumption
+# Reliability: complete checkpoints, a non-finite loss stop, checked resumption
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class ReliableTrainerMixin:
-    """Atomic checkpoints, a non-finite loss guard and checked resumption for a `transformers.Trainer` subclass.
+class ReliableTrainer(Trainer):
+    """`transformers.Trainer` with atomic checkpoints, a non-finite loss stop and checked resumption. Same arguments,
+    same checkpoint layout, same resumption.
 
-    Put it before `Trainer` among the bases: `class MyTrainer(ReliableTrainerMixin, Trainer)`. Nothing else changes:
-    same arguments, same checkpoint layout, same resumption. See the module docstring for what each part guarantees.
-    Checkpoints and their uploads are the public callbacks of training/callbacks.py, which any Trainer can use:
-    [`CompleteCheckpoints`] marks each checkpoint once complete (and rotates after), [`UploadCompleteCheckpoints`]
-    uploads marked checkpoints only, and a failed upload is logged and never stops training (`failed_pushes`): the
-    next save uploads again, and so brings the Hub up to date. Limitation: DeepSpeed's own loss scale is not reported
-    (only `GradScaler`'s).
+    Its `__init__` attaches the public callbacks any Trainer can use: [`CompleteCheckpoints`] marks each checkpoint
+    once complete (and rotates after), [`UploadCompleteCheckpoints`] uploads marked checkpoints only (a failed upload
+    is logged and never stops training: `failed_pushes`; the next save uploads again), and [`StopOnNonFiniteLoss`]
+    stops at a NaN/inf loss before its update (`guard_divergence(trainer, config)` replaces it with a rollback; the
+    current guard is `divergence_guard`). Limitation: DeepSpeed's own loss scale is not reported (only
+    `GradScaler`'s).
 
     A job declares what else a resume must not change (data files, tokenizer, objective) in
     `trainer.run_fingerprint_extra`; it is saved in each checkpoint's `run_fingerprint.json` with the model config,
     optimizer and global batch, and a resume that would change any of them is refused ([`CheckpointError`]).
     """
-
-    # Set by a subclass (e.g. from its arguments) to roll back diverging steps instead of stopping on a non-finite loss.
-    divergence_guard: DivergenceGuard | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
@@ -89,6 +99,7 @@ class ReliableTrainerMixin:
         self.checkpoint_uploads = UploadCompleteCheckpoints(self)
         self.add_callback(self.complete_checkpoints)
         self.add_callback(self.checkpoint_uploads)  # after the marking: it uploads marked checkpoints only
+        self.add_callback(StopOnNonFiniteLoss(self))
 
     @property
     def run_fingerprint_extra(self) -> dict[str, Any]:
@@ -105,6 +116,12 @@ class ReliableTrainerMixin:
         """(checkpoint folder, error) of every checkpoint upload that failed."""
         return self.checkpoint_uploads.failed
 
+    @property
+    def divergence_guard(self) -> DivergenceGuard | None:
+        """The divergence guard of the current (or last) run, when `guard_divergence` was applied, else None."""
+        callback = RollbackDivergedSteps.of(self)
+        return None if callback is None else callback.guard
+
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
         """Trainer's `train`, after checking the checkpoint to resume from against the model and the run's options.
 
@@ -113,9 +130,6 @@ class ReliableTrainerMixin:
         following `save_model` writes the trained model) and the call returns.
         """
         warn_about_missing_internal_names()
-        if self.divergence_guard is not None:  # a fresh history and snapshot for every run
-            self.divergence_guard = DivergenceGuard(self.divergence_guard.config)
-            add_rollback_callback(self)
         if resume_from_checkpoint is True:
             resume_from_checkpoint = latest_checkpoint(self.args.output_dir, marked=True)
             if resume_from_checkpoint is None:
@@ -156,9 +170,6 @@ class ReliableTrainerMixin:
             logger.warning("Under DeepSpeed/FSDP the model keeps its initial weights: load them from %s.", checkpoint)
         self.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
         return TrainOutput(self.state.global_step, 0.0, {"train_runtime": 0.0, "train_steps": 0})
-
-    def discard_training_log_sums(self) -> None:
-        """Forget what was summed for the next training log (after a rollback); subclasses add their own sums."""
 
     # ---- checkpoints ------------------------------------------------------------------------------------------------
 
@@ -214,54 +225,11 @@ class ReliableTrainerMixin:
             save_full_model(self, output_dir or self.args.output_dir, state_dict)
         return None
 
-    # ---- numerical health -------------------------------------------------------------------------------------------
-
-    def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch=None) -> torch.Tensor:
-        """Trainer's forward + backward, then a check of the loss before the optimizer can use the gradients.
-
-        With a [`DivergenceGuard`] the guard judges each optimizer step's loss instead (non-finite or a spike) and
-        rolls a bad step back after the loop has taken it; without one, a non-finite loss stops the run here.
-        """
-        guard = self.divergence_guard
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        if guard is not None:
-            guard.add_micro_batch(loss)
-            if self.accelerator.sync_gradients:  # the step's last micro-batch: the optimizer step comes next
-                guard.check_step(self)
-            return loss
-        # One device sync per micro-batch, as Trainer's own `logging_nan_inf_filter` check already costs.
-        non_finite = (~torch.isfinite(loss.detach())).any().float()
-        if self.accelerator.num_processes > 1:
-            # Every process stops together (one waiting in the next all-reduce would hang until a timeout).
-            non_finite = self.accelerator.reduce(non_finite, reduction="sum")
-        if non_finite.item() > 0:
-            raise NonFiniteLossError(self._non_finite_message(f"training loss is {loss.item()}"))
-        return loss
-
     def _check_parameters_before_save(self) -> None:
         bad = non_finite_parameters(self.model)
         if bad:
             shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-            raise NonFiniteLossError(self._non_finite_message(f"parameters {shown} hold NaN/inf", saving=True))
-
-    def _non_finite_message(self, what: str, saving: bool = False) -> str:
-        step = self.state.global_step if saving else self.state.global_step + 1  # the step being computed
-        scale = loss_scale(self)
-        parts = [f"Stopping: {what} at global step {step}"]
-        if scale is not None:
-            parts.append(f"fp16 loss scale {scale:g}")
-        if self.state.epoch is not None and not math.isnan(self.state.epoch):
-            parts.append(f"epoch {self.state.epoch:.2f}")
-        message = ", ".join(parts) + (
-            ". Nothing was saved from this step." if saving else ". The optimizer step was not taken."
-        )
-        last = latest_checkpoint(self.args.output_dir)
-        if last is None:
-            return message + " No checkpoint was written yet."
-        return message + (
-            f" The last complete checkpoint is {last}: resume from it, e.g. with a lower learning rate, "
-            "bf16 instead of fp16, or gradient clipping."
-        )
+            raise NonFiniteLossError(non_finite_message(self, f"parameters {shown} hold NaN/inf", saving=True))
 
     # ---- position in a stream ---------------------------------------------------------------------------------------
 
@@ -461,84 +429,86 @@ def restore_rng_states(checkpoint: str, process_index: int | None = None) -> Non
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Checkpoints
-# --------------------------------------------------------------------------------------------------------------------
-
-
-class ReliableTrainer(ReliableTrainerMixin, Trainer):
-    """`transformers.Trainer` with [`ReliableTrainerMixin`]: atomic checkpoints, a non-finite loss guard, checked
-    resumption."""
-
-
-# --------------------------------------------------------------------------------------------------------------------
 # Model cards
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class AlbertModelCardMixin:
-    """Mix into a `Trainer` so that the README.md it writes (`create_model_card`, and so `push_to_hub` and
-    `--push_to_hub`) is albert_hf's card: architecture, recipe from `self.args`, results from the eval logs.
+def write_trainer_model_card(
+    trainer: Trainer,
+    card_info: CardInfo | None = None,
+    language: str | None = None,
+    license: str | None = None,
+    tags: str | list[str] | None = None,
+    model_name: str | None = None,
+    finetuned_from: str | None = None,
+    tasks: str | list[str] | None = None,
+    dataset_tags: str | list[str] | None = None,
+    dataset: str | list[str] | None = None,
+    dataset_args: str | list[str] | None = None,
+) -> None:
+    """Write albert_hf's model card as the README.md of `trainer.args.output_dir` (on the main process only):
+    architecture, recipe from `trainer.args`, results from the eval logs. albert_hf's Trainers call it from their
+    `create_model_card` (and so from `push_to_hub` and `--push_to_hub`); a plain Trainer's job calls it itself.
 
-    Trainer's own keyword arguments keep their meaning: `dataset_tags` -> dataset id, `dataset_args` -> dataset
+    Trainer's `create_model_card` arguments keep their meaning: `dataset_tags` -> dataset id, `dataset_args` -> dataset
     config, `dataset` -> display name, `finetuned_from` -> base model, `license`, `language`, `tags`. Defaults for all
-    of them come from `card_info` (e.g. set once by a task script).
+    of them come from `card_info` (e.g. set once by a task script). `tasks` is not needed: the pipeline tag follows from
+    the model's head.
     """
+    if not trainer.is_world_process_zero():
+        return
+    info = _merge_card_info(
+        card_info or CardInfo(),
+        language=language,
+        license=license,
+        tags=tags,
+        finetuned_from=finetuned_from,
+        dataset_tags=dataset_tags,
+        dataset=dataset,
+        dataset_args=dataset_args,
+    )
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    write_model_card(
+        trainer.args.output_dir,
+        model,
+        # The full repository id, when pushing, so the card's loading snippet works as written.
+        model_name=trainer.hub_model_id or model_name or Path(trainer.args.output_dir).resolve().name,
+        info=info,
+        # Every evaluation the run logged (eval_results.json holds the last); the card's model-index reports them
+        # only against a Hub dataset, its text always.
+        eval_metrics=latest_eval_metrics(trainer.state.log_history),
+        # The run as trained: the optimizer and schedule objects that ran (pretraining builds LAMB itself, so
+        # `--optim` need not name it), and the steps taken; before training, what the arguments say.
+        recipe=training_recipe(
+            trainer.args,
+            optimizer=trainer.optimizer,
+            lr_scheduler=trainer.lr_scheduler,
+            steps_trained=trainer.state.global_step or None,
+        ),
+        tokenizer=trainer.processing_class if isinstance(trainer.processing_class, PreTrainedTokenizerBase) else None,
+    )
+
+
+class AlbertModelCardMixin:
+    """For a user's own `Trainer` subclass (`class MyTrainer(AlbertModelCardMixin, Trainer)`): `create_model_card`
+    writes albert_hf's card, with the defaults of `self.card_info`. albert_hf's own Trainers do not use it (they call
+    [`write_trainer_model_card`] from their `create_model_card`)."""
 
     card_info: CardInfo | None = None
 
-    def create_model_card(
-        self,
-        language: str | None = None,
-        license: str | None = None,
-        tags: str | list[str] | None = None,
-        model_name: str | None = None,
-        finetuned_from: str | None = None,
-        tasks: str | list[str] | None = None,
-        dataset_tags: str | list[str] | None = None,
-        dataset: str | list[str] | None = None,
-        dataset_args: str | list[str] | None = None,
-    ) -> None:
-        if not self.is_world_process_zero():
-            return
-        # `tasks` is not needed: the pipeline tag follows from the model's head.
-        info = _merge_card_info(
-            self.card_info or CardInfo(),
-            language=language,
-            license=license,
-            tags=tags,
-            finetuned_from=finetuned_from,
-            dataset_tags=dataset_tags,
-            dataset=dataset,
-            dataset_args=dataset_args,
-        )
-        model = self.accelerator.unwrap_model(self.model)
-        write_model_card(
-            self.args.output_dir,
-            model,
-            # The full repository id, when pushing, so the card's loading snippet works as written.
-            model_name=self.hub_model_id or model_name or Path(self.args.output_dir).resolve().name,
-            info=info,
-            # Every evaluation the run logged (eval_results.json holds the last); the card's model-index reports them
-            # only against a Hub dataset, its text always.
-            eval_metrics=latest_eval_metrics(self.state.log_history),
-            # The run as trained: the optimizer and schedule objects that ran (pretraining builds LAMB itself, so
-            # `--optim` need not name it), and the steps taken; before training, what the arguments say.
-            recipe=training_recipe(
-                self.args,
-                optimizer=self.optimizer,
-                lr_scheduler=self.lr_scheduler,
-                steps_trained=self.state.global_step or None,
-            ),
-            tokenizer=self.processing_class if isinstance(self.processing_class, PreTrainedTokenizerBase) else None,
-        )
+    def create_model_card(self, **kwargs: Any) -> None:
+        write_trainer_model_card(self, self.card_info, **kwargs)
 
 
-class AlbertTrainer(AlbertModelCardMixin, ReliableTrainerMixin, Trainer):  # atomic checkpoints, NaN guard
-    """`transformers.Trainer` whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
+class AlbertTrainer(ReliableTrainer):
+    """[`ReliableTrainer`] whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
 
     def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.card_info = card_info
+
+    def create_model_card(self, **kwargs: Any) -> None:
+        write_trainer_model_card(self, self.card_info, **kwargs)
 
 
 def _first(value: str | list[str] | None) -> str | None:
@@ -573,14 +543,21 @@ def _merge_card_info(info: CardInfo, **trainer_kwargs: Any) -> CardInfo:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class FineTuningTrainer(AlbertTrainer):
-    """Trainer whose evaluation and prediction follow the dataset's order, and whose model card is albert_hf's
-    (`card_info`: dataset and base model for the card that --push_to_hub uploads).
+class FineTuningTrainer(ReliableTrainer):
+    """[`ReliableTrainer`] whose evaluation and prediction follow the dataset's order, and whose model card is
+    albert_hf's (`card_info=CardInfo(...)`: dataset and base model for the card that --push_to_hub uploads).
 
     transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
     order. Metrics do not mind (labels move with predictions), but per-example outputs do: leaderboard files, word-level
     NER predictions and SQuAD post-processing must line predictions up with their examples.
     """
+
+    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.card_info = card_info
+
+    def create_model_card(self, **kwargs: Any) -> None:
+        write_trainer_model_card(self, self.card_info, **kwargs)
 
     def get_eval_dataloader(self, eval_dataset=None):
         with self._sampling_in_dataset_order():

@@ -2,10 +2,14 @@
 `save_model`'s `_internal_call`.
 
 albert_hf builds on public hooks wherever one serves: `train()` (checks before a resume, a stream positioned in the
-right pass), `TrainerCallback` events with `control` (divergence rollback, complete checkpoints and their uploads:
-training/callbacks.py; the counters of a resumed stream: `ResumedStreamCounters` in training/trainer.py), public
-arguments (`ignore_data_skip` while a stream that starts after its trained batches by itself is resumed),
-`save_model` (atomic final save), `training_step` (loss checks). A resumed stream knows its own position and pass,
+right pass), `TrainerCallback` events with `control` (complete checkpoints and their uploads: training/callbacks.py;
+the non-finite loss stop and the divergence rollback: training/divergence.py; the counters of a resumed stream:
+`ResumedStreamCounters` in training/trainer.py), torch's public `register_forward_hook` on the model (each training
+micro-batch's loss, for those loss checks, with no `training_step` override), Trainer's public attributes
+(`current_gradient_accumulation_steps`, `loss_is_scaled_for_ga`, `model_accepts_loss_kwargs`: how Trainer scales
+that loss), public arguments (`ignore_data_skip` while a stream that starts after its trained batches by itself is
+resumed), `save_model` (atomic final save), and a scheduler's `state_dict`/`load_state_dict` (a rollback's lower
+learning rate). A resumed stream knows its own position and pass,
 so Trainer's skip of trained batches (`ignore_data_skip`) is turned off through its public argument rather than by
 patching the skip or overriding the training loop.
 

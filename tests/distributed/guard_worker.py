@@ -5,7 +5,8 @@ data without the two batches the guard skips (its reference).
     torchrun --standalone --nproc_per_node 2 tests/distributed/guard_worker.py <checkpoint> <batches.pt> <output> \\
         -- <the engine's flags: --deepspeed <json>, or --fsdp full_shard --fsdp_config <json> ...>
 
-The NaN is planted in the loss (not the data) of one process, as an fp16 overflow on one GPU would show: its
+The NaN is planted in the loss the model returns (not the data) on one process, as an fp16 overflow on one GPU would
+show: its
 backward puts NaN into the gradients, so the optimizer step the engine then takes turns weights and optimizer moments
 NaN on every process. Each run saves its final full weights (gathered over the processes) to `<output>/<run>.pt`;
 each rank writes `<output>/rank<i>.json` with its world size, the guard's rollbacks and the final step.
@@ -31,18 +32,21 @@ SKIPPED_STEPS = (BAD_STEP - 1, BAD_STEP)  # snapshot every step, committed once 
 
 
 class PoisonedTrainer(AlbertPretrainingTrainer):
-    """Its loss is NaN on process 0 at step `poison_step` (1-based), once."""
+    """The loss its model returns is NaN on process 0 at step `poison_step` (1-based), once: a forward hook on the
+    model, registered before the guard's own (which reads the loss the model returns), as a NaN from inside the
+    model's forward would show."""
 
     poison_step = 0
 
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        if self.state.global_step + 1 == self.poison_step and self.args.process_index == 0:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.model.register_forward_hook(self._poison)
+
+    def _poison(self, module, args, output):
+        if module.training and self.state.global_step + 1 == self.poison_step and self.args.process_index == 0:
             self.poison_step = 0
-            loss = result[0] if return_outputs else result
-            loss = loss * float("nan")
-            return (loss, result[1]) if return_outputs else loss
-        return result
+            output["loss"] = output["loss"] * float("nan")
+        return output
 
 
 def engine_options(flags: list[str]) -> dict:
