@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_classify import job_args, loaded_job, write_table
+from test_classify import job_args, loaded_data, write_table
 from test_squad import gold_logits
 
 from albert_hf.data.glue import GLUE_TASKS, read_glue_tsv
@@ -32,8 +32,8 @@ def test_classify_tables_keep_fields_that_are_unicode_spaces(extension, spiece_m
     rows = [{"text": text, "label": "ab"[i % 2]} for i, text in enumerate(TEXTS)]
     train = write_table(tmp_path / f"train{extension}", rows)
     argv = ["--train_file", train, "--do_train", "--text_column", "text", "--label_column", "label"]
-    job = loaded_job(job_args(spiece_model, tmp_path / "out", *argv))
-    assert job.raw["train"]["sentence1"] == TEXTS
+    _, raw = loaded_data(job_args(spiece_model, tmp_path / "out", *argv))
+    assert raw["train"]["sentence1"] == TEXTS
 
 
 @pytest.fixture(scope="module")
