@@ -472,7 +472,9 @@ class TrainingLosses:
         counted = num_items_in_batch is not None
         if counted and trainer.args.average_tokens_across_devices and trainer.model_accepts_loss_kwargs:
             loss = loss * trainer.accelerator.num_processes
-        scaled_for_accumulation = trainer.loss_is_scaled_for_ga
+        # Trainer's own setting where it has one (transformers after 5.18); before it, and when unset, Trainer decides
+        # from whether the model normalized the loss by the batch's item count, as below.
+        scaled_for_accumulation = getattr(trainer, "loss_is_scaled_for_ga", None)
         if scaled_for_accumulation is None:
             scaled_for_accumulation = trainer.model_accepts_loss_kwargs and counted
         if not scaled_for_accumulation:
