@@ -100,6 +100,13 @@ def test_a_config_file_sets_defaults_the_command_line_overrides(tmp_path):
         "classifier_dropout_prob": 0.1,
     }
     assert is_given(training_args, "learning_rate") and not is_given(training_args, "warmup_steps")
+    # The command line's --config_overrides over the file's over the preset's, key by key.
+    argv += ["--config_overrides", "classifier_dropout_prob=0.3"]
+    assert parse_config_overrides(parse_finetuning_args(FINE_TUNING, argv)[0].config_overrides) == {
+        "hidden_dropout_prob": 0.2,
+        "attention_probs_dropout_prob": 0.1,
+        "classifier_dropout_prob": 0.3,
+    }
     # A single file argument is a --config file (transformers' scripts take one .json file of arguments the same way).
     (tmp_path / "all.json").write_text(json.dumps({"output_dir": str(tmp_path), "preset": "rte", "use_cpu": True}))
     assert parse_finetuning_args(FINE_TUNING, [str(tmp_path / "all.json")])[-1].max_steps == 800
@@ -118,6 +125,11 @@ def test_a_recipe_of_ones_own_is_a_file_and_a_mistake_in_one_is_named(tmp_path):
     (tmp_path / "typo.yaml").write_text("learnig_rate: 0.1\n")
     with pytest.raises(UserError, match=r"typo.yaml: .*--learnig_rate.*--learning_rate"):
         parse_finetuning_args(FINE_TUNING, ["--config", str(tmp_path / "typo.yaml"), "--output_dir", str(tmp_path)])
+    (tmp_path / "my_preset.yaml").write_text("learning_rat: 0.1\n")
+    with pytest.raises(UserError, match=r"my_preset.yaml: .*--learning_rat.*--learning_rate"):
+        parse_finetuning_args(
+            FINE_TUNING, ["--preset", str(tmp_path / "my_preset.yaml"), "--output_dir", str(tmp_path)]
+        )
     with pytest.raises(UserError, match=r"--preset 'mrcp': did you mean 'mrpc'\?"):
         parse_finetuning_args(FINE_TUNING, ["--preset", "mrcp", "--output_dir", str(tmp_path)])
     with pytest.raises(UserError, match=r"--recipe 'papr': did you mean 'paper'\?"):

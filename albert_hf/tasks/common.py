@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -282,8 +283,8 @@ def parse_args(
 ) -> tuple:
     """The job's dataclasses from its layers of options (see above). `recipe` returns the name and the values of the
     job's recipe for the options as read without it (which --recipe or --preset was chosen, whether a checkpoint is
-    given, ...), or ("", {}) for none; `epilog`
-    closes the --help text. A single .json/.yaml argument is a --config file.
+    given, ...), or ("", {}) for none; `epilog` closes the --help text. A single .json/.yaml argument is a --config
+    file.
 
     Every value is checked before any dataclass is built (and so before any work): an unknown option or config key
     names the closest one, a value outside its declared range (`albert_hf.options`) names the range, and what the
@@ -304,7 +305,8 @@ def parse_args(
     unknown = [f"--{name}" for name in from_file if f"--{name}" not in option_names(dataclass_types)]
     if unknown:
         raise OptionError(f"{config}: {unknown_options(unknown, option_names(dataclass_types))}")
-    given = given_options(dataclass_types, argv) | frozenset(from_file)
+    on_command_line = given_options(dataclass_types, argv)
+    given = on_command_line | frozenset(from_file)
 
     parser.set_defaults(**from_file)
     source, recipe_values = recipe(parser.parse_known_args(argv)[0]) if recipe else ("", {})
@@ -315,10 +317,11 @@ def parse_args(
         raise OptionError(unknown_options(unknown, option_names(dataclass_types)))
     values = vars(namespace)
     kept = _kept_values(values, recipe_values, given, source)
-    if "config_overrides" in recipe_values:  # the recipe's keys under the user's
-        values["config_overrides"], _ = merge_config_overrides(
-            recipe_values["config_overrides"], values["config_overrides"]
-        )
+    # --config_overrides of each layer merged key by key, each over the one before it.
+    layers = (recipe_values, from_file, {name: values[name] for name in on_command_line})
+    overrides = [layer["config_overrides"] for layer in layers if layer.get("config_overrides") is not None]
+    if overrides:
+        values["config_overrides"] = functools.reduce(lambda base, top: merge_config_overrides(base, top)[0], overrides)
     check_ranges((dataclass_type, values) for dataclass_type in dataclass_types)
     parsed = tuple(_build(dataclass_type, values) for dataclass_type in dataclass_types)
     for arguments in parsed:
