@@ -18,14 +18,13 @@ from typing import Any
 
 from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
-from ..options import unknown_options
 from ..tasks.common import (
     ModelArguments,
     fill_unset,
     is_given,
     option_names,
     parse_args,
-    read_config_file,
+    read_options_file,
     recipe_file,
 )
 from .recipes import (
@@ -88,15 +87,12 @@ def pretraining_recipe(options) -> tuple[str, dict[str, Any]]:
     architecture, so the recipe's is left out."""
     if not options.recipe:
         return "", {}
+    source = f"--recipe {options.recipe}"
     path = recipe_file("pretrain", options.recipe, "--recipe")
-    values = read_config_file(path)
-    known = option_names(QUICKSTART_ARGUMENT_CLASSES)
-    unknown = [f"--{name}" for name in values if f"--{name}" not in known]
-    if unknown:
-        raise OptionError(f"--recipe {options.recipe}: {path}: {unknown_options(unknown, known)}")
+    values = read_options_file(path, option_names(QUICKSTART_ARGUMENT_CLASSES), source)
     if options.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
         values = {name: value for name, value in values.items() if name not in ARCHITECTURE_FIELDS}
-    return f"--recipe {options.recipe}", values
+    return source, values
 
 
 def apply_global_batch_size(job: PretrainingJob) -> None:

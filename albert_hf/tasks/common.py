@@ -260,13 +260,23 @@ def read_config_file(path: str) -> dict[str, Any]:
     return values
 
 
-def recipe_file(kind: str, name: str, option: str) -> str:
-    """The YAML file of recipe `name` of `kind` (albert_hf/recipes/<kind>/<name>.yaml), or `name` itself when it is
-    a path to a file; an unknown name is an `OptionError` listing the recipes there are."""
+def read_options_file(path: str, known: set[str], option: str) -> dict[str, Any]:
+    """The values of a file of options (`read_config_file`), each key one of the `known` options (as `--name`): an
+    unknown one is an `OptionError` naming `option` (how the file was given), the file and the closest option."""
+    values = read_config_file(path)
+    unknown = [f"--{name}" for name in values if f"--{name}" not in known]
+    if unknown:
+        raise OptionError(f"{option}: {path}: {unknown_options(unknown, known)}")
+    return values
+
+
+def recipe_file(kind: str, name: str, option: str, spelling: Callable[[str], str] = str) -> str:
+    """The YAML file of recipe `name` of `kind` (albert_hf/recipes/<kind>/<spelling(name)>.yaml), or `name` itself
+    when it is a path to a file; an unknown name is an `OptionError` listing the recipes there are."""
     if name.endswith((".yaml", ".yml", ".json")) or os.sep in name:
         return name
     folder = os.path.join(RECIPE_FOLDER, kind)
-    path = os.path.join(folder, f"{name}.yaml")
+    path = os.path.join(folder, f"{spelling(name)}.yaml")
     if not os.path.isfile(path):
         known = sorted(entry.removesuffix(".yaml") for entry in os.listdir(folder))
         guess = closest(name, known)
@@ -301,10 +311,7 @@ def parse_args(
     parser = JobArgumentParser(dataclass_types, epilog=epilog)
     parser.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
     config = parser.parse_known_args(argv)[0].config
-    from_file = read_config_file(config) if config else {}
-    unknown = [f"--{name}" for name in from_file if f"--{name}" not in option_names(dataclass_types)]
-    if unknown:
-        raise OptionError(f"{config}: {unknown_options(unknown, option_names(dataclass_types))}")
+    from_file = read_options_file(config, option_names(dataclass_types), CONFIG_OPTION) if config else {}
     on_command_line = given_options(dataclass_types, argv)
     given = on_command_line | frozenset(from_file)
 

@@ -16,7 +16,6 @@ from transformers import Trainer, TrainingArguments
 
 from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
-from ..options import unknown_options
 from ..training.preemption import train_or_checkpoint_on_signal
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
@@ -27,7 +26,7 @@ from .common import (
     config_source,
     is_given,
     parse_args,
-    read_config_file,
+    read_options_file,
     recipe_file,
 )
 
@@ -47,14 +46,9 @@ def paper_preset(kind: str):
     def read(options) -> tuple[str, dict[str, Any]]:
         if not options.preset:
             return "", {}
-        name = options.preset if options.preset.endswith((".yaml", ".yml", ".json")) else preset_key(options.preset)
-        path = recipe_file(kind, name, "--preset")
-        values = read_config_file(path)
-        known = {f"--{name}" for name in vars(options)}
-        unknown = [f"--{name}" for name in values if f"--{name}" not in known]
-        if unknown:  # a preset of the user's own with a misspelt option, or one this job does not have
-            raise OptionError(f"--preset {options.preset}: {path}: {unknown_options(unknown, known)}")
-        return f"--preset {options.preset}", values
+        source = f"--preset {options.preset}"
+        path = recipe_file(kind, options.preset, "--preset", spelling=preset_key)
+        return source, read_options_file(path, {f"--{name}" for name in vars(options)}, source)
 
     return read
 
