@@ -93,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     trainer.log_metrics("eval", metrics)
     trainer.save_metrics("eval", metrics)
     trainer.save_state()
-    trainer.create_model_card()
 
     # 8. Report: the held-out figures beside what a model that ignores its input scores, and the learning curves.
     baselines = held_out_baselines(trainer, eval_dataset)
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     plot_path = plot_learning_curves(
         trainer.state.log_history, Path(training_args.output_dir) / "learning_curves.png", baselines
     )
-    trainer.create_model_card()  # again, now that the folder holds the curves the card lists
+    trainer.create_model_card()  # last, so that the card lists the curves and every other file of the folder
     print(quickstart_report(trainer, job, stats, metrics, baselines, plot_path, time.time() - started))
     return 0
 
