@@ -664,13 +664,8 @@ class _Backend:
     def pipelines_of(self, inputs: Sequence) -> list[str]:
         """The pipeline of every item of a batch: one screen over all its texts, then each item it flagged alone."""
         screens = self._screens()
-        texts, owners = [], []
-        for index, item in enumerate(inputs):
-            for text in _texts_of(item):
-                texts.append(text)
-                owners.append(index)
         pipelines = ["ascii"] * len(inputs)
-        for index in {owners[flagged] for flagged in screens.flag(texts)}:
+        for index in screens.flag([_joined_text(item) for item in inputs]):
             pipelines[index] = self.pipeline_of(inputs[index], screens)
         return pipelines
 
@@ -793,6 +788,18 @@ def _printable_ascii(item: str | Sequence) -> bool:
     if isinstance(item, str):
         return item.isascii() and item.isprintable()
     return all(_printable_ascii(part) for part in item)
+
+
+def _joined_text(item: str | Sequence) -> str:
+    """The texts of a batch item joined by spaces, as `_Screens.flag` screens them: no needle it looks for spans a
+    space, so the joined text is flagged exactly when one of its texts would be. One string per item, not one per
+    pre-tokenized word, and joined in C: a batch of CoNLL sentences is screened as sentences."""
+    if isinstance(item, str):
+        return item
+    try:
+        return " ".join(item)  # pre-tokenized words, or a pair of texts
+    except TypeError:  # a pair of pre-tokenized word lists
+        return " ".join(map(_joined_text, item))
 
 
 def _texts_of(item: str | Sequence) -> Iterator[str]:

@@ -107,6 +107,21 @@ def test_the_batch_screen_routes_every_text_as_the_text_alone_would(tokenizer, t
     assert backend.pipelines_of(texts) == [backend.pipeline_of(text) for text in texts], texts
 
 
+PIECES = st.one_of(ASCII_TEXT, ASCII_TRICKY, TOKEN_TRICKY, TEXTS)
+WORDS = st.lists(PIECES, min_size=1, max_size=6)
+BATCH_ITEMS = st.one_of(PIECES, st.tuples(PIECES, PIECES), WORDS, st.tuples(WORDS, WORDS))
+
+
+@given(items=st.lists(BATCH_ITEMS, max_size=10))
+def test_the_batch_screen_routes_pairs_and_words_as_each_item_alone_would(tokenizer, items):
+    """The screen looks at an item's texts joined by spaces (a pair, pre-tokenized words, a pair of word lists):
+    every item still takes the pipeline it takes alone, where words like "1" "," must not read as "1,"."""
+    backend = tokenizer._tokenizer
+    assert backend.pipelines_of(items) == [backend.pipeline_of(item) for item in items], items
+    words = [["1", ","], ["1,"], ("2", ","), (["a", "3"], [",", "b"])]
+    assert backend.pipelines_of(words) == ["ascii", "marks", "ascii", "ascii"]
+
+
 @given(text=TEXTS)
 def test_offsets_always_lie_inside_the_text(tokenizer, text):
     encoding = tokenizer(text, return_offsets_mapping=True)
