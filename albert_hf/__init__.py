@@ -45,12 +45,9 @@ _PUBLIC_MODULES = {
 # accelerate, which loading a model or a tokenizer does not need: they are imported on first access in every process,
 # so that `import albert_hf` stays as light as loading a model.
 _TRAINER_MODULES = {
-    "AlbertModelCardMixin": "training.trainer",
     "AlbertPretrainingTrainer": "pretraining.trainer",
     "AlbertTrainer": "training.trainer",
-    "FineTuningTrainer": "training.trainer",
     "PretrainingArguments": "pretraining.trainer",
-    "ReliableTrainer": "training.trainer",
     "SquadTrainer": "tasks.squad",  # SQuAD's evaluation lives with its task
 }
 _TRAINER_NAMES = tuple(_TRAINER_MODULES)

@@ -570,12 +570,12 @@ def _tiny_classifier(num_labels: int):
 
 def test_evaluation_keeps_dataset_order_under_group_by_length(tmp_path):
     """transformers also length-groups (and shuffles) evaluation with group_by_length; prediction files need order."""
-    from albert_hf.training.trainer import FineTuningTrainer
+    from albert_hf.training.trainer import AlbertTrainer
 
     lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 3
     dataset = Dataset.from_list([{"input_ids": [i] * n, "label": 0} for i, n in enumerate(lengths)])
     args = _group_by_length_arguments(tmp_path)
-    trainer = FineTuningTrainer(model=_tiny_classifier(2), args=args, data_collator=lambda rows: rows)
+    trainer = AlbertTrainer(model=_tiny_classifier(2), args=args, data_collator=lambda rows: rows)
     order = [row["input_ids"][0] for batch in trainer.get_eval_dataloader(dataset) for row in batch]
     assert order == list(range(len(lengths)))
 
@@ -586,7 +586,7 @@ def test_predictions_line_up_with_their_examples_under_group_by_length(tmp_path)
     import torch
     from transformers import Trainer
 
-    from albert_hf.training.trainer import FineTuningTrainer
+    from albert_hf.training.trainer import AlbertTrainer
 
     lengths = [3, 9, 2, 7, 5, 8, 4, 6, 10, 1] * 2
     # Each example's label is its index, and its tokens make its logits its own.
@@ -596,7 +596,7 @@ def test_predictions_line_up_with_their_examples_under_group_by_length(tmp_path)
     args = _group_by_length_arguments(tmp_path)
     model = _tiny_classifier(len(lengths)).eval()
     collator = _pad
-    output = FineTuningTrainer(model=model, args=args, data_collator=collator).predict(dataset)
+    output = AlbertTrainer(model=model, args=args, data_collator=collator).predict(dataset)
     assert output.label_ids.tolist() == list(range(len(lengths)))
     with torch.no_grad():  # each example alone, without padding: the row predict returned for it
         alone = [model(input_ids=torch.tensor([row["input_ids"]])).logits[0].numpy() for row in dataset]

@@ -19,7 +19,7 @@ from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
 
 from albert_hf.training import callbacks
 from albert_hf.training.reliability import checkpoint_problem, latest_checkpoint
-from albert_hf.training.trainer import ReliableTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 
 class FakeHfApi:
@@ -83,7 +83,7 @@ def push_arguments(output_dir: Path, **overrides):
 
 def test_only_complete_checkpoints_under_their_final_name_are_uploaded(fake_api, tmp_path):
     api = fake_api()
-    trainer = ReliableTrainer(model=tiny_classifier(), args=push_arguments(tmp_path), train_dataset=RandomSequences())
+    trainer = AlbertTrainer(model=tiny_classifier(), args=push_arguments(tmp_path), train_dataset=RandomSequences())
     trainer.train()
     checkpoint_uploads = [u for u in api.uploads if u["path_in_repo"] == "last-checkpoint"]
     # One upload of the run folder and one of the checkpoint per save (steps 2, 4, 6).
@@ -100,7 +100,7 @@ def test_only_complete_checkpoints_under_their_final_name_are_uploaded(fake_api,
 def test_an_older_checkpoint_being_uploaded_is_not_rotated_away(fake_api, tmp_path):
     api = fake_api()
     api.release.clear()  # uploads hang until released
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=push_arguments(tmp_path, save_total_limit=1), train_dataset=RandomSequences()
     )
     releaser = threading.Timer(2.0, api.release.set)  # the end of training waits for the uploads: let them finish
@@ -120,7 +120,7 @@ def test_an_older_checkpoint_being_uploaded_is_not_rotated_away(fake_api, tmp_pa
 @pytest.mark.parametrize("fail", ["at_call", "in_background"])
 def test_a_failing_upload_is_reported_and_training_goes_on(fake_api, tmp_path, fail, caplog):
     api = fake_api(fail=fail)
-    trainer = ReliableTrainer(model=tiny_classifier(), args=push_arguments(tmp_path), train_dataset=RandomSequences())
+    trainer = AlbertTrainer(model=tiny_classifier(), args=push_arguments(tmp_path), train_dataset=RandomSequences())
     with caplog.at_level(logging.ERROR, logger="albert_hf.training.callbacks"):
         trainer.train()
     assert trainer.state.global_step == 6

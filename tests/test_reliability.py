@@ -50,7 +50,7 @@ from albert_hf.training.reliability import (
     latest_checkpoint,
     resolve_resume_checkpoint,
 )
-from albert_hf.training.trainer import ReliableTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 # --------------------------------------------------------------------------------------------------------------------
 # Exact resume of the real scripts after SIGKILL
@@ -151,7 +151,7 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     shared_data, spiece_model, tmp_path, step
 ):
     from albert_hf.scripts import glue
-    from albert_hf.training.trainer import FineTuningTrainer
+    from albert_hf.training.trainer import AlbertTrainer
 
     context = f"GLUE killed while saving checkpoint-{step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
@@ -164,7 +164,7 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     checkpoint = latest_checkpoint(killed_dir, marked=True)
     assert checkpoint == str(killed_dir / f"checkpoint-{step - 2}"), context
     # The broken checkpoint was never marked complete: transformers' own lookup would take it, "latest" does not.
-    assert issubclass(FineTuningTrainer, ReliableTrainer)
+    assert issubclass(AlbertTrainer, AlbertTrainer)
     assert (killed_dir / f"checkpoint-{step}" / "model.safetensors").is_file(), context
     assert not (killed_dir / f"checkpoint-{step}" / FINGERPRINT_NAME).exists(), context
     assert get_last_checkpoint(str(killed_dir)) == str(killed_dir / f"checkpoint-{step}"), context
@@ -176,7 +176,7 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# ReliableTrainer on a tiny classifier: atomic saves, best checkpoint, non-finite guard
+# AlbertTrainer on a tiny classifier: atomic saves, best checkpoint, non-finite guard
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -198,7 +198,7 @@ def crash_in_save_at(trainer_class: type[Trainer], step: int) -> type[Trainer]:
 
 @pytest.mark.parametrize("save_total_limit", [None, 1])
 def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_path, save_total_limit):
-    trainer = crash_in_save_at(ReliableTrainer, step=4)(
+    trainer = crash_in_save_at(AlbertTrainer, step=4)(
         model=tiny_classifier(),
         args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
@@ -214,7 +214,7 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
     assert latest_checkpoint(tmp_path, marked=True) == str(tmp_path / "checkpoint-2")
 
     # Resuming saves step 4 again over the broken folder, and the run completes.
-    resumed = ReliableTrainer(
+    resumed = AlbertTrainer(
         model=tiny_classifier(),
         args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
@@ -229,7 +229,7 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
 
 
 def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_path):
-    ReliableTrainer(
+    AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
     ).train()
     first_save = (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns
@@ -239,7 +239,7 @@ def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_pat
             self.marked = (tmp_path / "checkpoint-4" / FINGERPRINT_NAME).exists()
 
     seen = MarkerGoneAtBegin()
-    resumed = ReliableTrainer(
+    resumed = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
     )
     resumed.add_callback(seen)  # after CompleteCheckpoints: sees what it left
@@ -271,7 +271,7 @@ def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
         load_best_model_at_end=True,
         save_total_limit=1,
     )
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=arguments, train_dataset=RandomSequences(), eval_dataset=RandomSequences(size=8)
     )
     trainer.train()
@@ -284,7 +284,7 @@ def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
 
 def test_nan_loss_stops_training_naming_the_step(tmp_path):
     # Poisoned after step 3 (no save at odd steps): step 4's loss is NaN, and training stops before its update.
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(3)]
     )
     with pytest.raises(NonFiniteLossError, match=r"training loss is nan at global step 4\b.*checkpoint-2"):
@@ -295,7 +295,7 @@ def test_nan_loss_stops_training_naming_the_step(tmp_path):
 
 def test_nan_weights_are_never_saved(tmp_path):
     # Poisoned at step 2, whose save comes next: the save is refused, naming the step and the parameter.
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(2)]
     )
     with pytest.raises(NonFiniteLossError, match=r"classifier\.weight hold NaN/inf at global step 2\b"):
@@ -304,7 +304,7 @@ def test_nan_weights_are_never_saved(tmp_path):
 
 
 def test_nan_message_reports_the_fp16_loss_scale(tmp_path):
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(1)]
     )
     # CPU training has no scaler; give the accelerator one (scale 1024) to see it reported.
@@ -401,7 +401,7 @@ def test_resolve_resume_checkpoint(tmp_path, safetensors_bytes):
 
 @pytest.fixture
 def trained_checkpoint(tmp_path) -> Path:
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
     )
     trainer.train()
@@ -409,7 +409,7 @@ def trained_checkpoint(tmp_path) -> Path:
 
 
 def resume(checkpoint: Path, tmp_path: Path, model: torch.nn.Module | None = None) -> None:
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=model or tiny_classifier(),
         args=tiny_arguments(tmp_path / "resumed", max_steps=4),
         train_dataset=RandomSequences(),
@@ -528,10 +528,10 @@ TWO_RANK_WORKER = textwrap.dedent(
     sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/trainer_helpers.py
     from trainer_helpers import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
     from albert_hf.training.reliability import NonFiniteLossError
-    from albert_hf.training.trainer import ReliableTrainer
+    from albert_hf.training.trainer import AlbertTrainer
 
     output = Path(sys.argv[2])
-    trainer = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(output / "run", save_total_limit=1),
+    trainer = AlbertTrainer(model=tiny_classifier(), args=tiny_arguments(output / "run", save_total_limit=1),
                               train_dataset=RandomSequences())
     trainer.train()
 
@@ -540,7 +540,7 @@ TWO_RANK_WORKER = textwrap.dedent(
             if args.process_index == 1:
                 super().on_step_end(args, state, control, **kwargs)
 
-    poisoned = ReliableTrainer(model=tiny_classifier(), args=tiny_arguments(output / "poisoned"),
+    poisoned = AlbertTrainer(model=tiny_classifier(), args=tiny_arguments(output / "poisoned"),
                                train_dataset=RandomSequences(), callbacks=[PoisonOnRankOne(3)])
     try:
         poisoned.train()
@@ -598,7 +598,7 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
 def two_checkpoints(tmp_path) -> Path:
     """A finished run of 4 steps: checkpoint-2 and checkpoint-4, each written by Trainer in full."""
     run = tmp_path / "run"
-    ReliableTrainer(
+    AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(run, max_steps=4), train_dataset=RandomSequences()
     ).train()
     return run
@@ -625,7 +625,7 @@ def test_a_model_only_checkpoint_is_complete(two_checkpoints):
 def test_resume_from_a_truncated_training_state_file_names_it_before_training(two_checkpoints, tmp_path, file_name):
     damaged = two_checkpoints / "checkpoint-4" / file_name
     damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
     with pytest.raises(CheckpointError, match=rf"checkpoint-4/{file_name} is truncated"):
@@ -651,7 +651,7 @@ def test_rng_states_of_several_processes_are_all_required(two_checkpoints):
 
 
 def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog):
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
     with caplog.at_level(logging.INFO, logger="albert_hf.training"):
@@ -665,9 +665,9 @@ def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog)
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def resume_with(checkpoint: Path, output_dir: Path, **overrides) -> ReliableTrainer:
+def resume_with(checkpoint: Path, output_dir: Path, **overrides) -> AlbertTrainer:
     extra = overrides.pop("run_fingerprint_extra", None)
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(),
         args=tiny_arguments(output_dir, max_steps=6, **overrides),
         train_dataset=RandomSequences(),
@@ -707,7 +707,7 @@ def test_a_resume_that_changes_the_run_is_refused_naming_each_option(two_checkpo
 
 
 def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
-    trainer = ReliableTrainer(
+    trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
     )
     trainer.run_fingerprint_extra = {"train_files": ["a.txt"], "tokenizer": "spiece.model"}
@@ -757,7 +757,7 @@ def test_a_plain_trainer_relaunched_on_a_stream_trains_past_max_steps(two_checkp
 @pytest.mark.parametrize("dataset", [RandomSequences, EndlessSequences])
 def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints, caplog, dataset):
     final = load_file(two_checkpoints / "checkpoint-4" / "model.safetensors")
-    relaunched = ReliableTrainer(
+    relaunched = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
     )
     with caplog.at_level(logging.INFO, logger="albert_hf.training"):
@@ -784,9 +784,9 @@ KILLED_FINAL_SAVE = textwrap.dedent(
     import transformers.modeling_utils as modeling_utils
     from transformers import Trainer
     from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
-    from albert_hf.training.trainer import ReliableTrainer
+    from albert_hf.training.trainer import AlbertTrainer
 
-    trainer_class = {"reliable": ReliableTrainer, "plain": Trainer}[sys.argv[3]]
+    trainer_class = {"reliable": AlbertTrainer, "plain": Trainer}[sys.argv[3]]
     output = Path(sys.argv[2])
     trainer = trainer_class(model=tiny_classifier(), args=tiny_arguments(output, max_steps=2, save_strategy="no"),
                             train_dataset=RandomSequences())
@@ -838,7 +838,7 @@ def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path)
     model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
     assert model.config.hidden_size == 16
     # And a later save into the folder clears the leftover staging folder and completes.
-    trainer = ReliableTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no"))
+    trainer = AlbertTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no"))
     trainer.save_model()
     assert not (output / MODEL_STAGING_DIR_NAME).exists()
     AlbertForSequenceClassification.from_pretrained(output)

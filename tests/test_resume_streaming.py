@@ -1,7 +1,7 @@
 """Exact resume of streamed pretraining (`albert-hf pretrain --streaming`) after SIGKILL.
 
 A stream has no length: Trainer counts `max_steps` updates per pass, and the pass and the position within it are read
-back from the saved epoch (`ReliableTrainerMixin`). The stream (`ResumableInstanceStream`) is shuffled by windows and
+back from the saved epoch (`AlbertTrainer`). The stream (`ResumableInstanceStream`) is shuffled by windows and
 saves its position in each checkpoint, so the resumed run starts reading at the saved window instead of reading the
 trained batches again. The stream here is short (three files of two small documents each, about 11 instances of 64
 tokens in windows of at least 4), so the 6 steps of 2 micro-batches of 4 read it several times: a resume lands in a

@@ -1,6 +1,6 @@
 """A resumed stream continues in the right pass through public Trainer hooks only (`ignore_data_skip`, a callback).
 
-`ReliableTrainer` resumes a positionable stream (no length) by starting it after the trained batches itself and telling
+`AlbertTrainer` resumes a positionable stream (no length) by starting it after the trained batches itself and telling
 Trainer to skip nothing; `ResumedStreamCounters` writes back Trainer's epoch, restores the RNG states after the first
 new batch and keeps training going when the resumed pass has nothing left. Here the stream is an in-memory one whose
 position is the index in its pass, and the tiny classifier has dropout, so the RNG states matter. Pass lengths put
@@ -26,7 +26,7 @@ from transformers import TrainerCallback
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
 from albert_hf.training.reliability import STREAM_POSITION_NAME
-from albert_hf.training.trainer import ReliableTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 ACCUMULATION = 2
 
@@ -83,12 +83,10 @@ class TrainerCallsAccelerate(TrainerCallback):
         self.unpatched.append(transformers.trainer.skip_first_batches is accelerate.skip_first_batches)
 
 
-def train(
-    output_dir, size: int, checkpoint=None
-) -> tuple[ReliableTrainer, PositionedSequences, TrainerCallsAccelerate]:
+def train(output_dir, size: int, checkpoint=None) -> tuple[AlbertTrainer, PositionedSequences, TrainerCallsAccelerate]:
     stream, probe = PositionedSequences(size), TrainerCallsAccelerate()
     args = tiny_arguments(output_dir, gradient_accumulation_steps=ACCUMULATION)
-    trainer = ReliableTrainer(model=tiny_classifier(), args=args, train_dataset=stream, callbacks=[probe])
+    trainer = AlbertTrainer(model=tiny_classifier(), args=args, train_dataset=stream, callbacks=[probe])
     trainer.train(resume_from_checkpoint=checkpoint)
     return trainer, stream, probe
 

@@ -123,3 +123,94 @@ def test_trainer_saves_checkpoint_models_through_save_model_with_internal_call(t
         (None, False),
     ]
     assert (tmp_path / "checkpoint-2" / "model.safetensors").is_file()
+
+
+def test_transformers_encodes_every_entry_point_through_the_backend_s_encode(tokenizer, spiece_model, monkeypatch):
+    """What `TokenizersBackend._tokenizer` means to albert_hf: every public way transformers offers to encode
+    (`ENTRY_POINTS` of tests/tokenization_reference.py) hands each text to `self._tokenizer.encode_batch` or
+    `encode`, where albert_hf's backend routes it. A release that encoded some texts another way (another attribute,
+    or a copy of the Rust tokenizer) fails here naming the entry point, before any id could change silently; that
+    the ids are the original's through each of them is tests/test_tokenization.py's property test."""
+    import sentencepiece as spm
+    from tokenization_reference import ENTRY_POINTS, encode_through, overflow_windows
+
+    from albert_hf.tokenization import _Backend
+
+    reached: list[str] = []
+
+    def record(item) -> None:
+        for part in item if isinstance(item, (tuple, list)) else (item,):
+            if isinstance(part, (tuple, list)):
+                record(part)
+            else:
+                reached.append(part)
+
+    encode_batch, encode = _Backend.encode_batch, _Backend.encode
+
+    def recording_encode_batch(self, inputs, *args, **kwargs):
+        record(list(inputs))
+        return encode_batch(self, inputs, *args, **kwargs)
+
+    def recording_encode(self, sequence, pair=None, *args, **kwargs):
+        record([sequence] if pair is None else [sequence, pair])
+        return encode(self, sequence, pair, *args, **kwargs)
+
+    monkeypatch.setattr(_Backend, "encode_batch", recording_encode_batch)
+    monkeypatch.setattr(_Backend, "encode", recording_encode)
+    sp = spm.SentencePieceProcessor(model_file=str(spiece_model))
+    texts = ["In 1990, 4,666 people came.", "naïve café x1,y", "A plain sentence"]
+    pairs = ["Was it 2,000?", "Ünïcödé text", "Another one"]
+    for way in ENTRY_POINTS:
+        reached.clear()
+        if way == "return_overflowing_tokens stride":
+            given = [texts[0], " ".join(texts + pairs)]  # a question and a context cut into windows
+            overflow_windows(tokenizer, sp, *given, 8, 3)
+        else:
+            given = texts
+            encode_through(tokenizer, sp, way, texts, pairs)
+        missing = [text for text in given if text not in reached and not set(text.split(" ")) <= set(reached)]
+        assert reached and missing == [], (way, missing, reached[:6])
+
+
+FULLY_SHARD_CLASS = """
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import fully_shard
+from albert_hf import AlbertConfig, AlbertForPreTraining
+from albert_hf.training.reliability import own_class
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT={port!r})
+dist.init_process_group("gloo", rank=0, world_size=1)
+config = AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=16)
+model = AlbertForPreTraining(config)
+fully_shard(model)
+swapped = type(model)
+assert swapped is not AlbertForPreTraining and issubclass(swapped, AlbertForPreTraining), swapped
+assert swapped.__name__ == "FSDPAlbertForPreTraining", swapped.__name__
+full = {{name: tensor.full_tensor() for name, tensor in model.state_dict().items()}}
+with own_class(model) as own:
+    assert own is model and type(model) is AlbertForPreTraining
+    model.save_pretrained({folder!r}, state_dict=full)
+assert type(model) is swapped
+dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_fully_shard_swaps_the_class_and_the_save_sets_it_aside(tmp_path):
+    """What FSDP2's class swap means to albert_hf: `fully_shard` gives the model a subclass `FSDP<name>` defined by
+    torch, and `own_class` (the final save under FSDP2) sets the model's own class back for the save and the swapped
+    one after, so the folder's remote code is albert_hf's modeling, not torch's FSDP source. One process, gloo."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    script = FULLY_SHARD_CLASS.format(port=port, folder=str(tmp_path / "saved"))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert config["architectures"] == ["AlbertForPreTraining"]
+    assert not any("fsdp" in path.name.lower() for path in (tmp_path / "saved").iterdir())

@@ -125,7 +125,7 @@ def logged_losses(run: Path, after_step: int) -> list[tuple[int, float]]:
     return [(entry["step"], entry["loss"]) for entry in history if "loss" in entry and entry["step"] > after_step]
 
 
-# The tiny classifier of the ReliableTrainer tests
+# The tiny classifier of the AlbertTrainer tests
 
 
 class RandomSequences(TorchDataset):

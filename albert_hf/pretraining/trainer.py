@@ -14,7 +14,7 @@
   trust ratio is that of a whole tensor (training/lamb_deepspeed.py).
 * The model card it writes (`create_model_card`, `--push_to_hub`) is albert_hf's, as for every albert_hf Trainer
   (`write_trainer_model_card`); `card_info=CardInfo(...)` holds its metadata.
-* It is a `ReliableTrainer` (training/trainer.py): complete checkpoints, checked resumption, and the divergence guard
+* It is an `AlbertTrainer` (training/trainer.py): complete checkpoints, checked resumption, and the divergence guard
   of `PretrainingArguments` (`guard_divergence`, training/divergence.py) or, with the guard off, a stop at the first
   non-finite loss.
 """
@@ -30,11 +30,10 @@ import torch
 from transformers import TrainerCallback, TrainingArguments
 
 from ..errors import UserError
-from ..hub import CardInfo
 from ..training.divergence import DivergenceGuardConfig, guard_divergence
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.schedules import get_albert_polynomial_decay_schedule
-from ..training.trainer import ReliableTrainer, write_trainer_model_card
+from ..training.trainer import AlbertTrainer
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ class PretrainingArguments(PretrainingOptions, TrainingArguments):
         )
 
 
-class AlbertPretrainingTrainer(ReliableTrainer):
+class AlbertPretrainingTrainer(AlbertTrainer):
     """`Trainer` for [`AlbertForPreTraining`]-style models (MLM + sentence-order heads).
 
     The model's forward must take `num_items_in_batch` and `num_sequences_in_batch` and return `loss`,
@@ -89,9 +88,8 @@ class AlbertPretrainingTrainer(ReliableTrainer):
     `card_info` holds the model card's metadata (e.g. its language).
     """
 
-    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.card_info = card_info
         self._check_columns_reach_the_collator()
         model = self.accelerator.unwrap_model(self.model)
         forward = inspect.signature(model.forward).parameters
@@ -113,9 +111,6 @@ class AlbertPretrainingTrainer(ReliableTrainer):
         guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
         if guard_config is not None:
             guard_divergence(self, guard_config)
-
-    def create_model_card(self, **kwargs: Any) -> None:
-        write_trainer_model_card(self, self.card_info, **kwargs)
 
     def _check_columns_reach_the_collator(self) -> None:
         """Refuse to drop "word_starts" (the word boundaries of text without spaces): Trainer keeps only the columns

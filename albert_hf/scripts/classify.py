@@ -48,7 +48,7 @@ from albert_hf.tasks.finetuning import (
     training_fingerprint,
 )
 from albert_hf.tasks.glue import encode_texts
-from albert_hf.training.trainer import FineTuningTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, ClassifyArguments, TrainingArguments)
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_sets = {"eval": features["validation"]} if "validation" in features else {}
 
     # 6. Trainer: accuracy and macro-F1 for classes, Pearson and Spearman for scores.
-    trainer = FineTuningTrainer(
+    trainer = AlbertTrainer(
         model=model,
         args=training_args,
         train_dataset=features.get("train"),

@@ -44,7 +44,7 @@ from albert_hf.tasks.glue import (
     load_glue_data,
     predict_test_sets,
 )
-from albert_hf.training.trainer import FineTuningTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, GlueArguments, TrainingArguments)
 
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_sets = glue_eval_sets(task, features)
 
     # 6. Trainer: the first evaluation set is Trainer's own (evaluation during training); the task's GLUE metrics.
-    trainer = FineTuningTrainer(
+    trainer = AlbertTrainer(
         model=model,
         args=training_args,
         train_dataset=features.get("train"),

@@ -41,7 +41,7 @@ from albert_hf.tasks.finetuning import (
     training_fingerprint,
 )
 from albert_hf.tasks.multiple_choice import accuracy_compute_metrics, card_info, load_splits, write_test_predictions
-from albert_hf.training.trainer import FineTuningTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, MultipleChoiceArguments, TrainingArguments)
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_sets = {"eval": features["validation"]} if "validation" in features else {}
 
     # 6. Trainer: accuracy over the choices' scores.
-    trainer = FineTuningTrainer(
+    trainer = AlbertTrainer(
         model=model,
         args=training_args,
         train_dataset=features.get("train"),

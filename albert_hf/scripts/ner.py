@@ -49,7 +49,7 @@ from albert_hf.tasks.ner import (
     ner_label_list,
     write_test_predictions,
 )
-from albert_hf.training.trainer import FineTuningTrainer
+from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, NerArguments, TrainingArguments)
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_sets = {"eval": model_inputs(features["validation"])} if "validation" in features else {}
 
     # 6. Trainer: the model reads the input columns only; the word ids stay in `features` for the predictions.
-    trainer = FineTuningTrainer(
+    trainer = AlbertTrainer(
         model=model,
         args=training_args,
         train_dataset=model_inputs(features["train"]) if "train" in features else None,

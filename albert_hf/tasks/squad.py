@@ -31,7 +31,7 @@ from ..data.squad import (
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
-from ..training.trainer import FineTuningTrainer
+from ..training.trainer import AlbertTrainer
 from .arguments import SquadArguments
 from .common import ModelArguments
 
@@ -101,10 +101,10 @@ def squad_card_info(model_args: ModelArguments, squad_args: SquadArguments) -> C
     )
 
 
-class SquadTrainer(FineTuningTrainer):
+class SquadTrainer(AlbertTrainer):
     """A Trainer whose evaluation answers every question and scores the answers with the official SQuAD metric.
 
-    It evaluates in dataset order (FineTuningTrainer): post-processing matches windows to questions by position, and
+    It evaluates in dataset order (AlbertTrainer): post-processing matches windows to questions by position, and
     transformers 5 would otherwise reorder evaluation by length under `--train_sampling_strategy group_by_length`.
 
     The model's start/end logits over all evaluation windows are merged per question by `postprocess_predictions`;

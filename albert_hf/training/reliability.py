@@ -13,7 +13,7 @@ Pretraining runs last days, so a crash must cost minutes, not the run. transform
 
 This module holds what fixes them as plain functions (checkpoint completeness, resolution of a resume point, the
 run fingerprint, the numerical checks); training/callbacks.py and training/divergence.py make them `TrainerCallback`s
-any Trainer can use, and `ReliableTrainer` (training/trainer.py), the base of albert_hf's Trainers, attaches them all:
+any Trainer can use, and `AlbertTrainer` (training/trainer.py), the base of albert_hf's Trainers, attaches them all:
 
   * A checkpoint counts once it is marked complete: Trainer writes `checkpoint-N` in place, then (in `on_save`) the
     `CompleteCheckpoints` callback of training/callbacks.py fsyncs it and writes `run_fingerprint.json` last,

@@ -1,15 +1,12 @@
-"""The Trainers every albert_hf job shares. Each is `transformers.Trainer` with albert_hf's callbacks attached in its
-`__init__`, at most two classes above `Trainer`, and no mixin whose place among the bases matters:
+"""The Trainers every albert_hf job shares, each one class above `Trainer` or two, with a single base each:
 
-  * [`ReliableTrainer`]`(Trainer)`: complete checkpoints and their uploads, a non-finite loss stop, checked
-    resumption and an atomic final save. A crash must cost minutes, not the run, so every Trainer below is one.
-  * [`AlbertTrainer`]`(ReliableTrainer)`: the README.md that Trainer writes and pushes is albert_hf's model card
-    ([`write_trainer_model_card`], hub.py renders it). Pass `card_info=CardInfo(...)` for its metadata.
-  * [`FineTuningTrainer`]`(ReliableTrainer)`: albert_hf's model card, and evaluation and prediction in dataset order,
-    for the fine-tuning jobs (SQuAD's `SquadTrainer(FineTuningTrainer)`, in albert_hf/tasks/squad.py, adds its answer
-    extraction and official metrics to evaluation).
-  * The pretraining Trainer, `AlbertPretrainingTrainer(ReliableTrainer)`, lives with the rest of pretraining
-    (albert_hf/pretraining/trainer.py).
+  * [`AlbertTrainer`]`(Trainer)`: `transformers.Trainer` with albert_hf's callbacks attached in its `__init__`
+    (complete checkpoints and their uploads, a non-finite loss stop), checked resumption, an atomic final save,
+    albert_hf's model card and evaluation in dataset order. A crash must cost minutes, not the run, so every job's
+    Trainer is one.
+  * Where a task changes the loss or the evaluation, one class above it: `AlbertPretrainingTrainer(AlbertTrainer)`
+    (MLM + SOP, LAMB; albert_hf/pretraining/trainer.py) and `SquadTrainer(AlbertTrainer)` (answer extraction and the
+    official metrics; albert_hf/tasks/squad.py).
 
 The same features on a plain `transformers.Trainer` (or any subclass), from public callbacks and functions:
 
@@ -20,7 +17,7 @@ The same features on a plain `transformers.Trainer` (or any subclass), from publ
     write_trainer_model_card(trainer, card_info)  # albert_hf's model card in args.output_dir
 
 (`CompleteCheckpoints`, `UploadCompleteCheckpoints`, `resume_checkpoint`: training/callbacks.py; `StopOnNonFiniteLoss`,
-`guard_divergence`: training/divergence.py.) What only the `ReliableTrainer` classes add: `save_model()` staged and
+`guard_divergence`: training/divergence.py.) What only `AlbertTrainer` and its subclasses add: `save_model()` staged and
 moved in atomically, weights checked before each checkpoint, `train(resume_from_checkpoint=True)` taking the newest
 *complete* checkpoint, and a positionable training stream resumed at its saved position.
 """
@@ -76,9 +73,9 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------------------------------
 
 
-class ReliableTrainer(Trainer):
-    """`transformers.Trainer` with atomic checkpoints, a non-finite loss stop and checked resumption. Same arguments,
-    same checkpoint layout, same resumption.
+class AlbertTrainer(Trainer):
+    """`transformers.Trainer` with atomic checkpoints, a non-finite loss stop, checked resumption, albert_hf's model
+    card and evaluation in dataset order. Same arguments (plus `card_info`), same checkpoint layout, same resumption.
 
     Its `__init__` attaches the public callbacks any Trainer can use: [`CompleteCheckpoints`] marks each checkpoint
     once complete (and rotates after), [`UploadCompleteCheckpoints`] uploads marked checkpoints only (a failed upload
@@ -90,16 +87,50 @@ class ReliableTrainer(Trainer):
     A job declares what else a resume must not change (data files, tokenizer, objective) in
     `trainer.run_fingerprint_extra`; it is saved in each checkpoint's `run_fingerprint.json` with the model config,
     optimizer and global batch, and a resume that would change any of them is refused ([`CheckpointError`]).
+
+    The README.md that Trainer writes and pushes is albert_hf's model card ([`write_trainer_model_card`]), with the
+    metadata of `card_info=CardInfo(...)` (dataset and base model). Evaluation and prediction follow the dataset's
+    order: transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random
+    length-grouped order; metrics do not mind (labels move with predictions), but per-example outputs do
+    (leaderboard files, word-level NER predictions, SQuAD post-processing line predictions up with their examples).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any) -> None:
         hand_hub_token_to_environment(kwargs["args"] if "args" in kwargs else (args[1] if len(args) > 1 else None))
         super().__init__(*args, **kwargs)
+        self.card_info = card_info
         self.complete_checkpoints = CompleteCheckpoints()
         self.checkpoint_uploads = UploadCompleteCheckpoints(self)
         self.add_callback(self.complete_checkpoints)
         self.add_callback(self.checkpoint_uploads)  # after the marking: it uploads marked checkpoints only
         self.add_callback(StopOnNonFiniteLoss(self))
+
+    def create_model_card(self, **kwargs: Any) -> None:
+        write_trainer_model_card(self, self.card_info, **kwargs)
+
+    def get_eval_dataloader(self, eval_dataset=None):
+        with self._sampling_in_dataset_order():
+            return super().get_eval_dataloader(eval_dataset)
+
+    def get_test_dataloader(self, test_dataset):
+        with self._sampling_in_dataset_order():
+            return super().get_test_dataloader(test_dataset)
+
+    @contextlib.contextmanager
+    def _sampling_in_dataset_order(self) -> Iterator[None]:
+        """`train_sampling_strategy` "sequential" while an evaluation or test loader is built.
+
+        Trainer picks the evaluation sampler from the training strategy, and no argument sets the evaluation order
+        alone; "sequential" is the one strategy that keeps the dataset's order. Then one process reads in order,
+        several get sequential shards from accelerate, whose gather restores the order. The training loader is built
+        apart from these two, so it keeps the strategy asked for.
+        """
+        strategy = self.args.train_sampling_strategy
+        self.args.train_sampling_strategy = "sequential"
+        try:
+            yield
+        finally:
+            self.args.train_sampling_strategy = strategy
 
     @property
     def run_fingerprint_extra(self) -> dict[str, Any]:
@@ -489,28 +520,6 @@ def write_trainer_model_card(
     )
 
 
-class AlbertModelCardMixin:
-    """For a user's own `Trainer` subclass (`class MyTrainer(AlbertModelCardMixin, Trainer)`): `create_model_card`
-    writes albert_hf's card, with the defaults of `self.card_info`. albert_hf's own Trainers do not use it (they call
-    [`write_trainer_model_card`] from their `create_model_card`)."""
-
-    card_info: CardInfo | None = None
-
-    def create_model_card(self, **kwargs: Any) -> None:
-        write_trainer_model_card(self, self.card_info, **kwargs)
-
-
-class AlbertTrainer(ReliableTrainer):
-    """[`ReliableTrainer`] whose model cards are albert_hf's. Pass `card_info=CardInfo(...)` for the metadata."""
-
-    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.card_info = card_info
-
-    def create_model_card(self, **kwargs: Any) -> None:
-        write_trainer_model_card(self, self.card_info, **kwargs)
-
-
 def _first(value: str | list[str] | None) -> str | None:
     return value[0] if isinstance(value, list) else value
 
@@ -536,49 +545,3 @@ def _merge_card_info(info: CardInfo, **trainer_kwargs: Any) -> CardInfo:
         tags = trainer_kwargs["tags"]
         updates["tags"] = [*info.tags, *([tags] if isinstance(tags, str) else tags)]
     return CardInfo(**{**info.__dict__, **updates})
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Fine-tuning
-# --------------------------------------------------------------------------------------------------------------------
-
-
-class FineTuningTrainer(ReliableTrainer):
-    """[`ReliableTrainer`] whose evaluation and prediction follow the dataset's order, and whose model card is
-    albert_hf's (`card_info=CardInfo(...)`: dataset and base model for the card that --push_to_hub uploads).
-
-    transformers applies `--train_sampling_strategy group_by_length` to evaluation as well, in a random length-grouped
-    order. Metrics do not mind (labels move with predictions), but per-example outputs do: leaderboard files, word-level
-    NER predictions and SQuAD post-processing must line predictions up with their examples.
-    """
-
-    def __init__(self, *args: Any, card_info: CardInfo | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.card_info = card_info
-
-    def create_model_card(self, **kwargs: Any) -> None:
-        write_trainer_model_card(self, self.card_info, **kwargs)
-
-    def get_eval_dataloader(self, eval_dataset=None):
-        with self._sampling_in_dataset_order():
-            return super().get_eval_dataloader(eval_dataset)
-
-    def get_test_dataloader(self, test_dataset):
-        with self._sampling_in_dataset_order():
-            return super().get_test_dataloader(test_dataset)
-
-    @contextlib.contextmanager
-    def _sampling_in_dataset_order(self) -> Iterator[None]:
-        """`train_sampling_strategy` "sequential" while an evaluation or test loader is built.
-
-        Trainer picks the evaluation sampler from the training strategy, and no argument sets the evaluation order
-        alone; "sequential" is the one strategy that keeps the dataset's order. Then one process reads in order,
-        several get sequential shards from accelerate, whose gather restores the order. The training loader is built
-        apart from these two, so it keeps the strategy asked for.
-        """
-        strategy = self.args.train_sampling_strategy
-        self.args.train_sampling_strategy = "sequential"
-        try:
-            yield
-        finally:
-            self.args.train_sampling_strategy = strategy

@@ -1,5 +1,7 @@
-"""The private parts of transformers' `Trainer` that albert_hf relies on, all in this one module: one parameter,
-`save_model`'s `_internal_call`.
+"""The private names of transformers and torch that albert_hf relies on, all listed in this one module (the
+tokenizers library's are all public): `Trainer.save_model`'s `_internal_call` parameter, `TokenizersBackend`'s
+`_tokenizer` attribute (the backend tokenizer transformers encodes with), and the class FSDP2's `fully_shard` puts on
+a model (`FSDP<name>`, a subclass torch defines).
 
 albert_hf builds on public hooks wherever one serves: `train()` (checks before a resume, a stream positioned in the
 right pass), `TrainerCallback` events with `control` (complete checkpoints and their uploads: training/callbacks.py;
@@ -14,22 +16,24 @@ so Trainer's skip of trained batches (`ignore_data_skip`) is turned off through 
 patching the skip or overriding the training loop.
 
 A feature that truly needs a private name lists it in [`INTERNAL_NAMES`], with what it is used for and why no public
-hook serves, and reaches it only through a function of this module; tests/test_transformers_internals.py checks each
-name against the installed transformers (existence, parameters), so that a transformers release that moves one fails
-a test naming it instead of silently falling back, and checks that no class of albert_hf overrides a private Trainer
-method without being listed here.
+hook serves. tests/test_transformers_internals.py checks each name against the installed libraries (existence,
+parameters) and tests what each one *does* for albert_hf (so that a release that keeps a name but changes its meaning
+fails a test naming it instead of silently falling back), and checks that no class of albert_hf overrides a private
+Trainer method without being listed here.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import logging
 from dataclasses import dataclass
 
+import torch
 import transformers
 import transformers.trainer
-from transformers import PreTrainedModel, Trainer
+from transformers import PreTrainedModel, TokenizersBackend, Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +42,10 @@ logger = logging.getLogger(__name__)
 class InternalName:
     """One private transformers name albert_hf touches, what for, and why no public hook serves."""
 
-    name: str  # "Trainer._foo" (a method or attribute of Trainer) or "transformers.trainer.foo" (a module global)
-    kind: str  # "override", "call", "attribute" (read/written on a Trainer) or "module global"
+    # "Trainer._foo" / "TokenizersBackend._foo" (a method or attribute of that class), "transformers.trainer.foo" (a
+    # module global) or "torch.<module>.<function>" (a torch function whose private behaviour is relied on)
+    name: str
+    kind: str  # "override", "call", "attribute" (read/written on an instance), "module global" or "torch behaviour"
     used_for: str
     why_no_public_hook: str
     parameters: tuple[str, ...] = ()  # the parameters albert_hf passes or receives, for methods
@@ -60,6 +66,26 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "argument says which of the two saves is asked for",
         ("output_dir", "_internal_call"),
     ),
+    InternalName(
+        "TokenizersBackend._tokenizer",
+        "attribute",
+        "`AlbertHFTokenizer`'s backend (`_Backend` in tokenization.py): transformers encodes every input of every "
+        "entry point through `self._tokenizer.encode_batch` / `encode`, where the backend picks, per text, the "
+        "`tokenizers.Tokenizer` route that gives the original's tokens (the digit-comma and control-piece steps run "
+        "in Python only on the texts they can change)",
+        "`TokenizersBackend` takes its backend from this attribute only (its `tokenizer_object` argument is stored "
+        "there), and `tokenizers.Tokenizer` is a Rust class that cannot be subclassed; one Tokenizer with the Python "
+        "steps on every text costs 1.5x the CPU time (docs/performance.md)",
+    ),
+    InternalName(
+        "torch.distributed.fsdp.fully_shard",
+        "torch behaviour",
+        "the final save under FSDP2 (`own_class` in training/reliability.py): `fully_shard` swaps the model's class "
+        "for a subclass `FSDP<name>` that torch defines, so `save_pretrained` would copy torch's source as the "
+        "folder's remote code; the model is saved under its own class, set back for the duration",
+        "neither torch nor accelerate offers a public way back to the unsharded class; `unwrap_model` returns the "
+        "same object, with the swapped class",
+    ),
 )
 
 
@@ -67,7 +93,13 @@ def internal_name_problem(entry: InternalName) -> str | None:
     """Why the installed transformers does not provide `entry` as albert_hf uses it (a message naming the version,
     the name and what it is used for), or None."""
     version = transformers.__version__
-    owner = PreTrainedModel if entry.name.startswith("PreTrainedModel.") else Trainer
+    if entry.kind == "torch behaviour":
+        module_name, function = entry.name.rsplit(".", 1)
+        if callable(getattr(importlib.import_module(module_name), function, None)):
+            return None
+        return f"torch {torch.__version__} no longer has {entry.name}, used for {entry.used_for}."
+    owners = {"PreTrainedModel": PreTrainedModel, "TokenizersBackend": TokenizersBackend}
+    owner = owners.get(entry.name.split(".", 1)[0], Trainer)
     if entry.kind == "module global":
         found = hasattr(transformers.trainer, entry.attribute)
     elif entry.kind == "attribute":
