@@ -854,7 +854,9 @@ def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_mo
 
 def test_a_rollback_lr_factor_reaches_the_scheduler_and_the_logged_rate():
     """`scale_learning_rate` (the guard's `lr_factor`) through the scheduler's public state dict: the optimizer's rate,
-    the scheduler's base rates, the rate `get_last_lr()` reports (what Trainer logs) and every later step's rate."""
+    the scheduler's base rates, the rate `get_last_lr()` reports (what Trainer logs) and every later step's rate. The
+    behaviour test of the scheduler state's `_last_lr` key (training/transformers_internals.py): without it,
+    `get_last_lr()` would report the old rate until the next step."""
     from types import SimpleNamespace
 
     from transformers import get_linear_schedule_with_warmup

@@ -1,5 +1,7 @@
-"""Every private transformers name albert_hf touches (albert_hf/training/transformers_internals.py), checked against
-the installed transformers: one test per name, failing with the version, the name and what albert_hf uses it for.
+"""Every private name of transformers and torch albert_hf touches (albert_hf/training/transformers_internals.py),
+checked against the installed libraries, failing with the version, the name and what albert_hf uses it for, and what
+each one does for albert_hf tested (save_model's `_internal_call`, the tokenizer backend, FSDP2's class swap here;
+the scheduler state's `_last_lr` in tests/test_reliability.py).
 
 A source scan checks the other half of the rule: no module of albert_hf but the adapter uses a private name of
 transformers' Trainer.
@@ -24,7 +26,8 @@ PACKAGE = Path(albert_hf.__file__).parent
 
 
 def test_transformers_still_has_the_private_names():
-    """One check over the registry (empty today: a parametrised test over no entry would only be skipped)."""
+    """One check over the registry: each name exists in the installed transformers and torch, with the parameters
+    albert_hf passes; what each one does is tested below and where its entry says."""
     problems = [problem for entry in INTERNAL_NAMES if (problem := internal_name_problem(entry)) is not None]
     assert problems == [], problems
 

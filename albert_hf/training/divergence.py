@@ -407,8 +407,8 @@ def scale_learning_rate(trainer, scale: float) -> None:
     """Multiply the learning rate from now on: the optimizer's groups and the scheduler's base rates.
 
     The scheduler takes them through its public `state_dict`/`load_state_dict`, the last rate it computed included
-    (what `get_last_lr()` returns, and so what Trainer logs as the step's `learning_rate`): the logged rate is the
-    new one."""
+    (its `_last_lr` key, registered in training/transformers_internals.py: what `get_last_lr()` returns, and so what
+    Trainer logs as the step's `learning_rate`): the logged rate is the new one."""
     for group in trainer.optimizer.param_groups:
         group["lr"] *= scale
         if "initial_lr" in group:

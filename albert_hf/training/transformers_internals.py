@@ -1,7 +1,7 @@
 """The private names of transformers and torch that albert_hf relies on, all listed in this one module (the
 tokenizers library's are all public): `Trainer.save_model`'s `_internal_call` parameter, `TokenizersBackend`'s
-`_tokenizer` attribute (the backend tokenizer transformers encodes with), and the class FSDP2's `fully_shard` puts on
-a model (`FSDP<name>`, a subclass torch defines).
+`_tokenizer` attribute (the backend tokenizer transformers encodes with), the class FSDP2's `fully_shard` puts on a
+model (`FSDP<name>`, a subclass torch defines), and the `_last_lr` key of a scheduler's state dict.
 
 albert_hf builds on public hooks wherever one serves: `train()` (checks before a resume, a stream positioned in the
 right pass), `TrainerCallback` events with `control` (complete checkpoints and their uploads: training/callbacks.py;
@@ -45,7 +45,9 @@ class InternalName:
     # "Trainer._foo" / "TokenizersBackend._foo" (a method or attribute of that class), "transformers.trainer.foo" (a
     # module global) or "torch.<module>.<function>" (a torch function whose private behaviour is relied on)
     name: str
-    kind: str  # "override", "call", "attribute" (read/written on an instance), "module global" or "torch behaviour"
+    # "override", "call", "attribute" (read/written on an instance), "module global", "torch behaviour" (a function whose
+    # effect is relied on) or "torch state key" (a key of a public state_dict named after a private attribute)
+    kind: str
     used_for: str
     why_no_public_hook: str
     parameters: tuple[str, ...] = ()  # the parameters albert_hf passes or receives, for methods
@@ -86,6 +88,15 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
         "neither torch nor accelerate offers a public way back to the unsharded class; `unwrap_model` returns the "
         "same object, with the swapped class",
     ),
+    InternalName(
+        "torch.optim.lr_scheduler.LRScheduler._last_lr",
+        "torch state key",
+        "a divergence rollback's lower learning rate (`scale_learning_rate` in training/divergence.py): the key of "
+        "the scheduler's public `state_dict` that `get_last_lr()` returns, set to the lowered rate so that the rate "
+        "Trainer logs and the rollback event report is the one the next steps use",
+        "`load_state_dict` is the scheduler's public way to change its base rates; no public setter of the last "
+        "rate exists, and it is recomputed only at the next `step()`",
+    ),
 )
 
 
@@ -93,6 +104,13 @@ def internal_name_problem(entry: InternalName) -> str | None:
     """Why the installed transformers does not provide `entry` as albert_hf uses it (a message naming the version,
     the name and what it is used for), or None."""
     version = transformers.__version__
+    if entry.kind == "torch state key":
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        if entry.attribute in torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0).state_dict():
+            return None
+        return (
+            f"torch {torch.__version__}: a scheduler's state_dict has no {entry.attribute}, used for {entry.used_for}."
+        )
     if entry.kind == "torch behaviour":
         module_name, function = entry.name.rsplit(".", 1)
         if callable(getattr(importlib.import_module(module_name), function, None)):
