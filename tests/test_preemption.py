@@ -208,7 +208,8 @@ TRAINER_CHILD = """
     class WaitInStep4(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
             if state.global_step == 3:
-                print(f"rank {{args.process_index}} pid {{os.getpid()}} waiting in step 4", flush=True)
+                # One write per line: the ranks share the pipe, and print's text and newline are two writes.
+                os.write(1, f"rank {{args.process_index}} pid {{os.getpid()}} waiting in step 4\\n".encode())
                 deadline = time.monotonic() + 120
                 while not go_on.exists() and time.monotonic() < deadline:
                     time.sleep(0.01)
@@ -259,7 +260,7 @@ def signal_trainer_child(tmp_path: Path, launcher: list[str], rank: int, **env: 
     lines = []
     for line in child.stdout:
         lines.append(line)
-        waiting = re.match(rf"rank {rank} pid (\d+) waiting in step 4", line)
+        waiting = re.search(rf"rank {rank} pid (\d+) waiting in step 4", line)
         if waiting:
             os.kill(int(waiting.group(1)), signal.SIGTERM)
             go_on.touch()
