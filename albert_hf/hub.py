@@ -12,8 +12,8 @@ What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hu
     README.md               the model card rendered from `albert_hf/model_cards/template.md`
 
 Besides pushing, this module renders model cards (also for runs that Trainer pushes: `AlbertTrainer`'s
-`create_model_card`, through `write_trainer_model_card` in albert_hf/training/trainer.py, calls `write_model_card`). Conversion to and from stock transformers ALBERT is in
-albert_hf/convert.py, ONNX export in albert_hf/onnx_export.py.
+`create_model_card`, through `write_trainer_model_card` in albert_hf/training/trainer.py, calls `write_model_card`).
+Conversion to and from stock transformers ALBERT is in albert_hf/convert.py, ONNX export in albert_hf/onnx_export.py.
 """
 
 from __future__ import annotations

@@ -151,7 +151,6 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     shared_data, spiece_model, tmp_path, step
 ):
     from albert_hf.scripts import glue
-    from albert_hf.training.trainer import AlbertTrainer
 
     context = f"GLUE killed while saving checkpoint-{step}"
     killed_dir, reference_dir = tmp_path / "killed", tmp_path / "reference"
@@ -164,7 +163,6 @@ def test_glue_killed_while_saving_resumes_exactly_from_the_last_complete_checkpo
     checkpoint = latest_checkpoint(killed_dir, marked=True)
     assert checkpoint == str(killed_dir / f"checkpoint-{step - 2}"), context
     # The broken checkpoint was never marked complete: transformers' own lookup would take it, "latest" does not.
-    assert issubclass(AlbertTrainer, AlbertTrainer)
     assert (killed_dir / f"checkpoint-{step}" / "model.safetensors").is_file(), context
     assert not (killed_dir / f"checkpoint-{step}" / FINGERPRINT_NAME).exists(), context
     assert get_last_checkpoint(str(killed_dir)) == str(killed_dir / f"checkpoint-{step}"), context

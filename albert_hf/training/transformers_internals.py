@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class InternalName:
-    """One private transformers name albert_hf touches, what for, and why no public hook serves."""
+    """One private name of transformers or torch that albert_hf touches, what for, and why no public hook serves."""
 
     # "Trainer._foo" / "TokenizersBackend._foo" (a method or attribute of that class), "transformers.trainer.foo" (a
     # module global) or "torch.<module>.<function>" (a torch function whose private behaviour is relied on)
@@ -101,8 +101,8 @@ INTERNAL_NAMES: tuple[InternalName, ...] = (
 
 
 def internal_name_problem(entry: InternalName) -> str | None:
-    """Why the installed transformers does not provide `entry` as albert_hf uses it (a message naming the version,
-    the name and what it is used for), or None."""
+    """Why the installed transformers (or torch) does not provide `entry` as albert_hf uses it (a message naming the
+    version, the name and what it is used for), or None."""
     version = transformers.__version__
     if entry.kind == "torch state key":
         optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
