@@ -596,6 +596,21 @@ def load_original(
 
     training_state = [name for name in names if is_training_state(name)]
     not_imported = [name for name in names if name not in used and not is_training_state(name)]
+    # A backbone variable the config leaves unread (a group or inner layer more than it has) means the config is not
+    # this checkpoint's: refused, never dropped. The pooler alone is left out by the classes that have none.
+    unread = [
+        name
+        for name in not_imported
+        if unscoped(name, match.scope).startswith("bert/")
+        and not unscoped(name, match.scope).startswith("bert/pooler/")
+    ]
+    if unread:
+        shown = ", ".join(unread[:4]) + (f" and {len(unread) - 4} more" if len(unread) > 4 else "")
+        raise CheckpointLayoutError(
+            f"{source} holds {len(unread)} model variable(s) that {config_file} has no place for: {shown} (its "
+            f"num_hidden_groups is {config.num_hidden_groups}, inner_group_num {config.inner_group_num}): the "
+            "config is not this checkpoint's"
+        )
     if "squad-v2" in match.heads:
         notes.append(SQUAD_V2_NOTE)
     report = ImportReport(
