@@ -54,7 +54,7 @@ import torch
 
 from .configuration import AlbertConfig
 from .errors import MissingFileError, UserError
-from .hub import CardInfo, save_for_hub
+from .hub import CardInfo, card_language, save_for_hub
 from .modeling import (
     AlbertForMaskedLM,
     AlbertForMultipleChoice,
@@ -469,13 +469,12 @@ class ImportReport:
         ]
         if self.training_state:
             slots = sum(1 for name in self.training_state if name.rsplit("/", 1)[-1] in OPTIMIZER_SLOTS)
-            others = sorted(name for name in self.training_state if name.rsplit("/", 1)[-1] not in OPTIMIZER_SLOTS)
-            listed = ", ".join(others)
-            lines.append(
-                f"Skipped the training state: {slots} optimizer slot(s)" + (f" and {listed}" if listed else "") + "."
-            )
+            parts = [f"{slots} optimizer slot(s)"] if slots else []
+            parts += sorted(name for name in self.training_state if name.rsplit("/", 1)[-1] not in OPTIMIZER_SLOTS)
+            lines.append(f"Skipped the training state: {', '.join(parts)}.")
         if self.not_imported:
-            shown = ", ".join(self.not_imported[:8]) + (" ..." if len(self.not_imported) > 8 else "")
+            more = len(self.not_imported) - 8
+            shown = ", ".join(self.not_imported[:8]) + (f" and {more} more" if more > 0 else "")
             lines.append(f"Not imported ({len(self.not_imported)}, unused by {self.model_class}): {shown}.")
         lines += self.notes
         return "\n".join(lines)
@@ -816,7 +815,10 @@ def import_tf_checkpoint(
             staging,
             tokenizer=tokenizer,
             model_name=output_dir.resolve().name,
-            info=CardInfo(description=card_description(report, vocab_file)),
+            # The card's language is read off the vocabulary (a Chinese vocab.txt is "zh").
+            info=CardInfo(
+                description=card_description(report, vocab_file), language=card_language(CardInfo(), tokenizer)
+            ),
         )
         written = sorted(staging.iterdir(), key=lambda path: path.name == "README.md")  # the card last
         there = [path.name for path in written if (output_dir / path.name).exists()]

@@ -150,7 +150,7 @@ def test_training_state_is_skipped_and_counted():
     assert report.training_state and all(is_training_state(name) for name in report.training_state)
     assert "global_step" in report.training_state
     assert not report.not_imported
-    assert "160 optimizer slot(s) and global_step" in report.summary()
+    assert "Skipped the training state: 160 optimizer slot(s), global_step." in report.summary()
     for name in ("a/b/adam_m", "a/b/adam_v", "a/lamb_m", "a/lamb_v", "global_step", "module/global_step"):
         assert is_training_state(name), name
     assert not is_training_state("bert/embeddings/word_embeddings")
@@ -547,7 +547,8 @@ def test_a_wordpiece_vocabulary_becomes_a_bert_tokenizer_folder(tmp_path):
     assert tokenizer(text)["input_ids"] == expected
     config = json.loads((output / "config.json").read_text())
     assert (config["pad_token_id"], config["bos_token_id"], config["eos_token_id"]) == (0, 2, 3)
-    assert "folded" in (output / "README.md").read_text(encoding="utf-8")
+    card = (output / "README.md").read_text(encoding="utf-8")
+    assert "folded" in card and "language:\n- zh" in card
 
 
 def test_a_fine_tuned_checkpoint_without_its_release_files_asks_for_them(tmp_path):
