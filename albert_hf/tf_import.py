@@ -554,11 +554,13 @@ def load_original(
             f"embedding_hidden_mapping_in: exact, {extra:,} more parameters than the original"
         )
         config.embedding_size = H
-    if head in ("sequence-classification", "multiple-choice"):
-        labels_name = unscoped(CLASSIFIER_HEAD[0], match.scope)
-        labels = checkpoint.shape(match.scope + labels_name if match.scope + labels_name in checkpoint else labels_name)
-        if head == "sequence-classification":
-            config.num_labels = int(labels[0])
+
+    def resolved(source: str) -> str:
+        """The checkpoint's name of `source`: under the scope when it is there (a module's head), else as it is."""
+        return match.scope + source if match.scope + source in checkpoint else source
+
+    if head == "sequence-classification":
+        config.num_labels = int(checkpoint.shape(resolved(CLASSIFIER_HEAD[0]))[0])
     elif head == "question-answering":
         config.num_labels = 2
     model_class = HEAD_CLASSES[head]
@@ -571,13 +573,29 @@ def load_original(
     weights += pooler + head_weights(config, head)
     _check_shapes(weights, checkpoint, match.scope, str(config_file))
 
+    used = {resolved(source) for weight in weights for source in weight.sources}
+    training_state = [name for name in names if is_training_state(name)]
+    not_imported = [name for name in names if name not in used and not is_training_state(name)]
+    # A backbone variable the config leaves unread (a group or inner layer more than it has) means the config is not
+    # this checkpoint's: refused, never dropped. The pooler alone is left out, by the classes that have none.
+    unread = [
+        name
+        for name in not_imported
+        if unscoped(name, match.scope).startswith("bert/")
+        and not unscoped(name, match.scope).startswith("bert/pooler/")
+    ]
+    if unread:
+        shown = ", ".join(unread[:4]) + (f" and {len(unread) - 4} more" if len(unread) > 4 else "")
+        raise CheckpointLayoutError(
+            f"{source} holds {len(unread)} model variable(s) that {config_file} has no place for: {shown} (its "
+            f"num_hidden_groups is {config.num_hidden_groups}, inner_group_num {config.inner_group_num}): the "
+            "config is not this checkpoint's"
+        )
+
     state: dict[str, np.ndarray] = {}
-    used = set()
     for weight in weights:
-        resolved = [match.scope + s if match.scope + s in checkpoint else s for s in weight.sources]
-        arrays = [checkpoint.read(name, verify=verify_checksums) for name in resolved]
+        arrays = [checkpoint.read(resolved(name), verify=verify_checksums) for name in weight.sources]
         state[weight.key] = np.ascontiguousarray(weight.build(*arrays), dtype=np.float32)
-        used.update(resolved)
     if not any(weight.key.endswith("embedding_hidden_mapping_in.weight") for weight in weights):
         state.update(identity_weights(config, prefix))
 
@@ -593,23 +611,6 @@ def load_original(
         model.tie_weights()
     model.eval()
 
-    training_state = [name for name in names if is_training_state(name)]
-    not_imported = [name for name in names if name not in used and not is_training_state(name)]
-    # A backbone variable the config leaves unread (a group or inner layer more than it has) means the config is not
-    # this checkpoint's: refused, never dropped. The pooler alone is left out by the classes that have none.
-    unread = [
-        name
-        for name in not_imported
-        if unscoped(name, match.scope).startswith("bert/")
-        and not unscoped(name, match.scope).startswith("bert/pooler/")
-    ]
-    if unread:
-        shown = ", ".join(unread[:4]) + (f" and {len(unread) - 4} more" if len(unread) > 4 else "")
-        raise CheckpointLayoutError(
-            f"{source} holds {len(unread)} model variable(s) that {config_file} has no place for: {shown} (its "
-            f"num_hidden_groups is {config.num_hidden_groups}, inner_group_num {config.inner_group_num}): the "
-            "config is not this checkpoint's"
-        )
     if "squad-v2" in match.heads:
         notes.append(SQUAD_V2_NOTE)
     report = ImportReport(
@@ -635,8 +636,8 @@ SENTENCEPIECE_NAMES = ("30k-clean.model", "spiece.model")
 
 
 def _search_folders(prefix: str) -> list[Path]:
-    """Where a release keeps its config and vocabulary: beside the checkpoint, in a TF-Hub module's `assets/` (the
-    module folder is the parent of `variables/`), and the parent of a checkpoint's own folder."""
+    """Where a release keeps its config and vocabulary: beside the checkpoint and in `assets/` there; for a TF-Hub
+    module (the checkpoint is `variables/variables`), the module's folder and its `assets/`."""
     folder = Path(prefix).parent
     folders = [folder, folder / "assets"]
     if folder.name == "variables":
