@@ -97,6 +97,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "export_main",
         "export a saved model to ONNX, optionally int8-quantized",
     ),
+    "import": (
+        "albert_hf.tasks.import_command",
+        "import_main",
+        "import an original TensorFlow ALBERT checkpoint (no TensorFlow needed)",
+    ),
 }
 
 

@@ -6,8 +6,8 @@ Here the job's own dataclasses (`albert_hf.tasks.arguments`, `albert_hf.pretrain
 library) become a plain argparse parser used only to print: one group per dataclass that declares the fields, each
 option as `HfArgumentParser` spells it (`--foo`, and `--no_foo` for a switch that is on by default), with the job's
 own default (the recipe's value where the job applies a recipe of its own). `--help-all` then loads transformers and
-prints `TrainingArguments`' options with the defaults this job gives them. The two commands that parse with argparse
-(train-tokenizer, export) print their own parser's help.
+prints `TrainingArguments`' options with the defaults this job gives them. The commands that parse with argparse
+(train-tokenizer, export, import) print their own parser's help.
 
 The options listed are exactly those the job's real parser accepts besides `TrainingArguments`'
 (tests/test_cli_help.py compares them).
@@ -46,6 +46,7 @@ from .tasks.arguments import (
     SquadArguments,
 )
 from .tasks.folder_commands import export_command_parser, train_tokenizer_command_parser
+from .tasks.import_command import import_command_parser
 
 HELP_ALL = "--help-all"
 
@@ -142,6 +143,7 @@ JOBS: dict[str, JobHelp] = {
 ARGPARSE_COMMANDS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "train-tokenizer": train_tokenizer_command_parser,
     "export": export_command_parser,
+    "import": import_command_parser,
 }
 
 

@@ -46,6 +46,7 @@ MINIMAL_ARGV = {
     "multiple-choice": ["--output_dir", "out"],
     "train-tokenizer": ["corpus.txt", "--output_dir", "out"],
     "export": ["--model_name_or_path", "model", "--output_dir", "out"],
+    "import": ["checkpoint", "--output_dir", "out"],
 }
 HELP_FLAGS = {"-h", "--help", HELP_ALL}
 
