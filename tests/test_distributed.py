@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from distributed_helpers import (
+from helpers.distributed import (
     CONFIGS,
     GLOBAL_BATCH,
     REPO_ROOT,

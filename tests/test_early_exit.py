@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import TINY_CONFIG
+from helpers.tiny import TINY_CONFIG
 from transformers import pipeline
 
 from albert_hf import AlbertConfig, AlbertForMultipleChoice, AlbertForSequenceClassification
@@ -483,7 +483,7 @@ def test_multiple_choice_save_load_keeps_the_settings_and_onnx_export_refuses(tm
 
 
 def test_multiple_choice_cli_early_exit_reaches_the_config(shared_data, spiece_model, tmp_path):
-    from conftest import TINY_TWO_LAYER_OVERRIDES
+    from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
     from albert_hf.cli import main as cli_main
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import processes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GPU_SCRIPT = REPO_ROOT / "benchmarks" / "gpu.py"
@@ -36,7 +36,7 @@ def smoke_run(tmp_path_factory):
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     started = time.perf_counter()
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, str(GPU_SCRIPT), "--smoke", "--json", str(out)],
         env=env,
         capture_output=True,

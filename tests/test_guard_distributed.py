@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from distributed_helpers import (
+from helpers.distributed import (
     WORKERS,
     engine_arguments,
     max_difference,

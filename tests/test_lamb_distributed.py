@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from distributed_helpers import (
+from helpers.distributed import (
     CONFIGS,
     GLOBAL_BATCH,
     WORKERS,
@@ -30,7 +30,7 @@ from distributed_helpers import (
     tiny_config,
     torchrun,
 )
-from distributed_helpers import engine_arguments as fsdp2_job_arguments
+from helpers.distributed import engine_arguments as fsdp2_job_arguments
 
 from albert_hf.modeling import AlbertForPreTraining
 

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from command_line import CLI_ENV
+from helpers import processes
+from helpers.command_line import CLI_ENV
 
 from albert_hf import run_folder
 from albert_hf.errors import UserError
@@ -49,8 +50,8 @@ for folder in sys.argv[1:]:
 """
 
 
-def start(*folders: Path, **env: str) -> subprocess.Popen:
-    process = subprocess.Popen(
+def start(*folders: Path, **env: str) -> processes.Popen:
+    process = processes.start(
         [sys.executable, "-c", HOLDER, *map(str, folders)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -62,7 +63,7 @@ def start(*folders: Path, **env: str) -> subprocess.Popen:
     return process
 
 
-def finish(process: subprocess.Popen) -> str:
+def finish(process: processes.Popen) -> str:
     """Let the process release what it holds and exit; its stderr."""
     _, stderr = process.communicate(input="\n" * 10, timeout=300)
     return stderr

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES
 from datasets import Dataset
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.data.ner import (
     ALIGN_RUNNING_TEXT,

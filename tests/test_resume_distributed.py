@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from distributed_helpers import TOLERANCE, engine_arguments, max_difference, run_torchrun
+from helpers.distributed import TOLERANCE, engine_arguments, max_difference, run_torchrun
+from helpers.trainer import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
-from trainer_helpers import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.training.reliability import FINGERPRINT_NAME, latest_checkpoint

@@ -18,10 +18,10 @@ import accelerate
 import pytest
 import torch
 import transformers.trainer
+from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
 from safetensors.torch import load_file
 from test_instance_stream import OPTIONS, read_pass, rows_key, stream_files  # noqa: F401 (stream_files: the fixture)
 from torch.utils.data import IterableDataset
-from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
 from transformers import TrainerCallback
 
 from albert_hf.data.instance_stream import ResumableInstanceStream

@@ -10,13 +10,13 @@ import json
 import logging
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from helpers import processes
 from safetensors.torch import save_file
 from transformers import Trainer, TrainerCallback
 
@@ -121,7 +121,7 @@ def test_a_model_built_from_its_config_under_zero3_comes_out_partitioned_and_ini
     the constructor instead, no tensor would be partitioned."""
     script = Path(__file__).parent / "distributed" / "zero3_from_config.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_BUILD_OPS": "0", "PYTHONPATH": str(Path(__file__).parents[1])}
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, str(script), str(tmp_path), str(free_port())],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
