@@ -112,7 +112,11 @@ STALE_LOCK_SECONDS = 60.0
 
 
 class StaleBuildLockError(MachineStateError):
-    """A killed build of a C++ extension left its lock; the next build would wait on it forever."""
+    """A killed build of a C++ extension left its lock (`lock`); the next build would wait on it forever."""
+
+    def __init__(self, message: str, lock: Path):
+        super().__init__(message)
+        self.lock = lock
 
 
 def extension_build_roots() -> list[Path]:
@@ -141,7 +145,8 @@ def check_extension_build_locks(patience: float = STALE_LOCK_SECONDS) -> None:
                     f"{lock}: the build lock of torch extension {lock.parent.name!r} is held by no running process and "
                     f"its folder has not changed for {age:.0f} s: a build was killed and left it, and DeepSpeed would "
                     f"wait on it forever. Delete the file and run again (if a machine sharing this folder is building "
-                    f"the op right now, wait for it first)."
+                    f"the op right now, wait for it first).",
+                    lock,
                 )
             time.sleep(min(1.0, patience - age))
 

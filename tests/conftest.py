@@ -27,7 +27,10 @@ from helpers import optional, processes
 from helpers.data import FIXTURES, REQUIRE_DATA, SHARED_DATA, SPIECE_MODEL, data_roots
 from hypothesis import HealthCheck, settings
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Two threads per test process at most, and the cores shared between pytest-xdist's workers (one each on 2 cores):
+# more threads than cores make every one of them wait.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _WORKERS)))
 
 # Property tests draw their examples from a fixed seed, so a green (or red) run replays exactly anywhere;
 # HYPOTHESIS_PROFILE=thorough draws 10x more fresh examples (failures kept in .hypothesis/) to search for new bugs.
@@ -81,8 +84,33 @@ def pytest_report_header(config):
     ]
 
 
+@pytest.hookimpl(tryfirst=True)  # before the fixtures: a skipped test builds none
 def pytest_runtest_setup(item):
     optional.check(item)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_CPU_AT_START] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each test's CPU seconds (this process and the processes it waited for, setup and teardown included) as the
+    `cpu_s` property of its report, which the JUnit XML keeps (benchmarks/suite_times.py reads it): wall times
+    depend on what else the machine runs, CPU seconds far less."""
+    outcome = yield
+    if call.when == "teardown" and _CPU_AT_START in item.stash:
+        outcome.get_result().user_properties.append(("cpu_s", round(_cpu_seconds() - item.stash[_CPU_AT_START], 2)))
+
+
+_CPU_AT_START = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 @pytest.fixture(autouse=True)

@@ -271,6 +271,7 @@ def exported_exits(tmp_path_factory):
     return model, folder
 
 
+@pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
 def test_onnx_exit_graphs_equal_pytorch_at_every_depth_and_under_patience(exported_exits):
     from albert_hf.onnx_export import OnnxExitModel
 
@@ -291,6 +292,7 @@ def test_onnx_exit_graphs_equal_pytorch_at_every_depth_and_under_patience(export
             assert np.abs(logits - expected.logits.numpy()).max() <= 1e-5
 
 
+@pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
 def test_onnx_layer_is_stored_once_and_int8_error_is_measured_per_depth(exported_exits):
     import onnx
 

@@ -197,6 +197,7 @@ def test_every_fine_tuning_job_refuses_a_sequence_longer_than_the_model_before_t
 
 
 @pytest.mark.distributed
+@pytest.mark.needs("deepspeed")
 def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
     """--global_batch_size sets the accumulation after TrainingArguments filled DeepSpeed's "auto" values."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}

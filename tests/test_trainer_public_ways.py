@@ -115,6 +115,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.needs("deepspeed")
 def test_a_model_built_from_its_config_under_zero3_comes_out_partitioned_and_initialized(tmp_path):
     """Every tensor partitioned as it is built (none left whole in the process), and the gathered weights are the
     model's initialization: normal(0, initializer_range 0.02) matrices, LayerNorm weights 1, zero biases. Built by

@@ -24,7 +24,14 @@ def in_ci() -> bool:
 
 
 def missing(modules) -> list[str]:
-    return [module for module in modules if importlib.util.find_spec(module) is None]
+    return [module for module in modules if not _installed(module)]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None in sys.modules
+        return False
 
 
 def check(item: pytest.Item) -> None:
@@ -39,3 +46,16 @@ def check(item: pytest.Item) -> None:
             f"{', '.join(absent)} not installed in CI, where every optional dependency is: pip install {install}"
         )
     pytest.skip(f"{', '.join(absent)} not installed (pip install {install}); CI runs this test")
+
+
+# The engines of the multi-process tests that run on an optional dependency.
+ENGINE_NEEDS = {engine: ("deepspeed",) for engine in ("zero1", "zero2", "zero3", "zero3_persistent", "zero3_offload")}
+
+
+def engines(*names: str) -> list:
+    """`names` as a test's parameters, each engine marked with the modules it runs on
+    (`@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3"))`)."""
+    return [
+        pytest.param(name, marks=pytest.mark.needs(*ENGINE_NEEDS[name])) if name in ENGINE_NEEDS else name
+        for name in names
+    ]
