@@ -86,6 +86,7 @@ def reference_run(reference_runs) -> Path:
     return reference_runs()
 
 
+@pytest.mark.slow  # each a job killed in a subprocess, then resumed
 @pytest.mark.parametrize(
     "mode, step, latest",
     [
@@ -176,6 +177,7 @@ def run_job_alone(output_dir: Path, *options: str) -> None:
     assert job.returncode == 0, job.stdout + job.stderr
 
 
+@pytest.mark.slow  # two whole runs, each in a fresh process
 def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path):
     """A plain `transformers.Trainer` given albert_hf's callbacks (`CompleteCheckpoints`, and the divergence guard
     through `guard_divergence`, snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The

@@ -286,6 +286,7 @@ def test_regression_of_pairs_end_to_end(spiece_model, tmp_path):
     assert "predict_pearson" in json.loads((output_dir / "predict_results.json").read_text())
 
 
+@pytest.mark.slow  # an interrupted run resumed beside the whole run
 def test_resumes_from_the_latest_checkpoint_as_if_never_stopped(spiece_model, tmp_path):
     """A run stopped after its checkpoint at step 3 (its folder holds only that checkpoint) and restarted with
     --resume_from_checkpoint latest ends with the weights of the run that was never stopped."""

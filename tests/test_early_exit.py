@@ -174,6 +174,7 @@ def test_settings_are_checked():
 # ---- training ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a learning check
 def test_exits_trained_jointly_each_learn_a_tiny_task():
     """Label: whether the first token after [CLS] is in the lower half of the vocabulary; balanced classes."""
     generator = torch.Generator().manual_seed(0)
@@ -431,6 +432,7 @@ def test_multiple_choice_shrinking_batch_predicts_as_one_example_at_a_time():
     torch.testing.assert_close(together.logits, torch.cat([o.logits for o in alone]), rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # a learning check
 def test_multiple_choice_exits_each_learn_a_tiny_task():
     """Three choices; the right one is the only choice whose first token after [CLS] is below 30 (chance: 1/3)."""
     generator = torch.Generator().manual_seed(0)

@@ -274,6 +274,7 @@ def signal_trainer_child(tmp_path: Path, launcher: list[str], rank: int, **env: 
     return child.returncode, output, output_dir
 
 
+@pytest.mark.slow  # a run signalled in a subprocess, its reference in another
 def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrived_in(tmp_path):
     status, output, output_dir = signal_trainer_child(tmp_path, [sys.executable], rank=0)
     assert status == 143, output[-3000:]

@@ -823,6 +823,7 @@ def run_killed_final_save(tmp_path: Path, trainer_kind: str, save: str) -> Path:
     return output
 
 
+@pytest.mark.slow  # a job killed in its final save, in a subprocess
 def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_path):
     output = run_killed_final_save(tmp_path, "reliable", "first")
     assert not (output / "config.json").exists() and not (output / "model.safetensors").exists()
@@ -832,6 +833,7 @@ def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_p
         AlbertForSequenceClassification.from_pretrained(output)
 
 
+@pytest.mark.slow  # a job killed in its second final save, in a subprocess
 def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path):
     output = run_killed_final_save(tmp_path, "reliable", "second")
     model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
@@ -843,6 +845,7 @@ def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path)
     AlbertForSequenceClassification.from_pretrained(output)
 
 
+@pytest.mark.slow  # a plain Trainer killed in its final save, in a subprocess
 def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_model(tmp_path):
     """What the staging prevents: Trainer writes config.json first, then the weights in place."""
     output = run_killed_final_save(tmp_path, "plain", "first")

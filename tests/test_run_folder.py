@@ -187,6 +187,7 @@ def try_lock(folder: Path) -> processes.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # two real processes on one folder
 def test_a_second_writer_stops_at_once_naming_the_holder_and_the_lock_goes_at_exit(tmp_path):
     folder = tmp_path / "out"
     holder = start_holder(folder)
@@ -212,6 +213,7 @@ def test_the_lock_is_released_when_the_job_fails(tmp_path):
     assert not (tmp_path / LOCK_NAME).exists()
 
 
+@pytest.mark.slow  # a lock holder killed in a subprocess, then a taker
 def test_the_lock_of_a_killed_job_is_taken_over_with_a_warning(tmp_path):
     holder = start_holder(tmp_path)
     holder.send_signal(signal.SIGKILL)
@@ -301,6 +303,7 @@ def glue_argv(output_dir: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a holder process beside the real CLI in another
 def test_cli_refuses_a_folder_another_job_is_writing(tmp_path):
     folder = tmp_path / "out"
     holder = start_holder(folder)

@@ -104,6 +104,7 @@ def history(trainer_state_path) -> list[tuple[int, float, float | None]]:
     return [(entry["step"], entry["epoch"], entry.get("loss")) for entry in log]
 
 
+@pytest.mark.slow  # each a resumed run beside its uninterrupted one
 @pytest.mark.parametrize("step", [2, 4])
 @pytest.mark.parametrize("position", ["saved", "missing"])
 def test_a_resumed_stream_continues_exactly_in_its_pass(uninterrupted, tmp_path, step, position):
