@@ -383,6 +383,7 @@ def run_script(script: Path, argv: list[str]) -> processes.CompletedProcess:
     return processes.run(command, cwd=script.parent, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow  # a copied job script run in subprocesses
 def test_a_copied_script_with_its_own_head_trains_and_gives_the_commands_errors(spiece_model, tmp_path):
     """What users fork scripts for: a copy of the classify script, run with python from another folder, with a
     two-layer head instead of the linear one, learns the separable table and saves the new head; a mistake in its

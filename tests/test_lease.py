@@ -187,6 +187,7 @@ def test_a_holder_whose_lease_was_taken_over_stops_renewing_and_leaves_the_new_l
     assert not path.exists()
 
 
+@pytest.mark.slow  # two real processes racing for one folder
 def test_of_jobs_started_at_the_same_instant_exactly_one_gets_the_folder(tmp_path):
     """Two racers over four folders, two free and two holding a stale lease, released to each at the same instant."""
     folders = [tmp_path / f"run{index}" for index in range(4)]

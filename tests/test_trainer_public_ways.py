@@ -115,6 +115,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # DeepSpeed ZeRO-3 in a subprocess, which builds DeepSpeed's CPU op at first use
 @pytest.mark.needs("deepspeed")
 def test_a_model_built_from_its_config_under_zero3_comes_out_partitioned_and_initialized(tmp_path):
     """Every tensor partitioned as it is built (none left whole in the process), and the gathered weights are the
