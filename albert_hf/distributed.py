@@ -9,6 +9,10 @@ Every job calls `init_distributed(training_args)` (through `tasks.common.start_j
   * Under DeepSpeed with `--use_cpu` it starts DeepSpeed's communication on gloo; otherwise `zero.Init` (used by
     `from_pretrained` under ZeRO-3) initialises its own group and takes a world size of 1.
 
+Under DeepSpeed it first looks for a build lock of torch's C++ extensions that a killed build left behind
+(`check_extension_build_locks`): DeepSpeed compiles its CPU communication op at first use, and torch waits on such a
+lock forever, without a word.
+
 `check_lamb_engine(training_args)` refuses, before any work, an engine under which `--optimizer lamb` would not run
 ALBERT's LAMB (a DeepSpeed config that brings its own optimizer, offload without a client optimizer, a ZeRO stage 0
 wrapper or FSDP1 that flattens the tensors).
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from .errors import UserError
+from .errors import MachineStateError, UserError
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +75,8 @@ def check_world_size(training_args) -> None:
 def init_distributed(training_args) -> None:
     """Join the launcher's process group (through Trainer's own set-up), start DeepSpeed's communication on gloo when
     training on CPU, and check that every launched process takes part. Call it before building the model."""
+    if uses_deepspeed(training_args):
+        check_extension_build_locks()  # before DeepSpeed's communication starts, which builds its CPU op
     # Reading `world_size` runs TrainingArguments' device set-up, which creates accelerate's PartialState and, under a
     # launcher, the torch.distributed process group (gloo with --use_cpu, nccl on GPUs).
     world_size = training_args.world_size
@@ -87,6 +95,86 @@ def init_distributed(training_args) -> None:
             training_args.device,
             uses_deepspeed(training_args),
         )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Build locks of torch's C++ extensions
+# --------------------------------------------------------------------------------------------------------------------
+#
+# DeepSpeed builds its ops at first use through torch.utils.cpp_extension (on CPU: the shared-memory communication op,
+# when its communication starts), one folder per op under the extensions root ($TORCH_EXTENSIONS_DIR, else
+# ~/.cache/torch_extensions/<python>_<accelerator>/). The build holds `<folder>/lock` open (`FileBaton`) and removes it
+# when done; a build that was killed (a timeout, Ctrl-C, a preempted job) leaves it, and every later build of that op
+# polls for it to go, forever. A lock no process holds cannot go away; one whose folder changed in the last minute may
+# be a build that has just ended, so it is given that minute first.
+
+STALE_LOCK_SECONDS = 60.0
+
+
+class StaleBuildLockError(MachineStateError):
+    """A killed build of a C++ extension left its lock (`lock`); the next build would wait on it forever."""
+
+    def __init__(self, message: str, lock: Path):
+        super().__init__(message)
+        self.lock = lock
+
+
+def extension_build_roots() -> list[Path]:
+    """Where torch builds C++ extensions: $TORCH_EXTENSIONS_DIR, else torch's default root."""
+    chosen = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if chosen:
+        return [Path(chosen)]
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return [Path(get_default_build_root())]
+
+
+def check_extension_build_locks(patience: float = STALE_LOCK_SECONDS) -> None:
+    """Raise [`StaleBuildLockError`] (exit status 3) naming the first build lock under the extension roots that no
+    running process holds and whose folder has not changed for `patience` seconds; a lock whose folder changed more
+    recently is waited on until it goes, a process takes it, or it is that old. Costs a directory listing when no lock
+    exists."""
+    locks = [lock for root in extension_build_roots() for lock in (*root.glob("*/lock"), *root.glob("*/*/lock"))]
+    for lock in locks:
+        while True:
+            age = _quiet_seconds(lock.parent)
+            if age is None or _held(lock):
+                break
+            if age >= patience:
+                raise StaleBuildLockError(
+                    f"{lock}: the build lock of torch extension {lock.parent.name!r} is held by no running process and "
+                    f"its folder has not changed for {age:.0f} s: a build was killed and left it, and DeepSpeed would "
+                    f"wait on it forever. Delete the file and run again (if a machine sharing this folder is building "
+                    f"the op right now, wait for it first).",
+                    lock,
+                )
+            time.sleep(min(1.0, patience - age))
+
+
+def _quiet_seconds(folder: Path) -> float | None:
+    """Seconds since anything in `folder` (the lock included) last changed; None once the lock is gone."""
+    if not (folder / "lock").exists():
+        return None
+    try:
+        newest = max(entry.stat().st_mtime for entry in (folder, *folder.iterdir()))
+    except FileNotFoundError:  # an entry went while being read: the folder is changing
+        return 0.0
+    return time.time() - newest
+
+
+def _held(lock: Path) -> bool:
+    """Whether a running process of this machine has `lock` open (a build in progress holds it from creation to
+    removal); processes this user may not inspect are not seen."""
+    import psutil
+
+    target = os.path.realpath(lock)
+    for process in psutil.process_iter():
+        try:
+            if any(os.path.realpath(opened.path) == target for opened in process.open_files()):
+                return True
+        except psutil.Error:  # gone, or another user's
+            continue
+    return False
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.command_line import CLI_ENV, error_lines, run_cli
+from tests.helpers.command_line import CLI_ENV, error_lines, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -3,7 +3,7 @@
 Every text of the shared data folder (all GLUE sentences, SQuAD contexts and questions, CoNLL-2003 sentences, the
 pretraining corpora and transformers' text samples) is encoded, without special tokens, by:
 
-- google-research's own code (`tests/tokenization_reference.py`: the albert-tensorflow wheel's `preprocess_text`
+- google-research's own code (`tests/helpers/tokenization_reference.py`: the albert-tensorflow wheel's `preprocess_text`
   with lower=True and `FullTokenizer.tokenize`, as run_classifier.py runs them),
 - albert_hf's AlbertHFTokenizer with `split_special_tokens=True` (text is text, as in the original),
 - transformers' AlbertTokenizer (v5, Rust backend) on the same spiece.model, also with `split_special_tokens=True`.
@@ -40,7 +40,7 @@ from transformers import AlbertTokenizer as TransformersAlbertTokenizer
 from albert_hf.tokenization import AlbertHFTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from tokenization_reference import TEXT_SOURCES, preprocess_text, reference_pieces  # noqa: E402
+from helpers.tokenization_reference import TEXT_SOURCES, preprocess_text, reference_pieces  # noqa: E402
 
 KNOWN_TIES_FILE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tokenizer" / "known_ties.json"
 

@@ -1,30 +1,35 @@
-"""Shared test fixtures: the real data (the repository's small excerpts, and the full folder beside the project when
-present), derandomized property tests, and a small CPU budget per test process.
+"""pytest's hooks and fixtures for the whole suite: the two tiers, the data fixture, derandomized property tests, a
+small CPU budget per test process, the end of every process a test starts, and the optional dependencies. What tests
+import lives in the `helpers` package (tests/helpers/); nothing imports from this file.
 
-Data. `tests/fixtures/` holds exact excerpts of the full data folder in the same layout (sources and licences in its
-README.md), so every test runs from a bare clone. Tests that take `shared_data` run on the full data where `../shared/data`
-(or `$ALBERT_HF_SHARED_DATA`) exists, else on the excerpts. With `ALBERT_HF_REQUIRE_DATA=1`
-(set by CI) a missing full data folder fails those runs instead of leaving them out.
+Tiers. `python -m pytest` runs the fast tier: every test not marked `slow` (a test marked `distributed`, which starts
+several processes, is `slow` too). `python -m pytest --full` runs every test, the slow ones included; CI runs that
+(.ci/run). A new test is in the fast tier unless it is marked; CONTRIBUTING.md says when to mark one.
+
+Data. Tests that take `shared_data` run on the full data where `../shared/data` (or `$ALBERT_HF_SHARED_DATA`)
+exists, else on the repository's excerpts (helpers/data.py); they are marked `data` (`-m data` selects them).
+
+Processes. Every process a test starts goes through helpers/processes.py, which ends its whole tree; after each test
+whatever that test started and did not end is ended, and at the end of the run any process of the run still alive
+fails it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import optional, processes
+from helpers.data import FIXTURES, REQUIRE_DATA, SHARED_DATA, SPIECE_MODEL, data_roots
 from hypothesis import HealthCheck, settings
 
+# Two threads per test process at most, as before the tests ran on pytest-xdist's workers: the learning checks'
+# float reductions (and so their trajectories) depend on the thread count.
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT / "tests" / "fixtures"
-SHARED_DATA = Path(os.environ.get("ALBERT_HF_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
-REQUIRE_DATA = os.environ.get("ALBERT_HF_REQUIRE_DATA", "") not in ("", "0")
-# The real ALBERT 30k SentencePiece model (a byte-identical copy of the full folder's).
-SPIECE_MODEL = FIXTURES / "spiece" / "albert-30k-clean.model"
 
 # Property tests draw their examples from a fixed seed, so a green (or red) run replays exactly anywhere;
 # HYPOTHESIS_PROFILE=thorough draws 10x more fresh examples (failures kept in .hypothesis/) to search for new bugs.
@@ -34,37 +39,111 @@ settings.register_profile("thorough", max_examples=250, deadline=None, suppress_
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-def data_roots() -> list[str]:
-    """ "full" where the full data folder exists or is required, else the repository's excerpts ("fixtures").
-
-    One root per run keeps the suite's time that of one pass over the data; `ALBERT_HF_DATA_ROOTS=fixtures,full` runs
-    the data tests on both (the excerpts are then checked beside a full folder too)."""
-    chosen = os.environ.get("ALBERT_HF_DATA_ROOTS")
-    if chosen:
-        return [root.strip() for root in chosen.split(",") if root.strip()]
-    return ["full"] if SHARED_DATA.is_dir() or REQUIRE_DATA else ["fixtures"]
-
-
-def is_full(root: Path) -> bool:
-    return root != FIXTURES
-
-
 def pytest_generate_tests(metafunc):
     if "shared_data" in metafunc.fixturenames:
         metafunc.parametrize("shared_data", data_roots(), indirect=True, scope="session")
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full",
+        action="store_true",
+        help="run the full tier: every test, the slow ones (kills and resumes, several processes, learning checks) too",
+    )
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the run itself, not one of pytest-xdist's workers
+        processes.mark_run()
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark every test that reads the data folder `data`: the only tests whose run differs between a bare clone (the
-    excerpts) and a checkout beside the full folder, so `-m data` is the set a bare clone must prove (.ci/run)."""
+    excerpts) and a checkout beside the full folder, so `-m data` is the set a bare clone must prove (.ci/run).
+    A multi-process test is slow; without --full the slow tests are deselected (the fast tier)."""
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.data)
+        if item.get_closest_marker("distributed") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("full"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 def pytest_report_header(config):
     where = SHARED_DATA if SHARED_DATA.is_dir() else f"{SHARED_DATA} absent"
-    return f"albert_hf data roots: {', '.join(data_roots())} (full data: {where}; required: {REQUIRE_DATA})"
+    tier = "full (every test)" if config.getoption("full") else "fast (the slow tests deselected; --full runs them)"
+    return [
+        f"albert_hf tier: {tier}",
+        f"albert_hf data roots: {', '.join(data_roots())} (full data: {where}; required: {REQUIRE_DATA})",
+    ]
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures: a skipped test builds none
+def pytest_runtest_setup(item):
+    optional.check(item)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_CPU_AT_START] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each test's CPU seconds (this process and the processes it waited for, setup and teardown included) as the
+    `cpu_s` property of its report, which the JUnit XML keeps (benchmarks/suite_times.py reads it): wall times
+    depend on what else the machine runs, CPU seconds far less."""
+    outcome = yield
+    if call.when == "teardown" and _CPU_AT_START in item.stash:
+        outcome.get_result().user_properties.append(("cpu_s", round(_cpu_seconds() - item.stash[_CPU_AT_START], 2)))
+
+
+_CPU_AT_START = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+@pytest.fixture(autouse=True)
+def end_started_processes():
+    """Whatever a test started through helpers/processes.py and did not end is ended when it finishes, passed or
+    failed: its whole process tree."""
+    yield
+    processes.end_started()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """Fail the run if a process that one of its tests started is still alive (after pytest-xdist's workers have
+    stopped): name each one and the test that started it, then end it."""
+    if hasattr(session.config, "workerinput"):
+        return
+    deadline = time.monotonic() + 10  # a process killed a moment ago may take that long to go
+    left = processes.leftovers()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = processes.leftovers()
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(left)} process(es) that tests started were still running at the end of the run:"]
+    lines += [f"  {processes.describe(process)}" for process in left]
+    if reporter is not None:
+        reporter.write_sep("=", "processes left running", red=True)
+        for line in lines:
+            reporter.write_line(line)
+    else:
+        print("\n".join(lines))
+    processes.kill(left)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -106,42 +185,6 @@ def wikitext_articles(tmp_path_factory):
         return path
 
     return write
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Tiny models
-# --------------------------------------------------------------------------------------------------------------------
-
-# The tiny ALBERT of the model-level tests: one shared layer group applied 4 times, an embedding size E below the
-# hidden size H (so the E -> H projection is exercised), H split over several heads, and odd sizes (vocabulary 99,
-# feed-forward 37) so that no two dimensions can be confused. Files that need other fields override them by name.
-TINY_CONFIG = dict(
-    vocab_size=99,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    intermediate_size=37,
-    max_position_embeddings=64,
-)
-
-# `--config_overrides` of the job tests, on top of a real preset, so that a whole job runs in seconds on a CPU: one
-# layer for the fine-tuning jobs (GLUE, NER, SQuAD, multiple choice); two layer applications for pretraining and the
-# crash/resume tests, which add their own dropout settings.
-TINY_ONE_LAYER_OVERRIDES = (
-    "hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=1,embedding_size=16"
-)
-TINY_TWO_LAYER_OVERRIDES = (
-    "embedding_size=16,hidden_size=32,num_attention_heads=2,intermediate_size=64,num_hidden_layers=2,"
-    "max_position_embeddings=64"
-)
-
-
-def tiny_config(**overrides):
-    """`AlbertConfig` of [`TINY_CONFIG`] with `overrides`."""
-    from albert_hf import AlbertConfig
-
-    return AlbertConfig(**{**TINY_CONFIG, **overrides})
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from command_line import assert_one_line_error, run_cli
-from conftest import SPIECE_MODEL, TINY_ONE_LAYER_OVERRIDES
+from helpers.command_line import assert_one_line_error, run_cli
+from helpers.data import SPIECE_MODEL
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.data.glue import get_glue_task, load_glue_files, read_glue_tsv
 from albert_hf.data.multiple_choice import read_multiple_choice
@@ -344,7 +345,7 @@ def test_tokenizer_and_vocabulary_rule(pieces, vocab_size, fits):
 
 
 def test_hub_and_pretraining_checks_ask_the_same_rule(tokenizer):
-    from conftest import tiny_config
+    from helpers.tiny import tiny_config
 
     from albert_hf.hub import check_tokenizer_fits
     from albert_hf.modeling import AlbertForMaskedLM

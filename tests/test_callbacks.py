@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_helpers import (
+from helpers import processes
+from helpers.trainer import (
     KILLED_JOB,
     REPO_ROOT,
     RandomSequences,
@@ -38,7 +39,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "distributed"))
 import plain_trainer_job  # noqa: E402
 
 
-def start_killed_job(output_dir: Path, step: int, mode: str, *extra: str) -> subprocess.Popen:
+def start_killed_job(output_dir: Path, step: int, mode: str, *extra: str) -> processes.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
@@ -55,7 +56,7 @@ def start_killed_job(output_dir: Path, step: int, mode: str, *extra: str) -> sub
         env["KILL_IN_SAVE"] = "1"
     elif mode == "mid_step":
         env["KILL_MID_STEP"] = "1"
-    return subprocess.Popen(
+    return processes.start(
         [sys.executable, str(KILLED_JOB), "plain_trainer_job", "--output_dir", str(output_dir), *extra],
         env=env,
         cwd=REPO_ROOT,
@@ -85,6 +86,7 @@ def reference_run(reference_runs) -> Path:
     return reference_runs()
 
 
+@pytest.mark.slow  # each a job killed in a subprocess, then resumed
 @pytest.mark.parametrize(
     "mode, step, latest",
     [
@@ -171,10 +173,11 @@ def run_job_alone(output_dir: Path, *options: str) -> None:
     for name in ("KILL_STEP", "KILL_IN_SAVE", "KILL_MID_STEP", "KILL_BEFORE_MARK"):
         env.pop(name, None)
     command = [sys.executable, str(KILLED_JOB), "plain_trainer_job", "--output_dir", str(output_dir), *options]
-    job = subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
+    job = processes.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
     assert job.returncode == 0, job.stdout + job.stderr
 
 
+@pytest.mark.slow  # two whole runs, each in a fresh process
 def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path):
     """A plain `transformers.Trainer` given albert_hf's callbacks (`CompleteCheckpoints`, and the divergence guard
     through `guard_divergence`, snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The

@@ -8,7 +8,6 @@ import csv
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from conftest import TINY_ONE_LAYER_OVERRIDES
+from helpers import processes
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from safetensors import safe_open
 from transformers import EvalPrediction
 
@@ -286,6 +286,7 @@ def test_regression_of_pairs_end_to_end(spiece_model, tmp_path):
     assert "predict_pearson" in json.loads((output_dir / "predict_results.json").read_text())
 
 
+@pytest.mark.slow  # an interrupted run resumed beside the whole run
 def test_resumes_from_the_latest_checkpoint_as_if_never_stopped(spiece_model, tmp_path):
     """A run stopped after its checkpoint at step 3 (its folder holds only that checkpoint) and restarted with
     --resume_from_checkpoint latest ends with the weights of the run that was never stopped."""
@@ -320,7 +321,6 @@ def test_resumes_from_the_latest_checkpoint_as_if_never_stopped(spiece_model, tm
 def test_two_processes_predict_what_one_does(spiece_model, tmp_path):
     """torchrun, 2 CPU processes, uneven last batches: the same evaluation and the same prediction file, in order."""
     import os
-    import subprocess
     import sys
 
     repo_root = Path(__file__).resolve().parents[1]
@@ -338,7 +338,7 @@ def test_two_processes_predict_what_one_does(spiece_model, tmp_path):
     command += job_args(spiece_model, tmp_path / "two", *argv)
     python_path = os.pathsep.join(filter(None, [str(repo_root), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = processes.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
 
     one, two = ((tmp_path / run / "predictions_test.tsv").read_text() for run in ("one", "two"))
@@ -377,12 +377,13 @@ def forked_classify_script(folder: Path) -> Path:
     return path
 
 
-def run_script(script: Path, argv: list[str]) -> subprocess.CompletedProcess:
+def run_script(script: Path, argv: list[str]) -> processes.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     command = [sys.executable, str(script), *argv]
-    return subprocess.run(command, cwd=script.parent, env=env, capture_output=True, text=True, timeout=900)
+    return processes.run(command, cwd=script.parent, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow  # a copied job script run in subprocesses
 def test_a_copied_script_with_its_own_head_trains_and_gives_the_commands_errors(spiece_model, tmp_path):
     """What users fork scripts for: a copy of the classify script, run with python from another folder, with a
     two-layer head instead of the linear one, learns the separable table and saves the new head; a mistake in its

@@ -15,11 +15,11 @@ import dataclasses
 import os
 import re
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import processes
 
 from albert_hf.cli import COMMANDS, main
 from albert_hf.job_help import ARGPARSE_COMMANDS, HELP_ALL, JOBS
@@ -58,15 +58,15 @@ def console_script(tmp_path_factory) -> Path:
     return path
 
 
-def run_console_script(script: Path, *argv: str) -> subprocess.CompletedProcess:
+def run_console_script(script: Path, *argv: str) -> processes.CompletedProcess:
     """`albert-hf <argv>` in a fresh process, on a wide terminal (one line per option)."""
     environment = {**os.environ, "COLUMNS": "2000"}
-    return subprocess.run(
+    return processes.run(
         [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=300, env=environment
     )
 
 
-def heavy_imports(result: subprocess.CompletedProcess) -> list[str]:
+def heavy_imports(result: processes.CompletedProcess) -> list[str]:
     line = [line for line in result.stderr.splitlines() if line.startswith("imported:")]
     assert len(line) == 1, result.stderr[-3000:]
     return eval(line[0].removeprefix("imported:"))  # the list the script printed
@@ -217,7 +217,7 @@ def test_version_imports_neither_torch_nor_transformers(console_script):
 def test_python_m_cli_help_imports_neither(tmp_path):
     """`python -m albert_hf.cli` is the command too: `-X importtime` names every module the process imports."""
     for argv in (["--help"], ["glue", "--help"]):
-        result = subprocess.run(
+        result = processes.run(
             [sys.executable, "-X", "importtime", "-m", "albert_hf.cli", *argv],
             capture_output=True,
             text=True,
@@ -240,13 +240,13 @@ def test_a_job_run_by_the_command_registers_the_auto_classes():
         "assert 'albert_hf' in transformers.CONFIG_MAPPING\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
 def test_import_albert_hf_elsewhere_registers_the_auto_classes():
     code = "import albert_hf, transformers; print('albert_hf' in transformers.CONFIG_MAPPING)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.stdout.strip() == "True", result.stderr[-3000:]
 
 
@@ -272,7 +272,7 @@ def test_example_script_help(script, capsys, monkeypatch):
 
 
 def test_console_script_lists_every_command():
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "albert_hf.cli", "--help"], capture_output=True, text=True, timeout=120, check=True
     )
     for command in COMMANDS:

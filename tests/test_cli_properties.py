@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from command_line import assert_one_line_error, run_cli
-from conftest import FIXTURES, SPIECE_MODEL, TINY_ONE_LAYER_OVERRIDES, TINY_TWO_LAYER_OVERRIDES
+from helpers.command_line import assert_one_line_error, run_cli
+from helpers.data import FIXTURES, SPIECE_MODEL
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES, TINY_TWO_LAYER_OVERRIDES
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 

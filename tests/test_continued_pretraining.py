@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from conftest import FIXTURES, TINY_TWO_LAYER_OVERRIDES
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 from transformers import AutoModelForPreTraining
 
 import albert_hf

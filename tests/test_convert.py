@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from hub_helpers import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
+from helpers.hub import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
 

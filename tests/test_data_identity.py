@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from command_line import assert_one_line_error, run_cli
-from conftest import FIXTURES, TINY_TWO_LAYER_OVERRIDES
+from helpers.command_line import assert_one_line_error, run_cli
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
 from albert_hf.training import reliability
 from albert_hf.training.reliability import data_file_identity, data_files_fingerprint

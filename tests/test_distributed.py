@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from distributed_helpers import (
+from helpers.distributed import (
     CONFIGS,
     GLOBAL_BATCH,
     REPO_ROOT,
@@ -39,6 +39,7 @@ from distributed_helpers import (
     tiny_config,
     torchrun,
 )
+from helpers.optional import engines
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.ner import CONLL2003_LABELS
@@ -111,7 +112,7 @@ def trainer_reference(workdir, pretraining_checkpoint, mlm_batches) -> dict:
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
+@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3"))
 def test_trainer_two_processes_match_one(engine, workdir, pretraining_checkpoint, mlm_batches, trainer_reference):
     output_dir = workdir / f"trainer_{engine}"
     torchrun(
@@ -144,6 +145,7 @@ def test_trainer_two_processes_match_one(engine, workdir, pretraining_checkpoint
 
 
 @pytest.mark.distributed
+@pytest.mark.needs("deepspeed")
 def test_shared_layer_gradients_under_fsdp2_and_zero3(workdir, pretraining_checkpoint, mlm_batches):
     output_dir = workdir / "shared_layer_grads"
     output_dir.mkdir()
@@ -253,7 +255,7 @@ def pretraining_reference(workdir, pretraining_corpus, spiece_model, pretraining
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
+@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3"))
 def test_pretraining_script_two_processes_match_one(
     engine,
     workdir,
@@ -351,7 +353,7 @@ def glue_reference(workdir, shared_data, spiece_model, glue_checkpoint) -> dict:
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3"])
+@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3"))
 def test_glue_script_two_processes_match_one(
     engine, workdir, shared_data, spiece_model, glue_checkpoint, glue_reference, record_property
 ):

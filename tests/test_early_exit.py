@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import TINY_CONFIG
+from helpers.tiny import TINY_CONFIG
 from transformers import pipeline
 
 from albert_hf import AlbertConfig, AlbertForMultipleChoice, AlbertForSequenceClassification
@@ -174,6 +174,7 @@ def test_settings_are_checked():
 # ---- training ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a learning check
 def test_exits_trained_jointly_each_learn_a_tiny_task():
     """Label: whether the first token after [CLS] is in the lower half of the vocabulary; balanced classes."""
     generator = torch.Generator().manual_seed(0)
@@ -271,6 +272,7 @@ def exported_exits(tmp_path_factory):
     return model, folder
 
 
+@pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
 def test_onnx_exit_graphs_equal_pytorch_at_every_depth_and_under_patience(exported_exits):
     from albert_hf.onnx_export import OnnxExitModel
 
@@ -291,6 +293,7 @@ def test_onnx_exit_graphs_equal_pytorch_at_every_depth_and_under_patience(export
             assert np.abs(logits - expected.logits.numpy()).max() <= 1e-5
 
 
+@pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
 def test_onnx_layer_is_stored_once_and_int8_error_is_measured_per_depth(exported_exits):
     import onnx
 
@@ -429,6 +432,7 @@ def test_multiple_choice_shrinking_batch_predicts_as_one_example_at_a_time():
     torch.testing.assert_close(together.logits, torch.cat([o.logits for o in alone]), rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # a learning check
 def test_multiple_choice_exits_each_learn_a_tiny_task():
     """Three choices; the right one is the only choice whose first token after [CLS] is below 30 (chance: 1/3)."""
     generator = torch.Generator().manual_seed(0)
@@ -483,7 +487,7 @@ def test_multiple_choice_save_load_keeps_the_settings_and_onnx_export_refuses(tm
 
 
 def test_multiple_choice_cli_early_exit_reaches_the_config(shared_data, spiece_model, tmp_path):
-    from conftest import TINY_TWO_LAYER_OVERRIDES
+    from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
     from albert_hf.cli import main as cli_main
 

@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from command_line import assert_one_line_error, run_cli
-from conftest import FIXTURES, TINY_ONE_LAYER_OVERRIDES
+from helpers.command_line import assert_one_line_error, run_cli
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.run_folder import OutputFolderError, check_resume_target
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conftest import FIXTURES, SPIECE_MODEL, is_full
 from fixtures import make_fixtures
+from helpers.data import FIXTURES, SPIECE_MODEL, is_full
 
 # sha256 of albert-base-v2's spiece.model (= Google's 30k-clean.model), from the full data folder's provenance.
 ALBERT_SPIECE_SHA256 = "fefb02b667a6c5c2fe27602d28e5fb3428f66ab89c7d6f388e7c8d44a02d0336"

@@ -14,9 +14,9 @@ import pytest
 import sentencepiece as spm
 import torch
 from datasets import Dataset
+from helpers.tokenization_reference import preprocess_text  # tests/ has no __init__.py: pytest puts it on sys.path
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from tokenization_reference import preprocess_text  # tests/ has no __init__.py: pytest puts it on sys.path
 
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import (

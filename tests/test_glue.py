@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
-from metric_references import reference_f1, reference_matthews, reference_pearson
+from helpers.data import is_full
+from helpers.metric_references import reference_f1, reference_matthews, reference_pearson
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction, TrainingArguments
 
 from albert_hf.data.glue import (

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import processes
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GPU_SCRIPT = REPO_ROOT / "benchmarks" / "gpu.py"
@@ -36,7 +36,7 @@ def smoke_run(tmp_path_factory):
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     started = time.perf_counter()
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, str(GPU_SCRIPT), "--smoke", "--json", str(out)],
         env=env,
         capture_output=True,
@@ -50,6 +50,8 @@ def smoke_run(tmp_path_factory):
     return result.returncode, result.stdout + result.stderr, results, table
 
 
+@pytest.mark.slow  # the benchmark's every section in a subprocess (ZeRO-3 on gloo, learning, recipes): about a minute
+@pytest.mark.needs("deepspeed")  # the smoke runs the ZeRO-3 section on gloo
 def test_smoke_runs_every_section_end_to_end(smoke_run):
     returncode, output, results, table = smoke_run
     assert returncode == 0, output[-6000:]
@@ -67,6 +69,8 @@ def test_smoke_runs_every_section_end_to_end(smoke_run):
     assert "SMOKE" in table and results["meta"]["smoke"] is True
 
 
+@pytest.mark.slow  # the benchmark's every section in a subprocess (ZeRO-3 on gloo, learning, recipes): about a minute
+@pytest.mark.needs("deepspeed")  # the smoke runs the ZeRO-3 section on gloo
 def test_smoke_sections_measure_what_they_claim(smoke_run):
     _, _, results, _ = smoke_run
     sections = {name: section["data"] for name, section in results["sections"].items()}
@@ -83,6 +87,8 @@ def test_smoke_sections_measure_what_they_claim(smoke_run):
     assert zero3["passed"] and zero3["backend"] == "gloo" and zero3["partitioned_after_from_pretrained"]
 
 
+@pytest.mark.slow  # the benchmark's every section in a subprocess (ZeRO-3 on gloo, learning, recipes): about a minute
+@pytest.mark.needs("deepspeed")  # the smoke runs the ZeRO-3 section on gloo
 def test_smoke_learning_section_pretrains_and_fine_tunes_both_sides(smoke_run):
     _, _, results, _ = smoke_run
     learning = results["sections"]["learning"]["data"]
@@ -196,6 +202,8 @@ def test_one_fine_tuning_failing_leaves_the_others(monkeypatch, tmp_path):
     assert all("ValueError: no such file" in run["error"] for run in runs[2:])
 
 
+@pytest.mark.slow  # the benchmark's every section in a subprocess (ZeRO-3 on gloo, learning, recipes): about a minute
+@pytest.mark.needs("deepspeed")  # the smoke runs the ZeRO-3 section on gloo
 def test_smoke_recipes_section_trains_both_for_the_same_seconds_and_scores_them_alike(smoke_run):
     _, _, results, _ = smoke_run
     data = results["sections"]["recipes"]["data"]

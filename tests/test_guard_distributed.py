@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from distributed_helpers import (
+from helpers.distributed import (
     WORKERS,
     engine_arguments,
     max_difference,
@@ -26,6 +26,7 @@ from distributed_helpers import (
     save_random_pretraining_batches,
     tiny_config,
 )
+from helpers.optional import engines
 from trainer_parity import deepspeed_config
 
 import albert_hf.training.divergence as divergence
@@ -48,7 +49,7 @@ def engine_flags(engine: str, folder) -> list[str]:
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3", "fsdp2"])
+@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3", "fsdp2"))
 def test_nan_on_one_process_rolls_back_and_ends_as_the_run_without_those_batches(engine, tmp_path):
     torch.manual_seed(0)
     checkpoint = tmp_path / "checkpoint"

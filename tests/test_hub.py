@@ -11,14 +11,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from datasets import Dataset
-from hub_helpers import REMOTE_CODE_FILES, TEXTS, encode, files_in, tiny_config
+from helpers import processes
+from helpers.hub import REMOTE_CODE_FILES, TEXTS, encode, files_in, tiny_config
 from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
 from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
@@ -139,7 +139,7 @@ def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict
     )
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-c", script],
         cwd=tmp_path,
         env=env,

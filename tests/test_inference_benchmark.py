@@ -7,7 +7,7 @@ import importlib.util
 import json
 import sys
 
-from conftest import REPO_ROOT
+from helpers.data import REPO_ROOT
 
 
 def load_benchmark():

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES
+from helpers import processes
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf.errors import UserError
@@ -197,6 +197,7 @@ def test_every_fine_tuning_job_refuses_a_sequence_longer_than_the_model_before_t
 
 
 @pytest.mark.distributed
+@pytest.mark.needs("deepspeed")
 def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
     """--global_batch_size sets the accumulation after TrainingArguments filled DeepSpeed's "auto" values."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
@@ -208,7 +209,7 @@ def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
     command += ["--output_dir", str(tmp_path / "out"), "--use_cpu", "--report_to", "none"]
     command += ["--deepspeed", str(REPO_ROOT / "examples" / "accelerate_configs" / "ds_zero2.json")]
     command += ["--global_batch_size", "16", "--per_device_train_batch_size", "4"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = processes.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
     assert json.loads(output.read_text()) == {
         "gradient_accumulation_steps": 2,

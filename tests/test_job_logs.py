@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO_ROOT, SPIECE_MODEL, TINY_ONE_LAYER_OVERRIDES
+from helpers import processes
+from helpers.data import FIXTURES, REPO_ROOT, SPIECE_MODEL
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from albert_hf.training.job_logs import (
@@ -38,7 +39,7 @@ def job_output(*argv: str) -> str:
     """stdout and stderr of `albert-hf <argv>` in a fresh process, as a user sees them (no tqdm bars)."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OMP_NUM_THREADS="1", HF_DATASETS_OFFLINE="1")
     env.pop("PYTHONWARNINGS", None)
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-m", "albert_hf.cli", *argv, "--disable_tqdm", "true"],
         capture_output=True,
         text=True,

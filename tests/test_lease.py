@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from command_line import CLI_ENV
+from helpers import processes
+from helpers.command_line import CLI_ENV
 
 from albert_hf import run_folder
 from albert_hf.errors import UserError
@@ -49,8 +50,8 @@ for folder in sys.argv[1:]:
 """
 
 
-def start(*folders: Path, **env: str) -> subprocess.Popen:
-    process = subprocess.Popen(
+def start(*folders: Path, **env: str) -> processes.Popen:
+    process = processes.start(
         [sys.executable, "-c", HOLDER, *map(str, folders)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -62,7 +63,7 @@ def start(*folders: Path, **env: str) -> subprocess.Popen:
     return process
 
 
-def finish(process: subprocess.Popen) -> str:
+def finish(process: processes.Popen) -> str:
     """Let the process release what it holds and exit; its stderr."""
     _, stderr = process.communicate(input="\n" * 10, timeout=300)
     return stderr
@@ -186,6 +187,7 @@ def test_a_holder_whose_lease_was_taken_over_stops_renewing_and_leaves_the_new_l
     assert not path.exists()
 
 
+@pytest.mark.slow  # two real processes racing for one folder
 def test_of_jobs_started_at_the_same_instant_exactly_one_gets_the_folder(tmp_path):
     """Two racers over four folders, two free and two holding a stale lease, released to each at the same instant."""
     folders = [tmp_path / f"run{index}" for index in range(4)]

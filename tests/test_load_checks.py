@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from command_line import assert_one_line_error, run_cli
-from conftest import FIXTURES, TINY_ONE_LAYER_OVERRIDES
+from helpers.command_line import assert_one_line_error, run_cli
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.training.sanity import PretrainingSetupError, check_unknown_share, unknown_share
 

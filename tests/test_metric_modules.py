@@ -14,7 +14,7 @@ import evaluate
 import numpy as np
 import pytest
 import tomllib
-from conftest import is_full
+from helpers.data import is_full
 from transformers import EvalPrediction
 
 import albert_hf.metrics

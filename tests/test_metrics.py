@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from metric_references import (
+from helpers.metric_references import (
     reference_f1,
     reference_matthews,
     reference_ner_scores,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FIXTURES, TINY_ONE_LAYER_OVERRIDES
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from huggingface_hub import ModelCard
 
 # The optimizer class each option of the runs builds (`--optim` of TrainingArguments, `--optimizer` of pretraining).

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
 import transformers
-from conftest import TINY_CONFIG, tiny_config
+from helpers import processes
+from helpers.tiny import TINY_CONFIG, tiny_config
 from transformers.modeling_layers import GradientCheckpointingLayer
 
 import albert_hf
@@ -618,7 +618,7 @@ def test_remote_code_loads_without_albert_hf(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]

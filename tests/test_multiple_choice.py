@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES
 from datasets import Dataset
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction
 
 from albert_hf.data.multiple_choice import (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import ClassLabel, Dataset, Features, Sequence, Value
+from helpers.data import is_full
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.data.ner import (
     CONLL2003_LABELS,

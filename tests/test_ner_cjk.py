@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES
 from datasets import Dataset
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.data.ner import (
     ALIGN_RUNNING_TEXT,
@@ -208,6 +208,7 @@ def test_conll_columns_split_on_spaces_and_tabs_only(tmp_path):
 # fine-tuning learns
 
 
+@pytest.mark.slow  # a learning check (NER's end-to-end run stays in tests/test_ner.py)
 def test_ner_on_japanese_running_text_learns(tmp_path, tokenizers):
     """A tiny ALBERT from scratch on the Japanese fixture: training loss falls and dev F1 is above the all-O
     baseline (which finds no entity: F1 0)."""

@@ -18,13 +18,13 @@ transformers release that changes it is noticed.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from command_line import CLI_ENV
-from conftest import FIXTURES
+from helpers import processes
+from helpers.command_line import CLI_ENV
+from helpers.data import FIXTURES
 
 PLANTED = """
 import pathlib
@@ -75,7 +75,7 @@ def load(folder: Path, trusts: list, import_albert_hf: bool, modules_cache: Path
     passed), in one fresh process; one line of loaded classes per value."""
     script = LOAD.format(import_line="import albert_hf" if import_albert_hf else "")
     env = {**CLI_ENV, "HF_MODULES_CACHE": str(modules_cache)}
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-c", script, str(folder), json.dumps(trusts), autos],
         capture_output=True,
         text=True,
@@ -84,7 +84,7 @@ def load(folder: Path, trusts: list, import_albert_hf: bool, modules_cache: Path
     )
 
 
-def loaded_classes(result: subprocess.CompletedProcess) -> list[list[str]]:
+def loaded_classes(result: processes.CompletedProcess) -> list[list[str]]:
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.strip().splitlines() if line.startswith("[")]
 

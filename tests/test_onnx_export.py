@@ -10,6 +10,8 @@ import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.onnx_export import export_onnx, verify_onnx
 
+pytestmark = pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
+
 
 def test_onnx_export_matches_pytorch_and_stores_shared_layer_once(tmp_path):
     model = _tiny_classifier()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import SPIECE_MODEL, TINY_ONE_LAYER_OVERRIDES
+from helpers.data import SPIECE_MODEL
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf import cli

@@ -37,6 +37,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow  # a learning check: 1,000 steps
 def test_tiny_albert_memorizes_a_handful_of_sequences(tmp_path):
     # Real text that ships with Python: CPython's language reference.
     documents = embedded_documents(("language-reference",)).select(range(3))

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from helpers.data import REPO_ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib

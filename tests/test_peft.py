@@ -6,8 +6,8 @@ import re
 
 import pytest
 import torch
-from conftest import tiny_config
 from datasets import Dataset
+from helpers.tiny import tiny_config
 from peft import PeftModel, get_peft_model
 from transformers import Trainer, TrainingArguments
 

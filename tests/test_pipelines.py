@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import TINY_CONFIG
+from helpers.tiny import TINY_CONFIG
 from transformers import pipeline
 
 import albert_hf

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from command_line import CLI_ENV
-from safetensors.torch import load_file
-from trainer_helpers import (
+from helpers import processes
+from helpers.command_line import CLI_ENV
+from helpers.trainer import (
     LAMB_RECIPE,
     REPO_ROOT,
     TINY_MODEL,
@@ -33,6 +33,7 @@ from trainer_helpers import (
     tiny_arguments,
     tiny_classifier,
 )
+from safetensors.torch import load_file
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -69,7 +70,7 @@ class SignalledCommand:
     read in a thread, so that the test can run the reference meanwhile."""
 
     def __init__(self, argv: list[str]):
-        self.process = subprocess.Popen(
+        self.process = processes.start(
             [sys.executable, "-m", "albert_hf.cli", *argv],
             env=child_environment(),
             cwd=REPO_ROOT,
@@ -180,7 +181,7 @@ REFERENCE_CHILD = """
     import sys
 
     sys.path.insert(0, {tests!r})
-    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
     from transformers import Trainer
 
     Trainer(
@@ -196,7 +197,7 @@ TRAINER_CHILD = """
 
     sys.path.insert(0, {tests!r})
     import torch
-    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
     from transformers import Trainer, TrainerCallback
 
     from albert_hf.errors import StoppedBySignal
@@ -249,7 +250,7 @@ def signal_trainer_child(tmp_path: Path, launcher: list[str], rank: int, **env: 
     environment = {**child_environment(), **env}
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         environment.pop(name, None)
-    child = subprocess.Popen(
+    child = processes.start(
         [*launcher, str(script)],
         env=environment,
         stdout=subprocess.PIPE,
@@ -273,6 +274,7 @@ def signal_trainer_child(tmp_path: Path, launcher: list[str], rank: int, **env: 
     return child.returncode, output, output_dir
 
 
+@pytest.mark.slow  # a run signalled in a subprocess, its reference in another
 def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrived_in(tmp_path):
     status, output, output_dir = signal_trainer_child(tmp_path, [sys.executable], rank=0)
     assert status == 143, output[-3000:]
@@ -291,7 +293,7 @@ def test_a_plain_trainer_writes_its_own_checkpoint_of_the_step_the_signal_arrive
     script.write_text(
         textwrap.dedent(REFERENCE_CHILD.format(tests=str(REPO_ROOT / "tests"), output_dir=str(reference)))
     )
-    finished = subprocess.run([sys.executable, str(script)], env=child_environment(), capture_output=True, text=True)
+    finished = processes.run([sys.executable, str(script)], env=child_environment(), capture_output=True, text=True)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert_same_weights(reference / "checkpoint-4" / "model.safetensors", checkpoint / "model.safetensors")
     optimizers = [

@@ -306,8 +306,8 @@ def test_invalid_options_are_refused(kwargs, message):
 
 def test_spans_reproduce_the_token_list_algorithm_on_random_pools():
     """Random pools (empty documents, one-sentence documents, over-long sentences): the same pairs, labels and
-    truncation as the former implementation kept in tests/pretraining_reference.py, draw for draw."""
-    import pretraining_reference as reference  # tests/ is on sys.path (no __init__.py, like tokenization_reference)
+    truncation as the former implementation kept in tests/helpers/pretraining_reference.py, draw for draw."""
+    from helpers import pretraining_reference as reference
 
     generator = random.Random(0)
     for case in range(400):
@@ -336,7 +336,7 @@ def test_spans_reproduce_the_token_list_algorithm_on_random_pools():
 def test_dataset_instances_equal_the_token_list_algorithm(wikitext_tokenized, objective):
     """create_sentence_order_instances (Arrow batches, token spans) == the former per-document Python loop over
     token lists, batch by batch, with dupe_factor 2 and short targets: every instance, segment and label."""
-    import pretraining_reference as reference  # tests/ is on sys.path (no __init__.py, like tokenization_reference)
+    from helpers import pretraining_reference as reference
 
     from albert_hf.data.pretraining import _document_rng
 

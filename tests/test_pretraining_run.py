@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import TINY_TWO_LAYER_OVERRIDES
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 from huggingface_hub import ModelCard
 
 from albert_hf.configuration import AlbertConfig

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 from transformers import AutoModelForPreTraining, AutoTokenizer, default_data_collator
 
 import albert_hf  # noqa: F401 - registers the Auto classes

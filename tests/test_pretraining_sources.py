@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import Dataset
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
 from albert_hf.data.pretraining import DocumentRows

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import transformers.trainer as trainer_module
-from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
 
 from albert_hf.training import callbacks
 from albert_hf.training.reliability import checkpoint_problem, latest_checkpoint

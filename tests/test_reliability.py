@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
-from torch.utils.data import IterableDataset
-from trainer_helpers import (
+from helpers import processes
+from helpers.trainer import (
     COMMON_ARGS,
     LAMB_RECIPE,
     REPO_ROOT,
@@ -35,6 +34,8 @@ from trainer_helpers import (
     tiny_classifier,
     wait_killed,
 )
+from safetensors.torch import load_file
+from torch.utils.data import IterableDataset
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -523,8 +524,8 @@ TWO_RANK_WORKER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     import torch
-    sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/trainer_helpers.py
-    from trainer_helpers import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
+    sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/helpers/trainer.py
+    from helpers.trainer import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
     from albert_hf.training.reliability import NonFiniteLossError
     from albert_hf.training.trainer import AlbertTrainer
 
@@ -569,7 +570,7 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
         str(REPO_ROOT / "tests"),
         str(tmp_path),
     ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    result = processes.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
     records = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
@@ -778,10 +779,10 @@ KILLED_FINAL_SAVE = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/trainer_helpers.py
+    sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/helpers/trainer.py
     import transformers.modeling_utils as modeling_utils
     from transformers import Trainer
-    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
     from albert_hf.training.trainer import AlbertTrainer
 
     trainer_class = {"reliable": AlbertTrainer, "plain": Trainer}[sys.argv[3]]
@@ -811,7 +812,7 @@ def run_killed_final_save(tmp_path: Path, trainer_kind: str, save: str) -> Path:
     script.write_text(KILLED_FINAL_SAVE)
     output = tmp_path / f"{trainer_kind}-{save}"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, str(script), str(REPO_ROOT / "tests"), str(output), trainer_kind, save],
         env=env,
         stdout=subprocess.PIPE,
@@ -822,6 +823,7 @@ def run_killed_final_save(tmp_path: Path, trainer_kind: str, save: str) -> Path:
     return output
 
 
+@pytest.mark.slow  # a job killed in its final save, in a subprocess
 def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_path):
     output = run_killed_final_save(tmp_path, "reliable", "first")
     assert not (output / "config.json").exists() and not (output / "model.safetensors").exists()
@@ -831,6 +833,7 @@ def test_a_final_save_killed_midway_leaves_no_config_beside_a_broken_model(tmp_p
         AlbertForSequenceClassification.from_pretrained(output)
 
 
+@pytest.mark.slow  # a job killed in its second final save, in a subprocess
 def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path):
     output = run_killed_final_save(tmp_path, "reliable", "second")
     model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
@@ -842,6 +845,7 @@ def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path)
     AlbertForSequenceClassification.from_pretrained(output)
 
 
+@pytest.mark.slow  # a plain Trainer killed in its final save, in a subprocess
 def test_a_plain_trainer_killed_in_its_final_save_leaves_config_beside_half_a_model(tmp_path):
     """What the staging prevents: Trainer writes config.json first, then the weights in place."""
     output = run_killed_final_save(tmp_path, "plain", "first")

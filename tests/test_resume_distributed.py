@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from distributed_helpers import TOLERANCE, engine_arguments, max_difference, run_torchrun
+from helpers.distributed import TOLERANCE, engine_arguments, max_difference, run_torchrun
+from helpers.optional import engines
+from helpers.trainer import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
-from trainer_helpers import COMMON_ARGS, KILLED_JOB, LAMB_RECIPE, TINY_MODEL, logged_losses
 
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.training.reliability import FINGERPRINT_NAME, latest_checkpoint
@@ -96,7 +97,7 @@ def checkpoint_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.slow
 @pytest.mark.distributed
-@pytest.mark.parametrize("engine", ["ddp", "zero2", "zero3", "fsdp2"])
+@pytest.mark.parametrize("engine", engines("ddp", "zero2", "zero3", "fsdp2"))
 def test_two_process_pretraining_killed_twice_resumes_exactly(engine, wikitext_articles, spiece_model, tmp_path):
     corpus = wikitext_articles(2)
     reference_dir, killed_dir = tmp_path / "reference", tmp_path / "killed"

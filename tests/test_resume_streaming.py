@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trainer_helpers import (
+from helpers.trainer import (
     COMMON_ARGS,
     LAMB_RECIPE,
     TINY_MODEL,

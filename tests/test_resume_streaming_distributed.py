@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from distributed_helpers import max_difference
+from helpers.distributed import max_difference
+from helpers.trainer import logged_losses
 from test_resume_distributed import final_weights, launch
 from test_resume_streaming import stream_files, streaming_argv  # noqa: F401  (stream_files: the same fixture)
-from trainer_helpers import logged_losses
 
 from albert_hf.training.reliability import STREAM_POSITION_NAME, latest_checkpoint
 

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from command_line import CLI_ENV, assert_one_line_error, run_cli
-from conftest import FIXTURES, TINY_ONE_LAYER_OVERRIDES
+from helpers import processes
+from helpers.command_line import CLI_ENV, assert_one_line_error, run_cli
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.errors import MissingFileError, UserError
 from albert_hf.run_folder import (
@@ -161,8 +163,8 @@ sys.stdin.read()
 """
 
 
-def start_holder(folder: Path, *extra: str) -> subprocess.Popen:
-    process = subprocess.Popen(
+def start_holder(folder: Path, *extra: str) -> processes.Popen:
+    process = processes.start(
         [sys.executable, "-c", LOCK_HOLDER, str(folder), *extra],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -174,8 +176,8 @@ def start_holder(folder: Path, *extra: str) -> subprocess.Popen:
     return process
 
 
-def try_lock(folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
+def try_lock(folder: Path) -> processes.CompletedProcess:
+    return processes.run(
         [sys.executable, "-c", LOCK_HOLDER, str(folder)],
         input="",
         capture_output=True,
@@ -185,6 +187,7 @@ def try_lock(folder: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # two real processes on one folder
 def test_a_second_writer_stops_at_once_naming_the_holder_and_the_lock_goes_at_exit(tmp_path):
     folder = tmp_path / "out"
     holder = start_holder(folder)
@@ -210,6 +213,7 @@ def test_the_lock_is_released_when_the_job_fails(tmp_path):
     assert not (tmp_path / LOCK_NAME).exists()
 
 
+@pytest.mark.slow  # a lock holder killed in a subprocess, then a taker
 def test_the_lock_of_a_killed_job_is_taken_over_with_a_warning(tmp_path):
     holder = start_holder(tmp_path)
     holder.send_signal(signal.SIGKILL)
@@ -299,6 +303,7 @@ def glue_argv(output_dir: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a holder process beside the real CLI in another
 def test_cli_refuses_a_folder_another_job_is_writing(tmp_path):
     folder = tmp_path / "out"
     holder = start_holder(folder)
@@ -405,7 +410,7 @@ def test_every_process_of_a_launch_stops_with_the_main_processs_verdict(tmp_path
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m"]
-    result = subprocess.run(
+    result = processes.run(
         [*launcher, "albert_hf.cli", *glue_argv(folder, "--use_cpu")],
         capture_output=True,
         text=True,

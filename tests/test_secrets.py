@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import huggingface_hub
 import pytest
 import transformers.trainer as trainer_module
-from conftest import FIXTURES, TINY_ONE_LAYER_OVERRIDES
+from helpers.data import FIXTURES
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.run_folder import LOCK_NAME, _command_line
 

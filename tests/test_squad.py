@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import os
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_ONE_LAYER_OVERRIDES, is_full
 from datasets import Dataset
+from helpers import processes
+from helpers.data import is_full
+from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf.data.squad import (
@@ -635,7 +636,7 @@ def test_two_process_evaluation_gives_the_same_answers(shared_data, spiece_model
         str(tmp_path / "two"),
     ]
     python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
+    done = processes.run(
         command,
         env={**os.environ, "PYTHONPATH": python_path, "OMP_NUM_THREADS": "1"},
         capture_output=True,

@@ -18,10 +18,10 @@ import accelerate
 import pytest
 import torch
 import transformers.trainer
+from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
 from safetensors.torch import load_file
 from test_instance_stream import OPTIONS, read_pass, rows_key, stream_files  # noqa: F401 (stream_files: the fixture)
 from torch.utils.data import IterableDataset
-from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
 from transformers import TrainerCallback
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
@@ -104,6 +104,7 @@ def history(trainer_state_path) -> list[tuple[int, float, float | None]]:
     return [(entry["step"], entry["epoch"], entry.get("loss")) for entry in log]
 
 
+@pytest.mark.slow  # each a resumed run beside its uninterrupted one
 @pytest.mark.parametrize("step", [2, 4])
 @pytest.mark.parametrize("position", ["saved", "missing"])
 def test_a_resumed_stream_continues_exactly_in_its_pass(uninterrupted, tmp_path, step, position):

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 import sentencepiece as spm
-from conftest import is_full
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-from tokenization_reference import (
+from helpers import processes
+from helpers.data import is_full
+from helpers.tokenization_reference import (
     ENTRY_POINTS,
     TEXT_SOURCES,
     assert_original_ids,
@@ -34,6 +33,8 @@ from tokenization_reference import (
     reference_ids,
     reference_pieces,
 )
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from tokenizers import AddedToken
 
 from albert_hf.tokenization import AlbertHFTokenizer
@@ -510,12 +511,11 @@ def test_threads_sharing_one_tokenizer_get_the_sequential_ids(spiece_model):
     Rust pipeline's normalizer during a call: unguarded, threads encoding at once deadlocked with the GIL held (a
     streamed pretraining run over several files hung forever). Each thread must get what a sequential call gives, and
     finish; in a subprocess, because such a deadlock stops every thread of the process, a test's timeout included."""
-    import subprocess
     import sys
 
     command = [sys.executable, "-c", THREADS_SCRIPT % (MIXED_TEXTS,), str(spiece_model)]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        result = processes.run(command, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail("threads encoding with one tokenizer deadlocked (no answer in 120 s)")
     assert result.returncode == 0 and "threads ok" in result.stdout, result.stderr[-3000:]
@@ -655,7 +655,7 @@ def test_auto_tokenizer_after_import_albert_hf(tokenizer, tmp_path):
         f"t = AutoTokenizer.from_pretrained({str(tmp_path)!r}); "
         "print(type(t).__module__, t('In 1990, x', 'y')['token_type_ids'])"
     )
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -832,7 +832,7 @@ sys.modules["albert_hf"] = None  # as on a machine without albert_hf (an editabl
 import sentencepiece as spm
 from hypothesis import given, settings, strategies as st
 from transformers import AutoTokenizer
-from tokenization_reference import ENTRY_POINTS, assert_original_ids, draw_and_encode
+from helpers.tokenization_reference import ENTRY_POINTS, assert_original_ids, draw_and_encode
 
 tokenizer = AutoTokenizer.from_pretrained({folder!r}, trust_remote_code=True)
 assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
@@ -862,6 +862,6 @@ def test_every_entry_point_of_the_remote_code_gives_the_original_ids(entry_token
     )  # fmt: skip
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), OMP_NUM_THREADS="1")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    result = processes.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert result.stdout.split("\n")[:-1] == [f"ok {way}" for way in ENTRY_POINTS]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sentencepiece as spm
-from tokenization_reference import preprocess_text, reference_ids
+from helpers.tokenization_reference import preprocess_text, reference_ids
 
 from albert_hf.errors import UserError
 from albert_hf.tasks.folder_commands import train_tokenizer_main

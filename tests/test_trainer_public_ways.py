@@ -10,13 +10,13 @@ import json
 import logging
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from helpers import processes
 from safetensors.torch import save_file
 from transformers import Trainer, TrainerCallback
 
@@ -115,13 +115,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # DeepSpeed ZeRO-3 in a subprocess, which builds DeepSpeed's CPU op at first use
+@pytest.mark.needs("deepspeed")
 def test_a_model_built_from_its_config_under_zero3_comes_out_partitioned_and_initialized(tmp_path):
     """Every tensor partitioned as it is built (none left whole in the process), and the gathered weights are the
     model's initialization: normal(0, initializer_range 0.02) matrices, LayerNorm weights 1, zero biases. Built by
     the constructor instead, no tensor would be partitioned."""
     script = Path(__file__).parent / "distributed" / "zero3_from_config.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_BUILD_OPS": "0", "PYTHONPATH": str(Path(__file__).parents[1])}
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, str(script), str(tmp_path), str(free_port())],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

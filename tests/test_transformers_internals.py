@@ -107,7 +107,7 @@ def test_trainer_saves_checkpoint_models_through_save_model_with_internal_call(t
     """What `Trainer.save_model`'s `_internal_call` means to albert_hf: Trainer's checkpoint save calls `save_model`
     with `_internal_call=True` and the `checkpoint-N` folder, and a user's call (or the end of a run) leaves it False.
     A release that saved checkpoint weights another way, or flagged a user's save as internal, fails here."""
-    from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier
+    from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
 
     calls: list[tuple[str | None, bool]] = []
 
@@ -130,12 +130,12 @@ def test_trainer_saves_checkpoint_models_through_save_model_with_internal_call(t
 
 def test_transformers_encodes_every_entry_point_through_the_backend_s_encode(tokenizer, spiece_model, monkeypatch):
     """What `TokenizersBackend._tokenizer` means to albert_hf: every public way transformers offers to encode
-    (`ENTRY_POINTS` of tests/tokenization_reference.py) hands each text to `self._tokenizer.encode_batch` or
+    (`ENTRY_POINTS` of tests/helpers/tokenization_reference.py) hands each text to `self._tokenizer.encode_batch` or
     `encode`, where albert_hf's backend routes it. A release that encoded some texts another way (another attribute,
     or a copy of the Rust tokenizer) fails here naming the entry point, before any id could change silently; that
     the ids are the original's through each of them is tests/test_tokenization.py's property test."""
     import sentencepiece as spm
-    from tokenization_reference import ENTRY_POINTS, encode_through, overflow_windows
+    from helpers.tokenization_reference import ENTRY_POINTS, encode_through, overflow_windows
 
     from albert_hf.tokenization import _Backend
 
@@ -205,14 +205,15 @@ def test_fully_shard_swaps_the_class_and_the_save_sets_it_aside(tmp_path):
     one after, so the folder's remote code is albert_hf's modeling, not torch's FSDP source. One process, gloo."""
     import json
     import socket
-    import subprocess
     import sys
+
+    from helpers import processes
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = str(probe.getsockname()[1])
     script = FULLY_SHARD_CLASS.format(port=port, folder=str(tmp_path / "saved"))
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    result = processes.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
     config = json.loads((tmp_path / "saved" / "config.json").read_text())
     assert config["architectures"] == ["AlbertForPreTraining"]

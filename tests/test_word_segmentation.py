@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_TWO_LAYER_OVERRIDES
 from datasets import concatenate_datasets
+from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
 from albert_hf.data.instance_stream import ResumableInstanceStream

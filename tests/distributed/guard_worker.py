@@ -50,7 +50,7 @@ class PoisonedTrainer(AlbertPretrainingTrainer):
 
 
 def engine_options(flags: list[str]) -> dict:
-    """`--name value` pairs (tests/distributed_helpers.engine_arguments) as TrainingArguments keywords; a JSON
+    """`--name value` pairs (tests/helpers/distributed.py, engine_arguments) as TrainingArguments keywords; a JSON
     object value as a dict."""
     names, values = flags[0::2], flags[1::2]
     return {

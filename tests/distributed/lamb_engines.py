@@ -222,6 +222,9 @@ def main() -> None:
     if any(engine.startswith("zero") for engine in cli.engines.split(",")):
         import deepspeed
 
+        from albert_hf.distributed import check_extension_build_locks
+
+        check_extension_build_locks()  # a killed build's lock says so, instead of a wait without end
         deepspeed.init_distributed(dist_backend="gloo")
     batches = torch.load(cli.batches)
     rank = dist.get_rank()

@@ -21,10 +21,10 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: trainer_helpers and conftest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the helpers package
 
+from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier  # noqa: E402
 from torch.utils.data import Dataset  # noqa: E402
-from trainer_helpers import RandomSequences, tiny_arguments, tiny_classifier  # noqa: E402
 from transformers import Trainer, TrainerCallback  # noqa: E402
 
 from albert_hf.training.callbacks import CompleteCheckpoints, resume_checkpoint  # noqa: E402

@@ -69,8 +69,10 @@ def zero3_gradients(checkpoint: str, batch: dict[str, torch.Tensor]) -> dict[str
     from deepspeed.utils import safe_get_full_grad
     from transformers.integrations import HfDeepSpeedConfig
 
+    from albert_hf.distributed import check_extension_build_locks
     from albert_hf.modeling import AlbertForPreTraining
 
+    check_extension_build_locks()  # a killed build's lock says so, instead of a wait without end
     deepspeed.init_distributed(dist_backend="gloo")
     config = json.loads((CONFIGS / "ds_zero3.json").read_text())
     world_size = dist.get_world_size()

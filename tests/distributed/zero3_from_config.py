@@ -15,6 +15,7 @@ import deepspeed  # noqa: E402
 from transformers import TrainingArguments  # noqa: E402
 
 from albert_hf.configuration import AlbertConfig  # noqa: E402
+from albert_hf.distributed import check_extension_build_locks  # noqa: E402
 from albert_hf.modeling import AlbertForSequenceClassification  # noqa: E402
 from albert_hf.tasks.common import ModelArguments, build_model  # noqa: E402
 
@@ -26,6 +27,7 @@ ZERO3 = {
 }
 # The arguments hold the DeepSpeed config that transformers' `is_deepspeed_zero3_enabled` reads; keep them alive.
 arguments = TrainingArguments(output_dir=sys.argv[1], deepspeed=ZERO3, use_cpu=True, report_to=[])
+check_extension_build_locks()  # a killed build's lock says so, instead of a wait without end
 deepspeed.init_distributed(dist_backend="gloo")
 config = AlbertConfig(
     vocab_size=64,

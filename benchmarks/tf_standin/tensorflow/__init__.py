@@ -1,9 +1,9 @@
 """A stand-in for the few `tensorflow` names that google-research's BERT `create_pretraining_data.py` and ALBERT's
 `tokenization.py` use (flags, logging, file access, the TFRecord writer), so that their instance creation can be run
 and measured as published without installing TensorFlow. The project's one stand-in: benchmarks/pretraining_data.py
-puts this folder first on sys.path of the subprocess that runs the original pipeline, and tests/tensorflow_stand_in.py
-imports ALBERT's `tokenization.py` with it (and removes it again). Nothing here changes what their algorithm computes:
-files are read with `open`, logging goes to Python's logging.
+puts this folder first on sys.path of the subprocess that runs the original pipeline, and
+tests/helpers/tensorflow_stand_in.py imports ALBERT's `tokenization.py` with it (and removes it again). Nothing here
+changes what their algorithm computes: files are read with `open`, logging goes to Python's logging.
 """
 
 import glob as _glob

@@ -12,20 +12,21 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
-import conftest
 import torch
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKERS = REPO_ROOT / "tests" / "distributed"
 sys.path.insert(0, str(WORKERS))  # the launched worker scripts double as libraries for the single-process runs
 from run_task import run_job  # noqa: E402
 from trainer_parity import deepspeed_config  # noqa: E402
+
+from . import processes  # noqa: E402
+from .tiny import tiny_config as _tiny_config  # noqa: E402
 
 CONFIGS = REPO_ROOT / "examples" / "accelerate_configs"
 TOLERANCE = 1e-6
@@ -33,7 +34,7 @@ GLOBAL_BATCH, STEPS, SEQ_LEN = 8, 2, 12
 
 
 # One shared layer group applied three times: cross-layer sharing is exercised by every test.
-tiny_config = functools.partial(conftest.tiny_config, vocab_size=100, num_hidden_layers=3, classifier_dropout_prob=0.0)
+tiny_config = functools.partial(_tiny_config, vocab_size=100, num_hidden_layers=3, classifier_dropout_prob=0.0)
 
 
 def run_torchrun(script: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 420):
@@ -49,7 +50,7 @@ def run_torchrun(script: Path, *args: str, env: dict[str, str] | None = None, ti
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         environment.pop(name, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
-    return subprocess.run([*command, *args], env=environment, capture_output=True, text=True, timeout=timeout)
+    return processes.run([*command, *args], env=environment, capture_output=True, text=True, timeout=timeout)
 
 
 def torchrun(script: Path, *args: str, timeout: int = 420) -> None:

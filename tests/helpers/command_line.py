@@ -7,18 +7,19 @@ by benchmarks/bad_inputs.py: one message line `albert-hf <command>: error: ...` 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from . import processes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # The working tree's albert_hf (not an installed copy), offline as the tests are.
 CLI_ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def run_cli(argv: list[str], timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+def run_cli(argv: list[str], timeout: float = 600, **env: str) -> processes.CompletedProcess:
     """`albert-hf <argv>` in a fresh process (`python -m albert_hf.cli`), its output captured."""
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-m", "albert_hf.cli", *argv],
         capture_output=True,
         text=True,
@@ -27,12 +28,12 @@ def run_cli(argv: list[str], timeout: float = 600, **env: str) -> subprocess.Com
     )
 
 
-def error_lines(result: subprocess.CompletedProcess, command: str) -> list[str]:
+def error_lines(result: processes.CompletedProcess, command: str) -> list[str]:
     """The `albert-hf <command>: error: ...` lines of a run's stderr."""
     return [line for line in result.stderr.splitlines() if line.startswith(f"albert-hf {command}: error: ")]
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess, command: str, *fragments: str) -> str:
+def assert_one_line_error(result: processes.CompletedProcess, command: str, *fragments: str) -> str:
     """The run stopped with exit status 2 and one error line holding every fragment, without a traceback; returns
     that line."""
     assert result.returncode == 2, result.stderr[-3000:]

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import torch
-from conftest import TINY_TWO_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from torch.utils.data import Dataset as TorchDataset
 from transformers import TrainerCallback, TrainingArguments
@@ -26,7 +25,10 @@ from transformers import TrainerCallback, TrainingArguments
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForSequenceClassification
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from . import processes
+from .tiny import TINY_TWO_LAYER_OVERRIDES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TINY_MODEL = f"{TINY_TWO_LAYER_OVERRIDES},hidden_dropout_prob=0.1,classifier_dropout_prob=0.1"
 COMMON_ARGS = [
     "--report_to",
@@ -54,7 +56,7 @@ KILLED_JOB = REPO_ROOT / "tests" / "distributed" / "killed_job.py"
 
 def start_killed_run(
     module: str, argv: list[str], step: int, in_save: bool = False, mid_step: bool = False
-) -> subprocess.Popen:
+) -> processes.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT),
@@ -69,7 +71,7 @@ def start_killed_run(
         env["KILL_IN_SAVE"] = "1"
     if mid_step:
         env["KILL_MID_STEP"] = "1"
-    return subprocess.Popen(
+    return processes.start(
         [sys.executable, str(KILLED_JOB), module, *argv],
         env=env,
         cwd=REPO_ROOT,
@@ -79,8 +81,11 @@ def start_killed_run(
     )
 
 
-def wait_killed(process: subprocess.Popen, what: str) -> None:
-    output, _ = process.communicate(timeout=600)
+def wait_killed(process: processes.Popen, what: str) -> None:
+    try:
+        output, _ = process.communicate(timeout=600)
+    finally:
+        processes.end(process)
     assert process.returncode == -signal.SIGKILL, (
         f"{what}: expected death by SIGKILL, got {process.returncode}:\n{output[-3000:]}"
     )

@@ -15,7 +15,7 @@ import sys
 import types
 from pathlib import Path
 
-STAND_IN_FOLDER = Path(__file__).resolve().parents[1] / "benchmarks" / "tf_standin"
+STAND_IN_FOLDER = Path(__file__).resolve().parents[2] / "benchmarks" / "tf_standin"
 
 
 def _tensorflow_modules() -> dict[str, types.ModuleType]:

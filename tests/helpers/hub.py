@@ -6,13 +6,13 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import conftest
-from conftest import TINY_CONFIG
+from .tiny import TINY_CONFIG
+from .tiny import tiny_config as _tiny_config
 
 # The real ALBERT vocabulary, so the real tokenizer's ids fit.
 TINY = dict(TINY_CONFIG, vocab_size=30000, num_hidden_layers=2)
 TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its layers.", "Yes: all of them.")]
-tiny_config = functools.partial(conftest.tiny_config, **TINY)
+tiny_config = functools.partial(_tiny_config, **TINY)
 
 
 # What a repository needs to load with trust_remote_code and no albert_hf installed, plus its card.

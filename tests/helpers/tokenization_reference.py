@@ -1,7 +1,7 @@
 """Test helpers for the tokenizer: google-research's ALBERT tokenization, and every text of the shared data by source.
 
 The reference is google-research/albert's own `tokenization.py`, from the albert-tensorflow 1.1 wheel (a test
-dependency), imported with a stand-in for tensorflow (`tensorflow_stand_in.py`). It is run as `run_classifier.py`
+dependency), imported with a stand-in for tensorflow (`helpers/tensorflow_stand_in.py`). It is run as `run_classifier.py`
 runs it: `preprocess_text(text, lower=do_lower_case)`, then `FullTokenizer(None, spm_model_file=...).tokenize`,
 whose SentencePiece step is `encode_pieces(sp_model, text)` (EncodeAsPieces, then the re-split of "<digit>," pieces),
 then `PieceToId` of each piece. It shares no code with `albert_hf.tokenization`, which reproduces the same result
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 from hypothesis import strategies as st
-from tensorflow_stand_in import import_google_tokenization
+
+from .tensorflow_stand_in import import_google_tokenization
 
 google = import_google_tokenization()
 
