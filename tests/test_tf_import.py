@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from command_line import run_cli
+from helpers.command_line import run_cli
 
 from albert_hf import tf_checkpoint
 from albert_hf.errors import MissingFileError, UserError
