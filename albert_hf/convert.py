@@ -41,7 +41,7 @@ def check_exportable(config: AlbertConfig) -> None:
     "all" (any number of groups) or "none", no exits, no fixed depth at inference."""
     problems = config.stock_albert_problems([])
     if problems:
-        raise ValueError(
+        raise UserError(
             f"Cannot export to a stock transformers ALBERT checkpoint: {'; '.join(problems)}. Only sharing='all' "
             "(any num_hidden_groups) and sharing='none' export, without exits; share this model as an albert_hf "
             "checkpoint (trust_remote_code=True) instead."
@@ -73,7 +73,7 @@ def export_to_transformers(
         check_tokenizer_fits(model, tokenizer)
         problem = stock_tokenizer_problem(tokenizer)
         if problem is not None:
-            raise ValueError(f"Cannot export the tokenizer to transformers' tokenizer format: {problem}.")
+            raise UserError(f"Cannot export the tokenizer to transformers' tokenizer format: {problem}.")
     stock_config = to_transformers_config(model.config)
     stock_class = getattr(transformers, type(model).__name__)
     stock_model = stock_class(stock_config)

@@ -94,17 +94,17 @@ def wordpiece_tokenizer(vocab_file: str | os.PathLike, do_lower_case: bool = Tru
 
 
 def _folder_file(source: str, name: str) -> str | None:
-    """The path of file `name` of a local folder or Hub repository `source` (downloaded or cached), or None."""
+    """The path of file `name` of a local folder or Hub repository `source` (downloaded, or from the cache when
+    offline), or None where it has none."""
     if os.path.isdir(source):
         path = os.path.join(source, name)
         return path if os.path.isfile(path) else None
-    from transformers.utils import cached_file
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HFValidationError, LocalEntryNotFoundError
 
     try:
-        return cached_file(
-            source, name, _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False
-        )
-    except OSError:
+        return hf_hub_download(source, name)
+    except (EntryNotFoundError, LocalEntryNotFoundError, HFValidationError, OSError):
         return None
 
 

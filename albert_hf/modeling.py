@@ -16,8 +16,9 @@ Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D 
 
 # No `from __future__ import annotations`, as in transformers' modeling files: transformers inspects the evaluated
 # signatures (`**kwargs: Unpack[TransformersKwargs]` says which options every head passes on to the backbone).
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -447,24 +448,20 @@ class AlbertPreTrainedModel(PreTrainedModel):
             init.copy_(module.position_ids, torch.arange(module.position_ids.shape[-1]).expand((1, -1)))
 
 
-class _code_not_copied:
+@contextlib.contextmanager
+def _code_not_copied(cls: type) -> Iterator[None]:
     """For the duration, `cls` is no class registered for an Auto class: transformers' `save_pretrained` copies the
     file of a registered class (and sets `auto_map`) beside the weights, which a stock folder must not hold. The
     registration is the class's (`register_for_auto_class`), so it is lifted for the save and put back after."""
-
-    def __init__(self, cls: type):
-        self.cls = cls
-
-    def __enter__(self) -> None:
-        self.own = "_auto_class" in self.cls.__dict__
-        self.saved = self.cls._auto_class
-        self.cls._auto_class = None
-
-    def __exit__(self, *exc_info) -> None:
-        if self.own:
-            self.cls._auto_class = self.saved
+    own, saved = "_auto_class" in cls.__dict__, cls._auto_class
+    cls._auto_class = None
+    try:
+        yield
+    finally:
+        if own:
+            cls._auto_class = saved
         else:
-            del self.cls._auto_class
+            del cls._auto_class
 
 
 def _normalize(loss_sum: torch.Tensor, count: torch.Tensor | int) -> torch.Tensor:

@@ -1274,12 +1274,8 @@ class AlbertHFTokenizer(TokenizersBackend):
         rust.no_truncation()
         rust.no_padding()
         return TokenizersBackend(
-            tokenizer_object=stock_pipeline(rust),
-            **{
-                name: self._special_tokens_map[name]
-                for name in self.SPECIAL_TOKENS_ATTRIBUTES
-                if name in self._special_tokens_map and self._special_tokens_map[name] is not None
-            },
+            tokenizer_object=stock_pipeline(rust),  # its added tokens, with their flags, come with it
+            **self.special_tokens_map,
             model_input_names=list(self.model_input_names),
             model_max_length=self.model_max_length,
             padding_side=self.padding_side,

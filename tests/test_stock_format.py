@@ -338,3 +338,25 @@ def test_transformers_own_albert_tokenizer_would_differ_where_the_stock_files_ag
     theirs = transformers.AlbertTokenizer.from_pretrained(tmp_path)
     for text in ("In 1990, they came.", "He said ``yes'' twice."):
         assert stock(text)["input_ids"] == exact(text)["input_ids"] != theirs(text)["input_ids"], text
+
+
+def test_the_question_answering_pipeline_reads_the_wordpiece_folder(wordpiece_job_folders):
+    import albert_hf.pipelines
+
+    qa = transformers.pipeline(albert_hf.pipelines.TASK, model=str(wordpiece_job_folders["squad"]), device="cpu")
+    assert isinstance(qa.tokenizer, transformers.BertTokenizer)
+    context = chinese_paragraphs()[1][:80]
+    answer = qa(question="这段话里写的是什么？", context=context, max_seq_len=64, doc_stride=16, max_question_len=16)
+    assert answer["answer"] and answer["answer"] == context[answer["start"] : answer["end"]]
+
+
+# Slow: exports an ONNX graph (about 10 s on a busy 2-core machine) to check which files travel with it.
+@pytest.mark.slow
+@pytest.mark.needs("onnx", "onnxruntime", "onnxscript")
+def test_the_onnx_export_of_a_wordpiece_folder_keeps_its_tokenizer(wordpiece_job_folders, tmp_path):
+    from albert_hf.onnx_export import export
+
+    export(wordpiece_job_folders["classify"], tmp_path / "onnx")
+    tokenizer = albert_hf.load_tokenizer(tmp_path / "onnx")
+    reference = albert_hf.load_tokenizer(wordpiece_job_folders["classify"])
+    assert isinstance(tokenizer, transformers.BertTokenizer) and tokenizer.get_vocab() == reference.get_vocab()
