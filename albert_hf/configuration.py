@@ -364,6 +364,6 @@ def is_transformers_tokenizer(class_name: str) -> bool:
 
     try:
         found = tokenizer_class_from_name(class_name)
-    except Exception:  # a name transformers cannot resolve is not one of its classes
+    except (ImportError, AttributeError, ValueError):  # a module it names fails to import: not a class it has
         return False
     return found is not None and found.__module__.startswith("transformers.")

@@ -45,7 +45,9 @@ Viterbi picks, and SentencePiece never matches control pieces ("<unk>", "<pad>",
 does. `_OriginalPieceMarks` only looks further at texts with a comma or a control-piece string; for the few words
 concerned it computes the original's pieces and marks their boundaries, so the model then sees one original piece per
 split. A Python component cannot be serialized by `tokenizers`, so `save_pretrained` writes `spiece.model` (the
-format of the official ALBERT repos) and pickling rebuilds the pipeline.
+format of the official ALBERT repos), from which loading and pickling rebuild the pipeline; beside it, stock by
+default, a `tokenizer.json` of everything the Rust components can state (`stock_pipeline`), which transformers reads
+where albert_hf is not installed.
 
 Ids equal google-research's code on all the text of the shared data (262,000 texts,
 `benchmarks/tokenizer_agreement.py`) except 5 distinct texts where two segmentations of one word score the same or
@@ -1217,10 +1219,9 @@ class AlbertHFTokenizer(TokenizersBackend):
         ([`_save_stock_files`]). Beside a model saved with albert_hf's code (`config.json` of model_type
         "albert_hf", written first, as Trainer and albert_hf write it), the tokenizer keeps its code too, so that
         `trust_remote_code=True` gives the exact tokenizer with the model: transformers' save with albert_hf's code
-        (`tokenization.py` and an `auto_map` when registered),
-        `spiece.model` instead of a `tokenizer.json` (see `_Backend.tokenizer_json_left_out`), and the tokens added
-        with `add_tokens` kept in `tokenizer_config.json`: transformers leaves them out of it for a tokenizer whose
-        `tokenizer.json` holds them."""
+        (`tokenization.py` and an `auto_map` when registered), `spiece.model` instead of a `tokenizer.json` (see
+        `_Backend.tokenizer_json_left_out`), and the tokens added with `add_tokens` kept in `tokenizer_config.json`:
+        transformers leaves them out of it for a tokenizer whose `tokenizer.json` holds them."""
         model_type = _model_type_beside(save_directory)
         if self.stock_format_problem() is None and model_type != "albert_hf":
             saved = self._save_stock_files(str(save_directory), filename_prefix)
@@ -1289,8 +1290,7 @@ class AlbertHFTokenizer(TokenizersBackend):
 
         The config names this class. transformers resolves a tokenizer class it does not know to `TokenizersBackend`
         on the folder's `tokenizer.json` (beside transformers' ALBERT, or alone); where albert_hf is imported the name
-        resolves to this class, so `AutoTokenizer` gives the exact tokenizer. (Beside a model saved with albert_hf's
-        code the tokenizer is saved with its code instead: a class transformers does not know would not load there.)"""
+        resolves to this class, so `AutoTokenizer` gives the exact tokenizer."""
         os.makedirs(save_directory, exist_ok=True)
         saved = tuple(self.stock_tokenizer().save_pretrained(save_directory, filename_prefix=filename_prefix))
         prefix = filename_prefix + "-" if filename_prefix else ""
