@@ -1,7 +1,10 @@
 """albert_hf: ALBERT for the Hugging Face ecosystem.
 
 Importing the package registers `AlbertConfig` (model_type "albert_hf") and every model class with transformers'
-Auto classes, without touching transformers' own "albert" type.
+Auto classes, without touching transformers' own "albert" type, and `AlbertHFTokenizer` by name: a folder saved in
+transformers' own format (model_type "albert": every model stock ALBERT describes) names it as its tokenizer class,
+so `AutoTokenizer` gives the exact tokenizer where albert_hf is imported and transformers' `TokenizersBackend` on
+the folder's tokenizer.json elsewhere.
 
 One process imports it lazily: the `albert-hf` command itself (its console script, or `python -m albert_hf.cli`),
 whose `--help` and `--version` must answer without loading torch and transformers (seconds). There the public names
@@ -35,6 +38,7 @@ _PUBLIC_MODULES = {
     "AlbertForQuestionAnswering": "modeling",
     "AlbertForMultipleChoice": "modeling",
     "AlbertHFTokenizer": "tokenization",
+    "load_tokenizer": "formats",
     "check_pretrained_source": "training.checkpoints",
     "Lamb": "training.lamb",
     "lamb_parameter_groups": "training.lamb",
@@ -55,6 +59,7 @@ _TRAINER_NAMES = tuple(_TRAINER_MODULES)
 if TYPE_CHECKING:  # what type checkers and editors read; the names are loaded by `_load_public_names`
     from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
     from .data.collator import DataCollatorForSOP
+    from .formats import load_tokenizer
     from .modeling import (
         AlbertForMaskedLM,
         AlbertForMultipleChoice,
@@ -159,6 +164,7 @@ __all__ = [
     "AlbertForQuestionAnswering",
     "AlbertForMultipleChoice",
     "AlbertHFTokenizer",
+    "load_tokenizer",
     "train_tokenizer",
     "DataCollatorForSOP",
     "Lamb",

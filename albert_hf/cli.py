@@ -95,7 +95,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": (
         "albert_hf.tasks.folder_commands",
         "export_main",
-        "export a saved model to ONNX, optionally int8-quantized",
+        "export a saved model to ONNX (optionally int8) or as a sentence-transformers model",
     ),
     "import": (
         "albert_hf.tasks.import_command",

@@ -2,6 +2,11 @@
 
 An official Hub `config.json` (model_type "albert") loads into this class unchanged; configs of other model types are
 refused with an error that names the type.
+
+Saving is stock by default: a config that transformers' own ALBERT describes exactly ([`AlbertConfig.
+stock_albert_problems`] finds nothing: sharing "all" or "none", no exits, a transformers ALBERT class and tokenizer)
+is written as transformers' `AlbertConfig` (model_type "albert", no `auto_map`, no code beside it), which every tool
+that keys on "albert" reads; any other is written as albert_hf's (model_type "albert_hf", with its code).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import transformers
 from transformers import PretrainedConfig
 
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
@@ -32,6 +38,27 @@ SIZE_FIELDS = (
     "type_vocab_size",
 )
 WEIGHT_SHAPE_FIELDS = (*SIZE_FIELDS, "sharing")
+
+# Fields transformers' AlbertConfig does not have: the sharing ablation and adaptive depth. A stock config.json leaves
+# them out (their defaults are what stock ALBERT does), and reading one back gives those defaults.
+ALBERT_HF_ONLY_FIELDS = (
+    "sharing",
+    "early_exit",
+    "early_exit_shared_classifier",
+    "early_exit_patience",
+    "early_exit_regression_threshold",
+    "num_layers_at_inference",
+)
+# transformers' ALBERT classes, by name: albert_hf's classes of the same names hold the same weights under the same keys.
+STOCK_ALBERT_ARCHITECTURES = (
+    "AlbertModel",
+    "AlbertForPreTraining",
+    "AlbertForMaskedLM",
+    "AlbertForSequenceClassification",
+    "AlbertForTokenClassification",
+    "AlbertForQuestionAnswering",
+    "AlbertForMultipleChoice",
+)
 
 
 class AlbertConfig(PretrainedConfig):
@@ -78,6 +105,9 @@ class AlbertConfig(PretrainedConfig):
     """
 
     model_type = "albert_hf"
+    # The model types whose config.json this class reads: its own, and transformers' ALBERT (the official checkpoints,
+    # and every folder saved in transformers' format).
+    compatible_model_types = COMPATIBLE_MODEL_TYPES
 
     vocab_size: int = 30000
     embedding_size: int = 128
@@ -216,6 +246,64 @@ class AlbertConfig(PretrainedConfig):
             return self.num_hidden_groups * self.inner_group_num
         return self.num_layer_applications
 
+    # Saving: transformers' own format where it describes the model, albert_hf's where it does not.
+
+    def stock_albert_problems(self, architectures: list[str] | None = None) -> list[str]:
+        """Why transformers' own ALBERT (model_type "albert", no custom code) cannot stand for this model; [] when it
+        can, and the model is then saved in its format (`save_pretrained`).
+
+        What stock ALBERT has no place for: blocks kept once per layer application (sharing "attention" or "ffn"),
+        exit classifiers and a depth at inference (`early_exit`, `num_layers_at_inference`), a head class of its own
+        (`architectures`, by default the config's: a forked script's head), and a tokenizer whose class is not one
+        of transformers' (`tokenizer_class`, set on the config when the model is paired with a tokenizer that
+        transformers' tokenizer format cannot express: `albert_hf.formats`). The one rule every save asks.
+        """
+        weights = self.stock_weights_problem()
+        problems = [] if weights is None else [weights]
+        if self.early_exit:
+            problems.append("early_exit=True adds an exit classifier after every layer application")
+        if self.num_layers_at_inference is not None:
+            problems.append(f"num_layers_at_inference={self.num_layers_at_inference} stops before the last layer")
+        for name in architectures if architectures is not None else self.architectures or []:
+            if name.removeprefix("FSDP") not in STOCK_ALBERT_ARCHITECTURES:
+                problems.append(f"{name} is not one of transformers' ALBERT classes")
+        tokenizer_class = getattr(self, "tokenizer_class", None)
+        if tokenizer_class and not is_transformers_tokenizer(tokenizer_class):
+            problems.append(f"its tokenizer ({tokenizer_class}) needs albert_hf's code")
+        return problems
+
+    def stock_weights_problem(self) -> str | None:
+        """Why transformers' AlbertModel cannot hold this model's weights (a block kept once per layer application:
+        sharing "attention" or "ffn"), or None: sharing "all", any groups, and "none", one group per layer."""
+        if self.shares("attention") and self.shares("ffn"):
+            return None
+        block, modules = {
+            "attention": ("feed-forward", "unshared_ffn"),
+            "ffn": ("attention", "unshared_attention"),
+        }[self.sharing]
+        return (
+            f"sharing={self.sharing!r} keeps one {block} block per layer application (encoder.{modules}.*), which "
+            "transformers' AlbertModel has no place for"
+        )
+
+    def to_stock_albert(self) -> transformers.AlbertConfig:
+        """transformers' `AlbertConfig` (model_type "albert") of the same weights: every field but albert_hf's own
+        (`ALBERT_HF_ONLY_FIELDS`: stock ALBERT has no exits and runs every layer) and the remote-code map. Raises
+        ValueError when stock ALBERT cannot hold the weights ([`stock_weights_problem`])."""
+        problem = self.stock_weights_problem()
+        if problem is not None:
+            raise ValueError(f"transformers' ALBERT cannot hold this model: {problem}.")
+        left_out = {*ALBERT_HF_ONLY_FIELDS, "auto_map", "model_type", "transformers_version", "_name_or_path"}
+        return transformers.AlbertConfig(**{key: value for key, value in self.to_dict().items() if key not in left_out})
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+        """Write `config.json`: transformers' own ALBERT config where it describes the model (no code copied, no
+        `auto_map`: every tool that keys on model_type "albert" reads it), else albert_hf's, whose `auto_map` and
+        configuration.py let it load with `trust_remote_code=True` where albert_hf is absent."""
+        if self.stock_albert_problems():
+            return super().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+        return self.to_stock_albert().save_pretrained(save_directory, push_to_hub=push_to_hub, **kwargs)
+
     @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs) -> tuple[dict, dict]:
         config_dict, kwargs = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
@@ -268,3 +356,14 @@ def _preset(size: str, version: int) -> dict:
 
 
 PRESETS = {f"{size}-v{version}": _preset(size, version) for size in _SIZES for version in (1, 2)}
+
+
+def is_transformers_tokenizer(class_name: str) -> bool:
+    """Whether `class_name` names one of transformers' own tokenizer classes (which a stock folder may name)."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    try:
+        found = tokenizer_class_from_name(class_name)
+    except (ImportError, AttributeError, ValueError):  # a module it names fails to import: not a class it has
+        return False
+    return found is not None and found.__module__.startswith("transformers.")

@@ -1,15 +1,22 @@
 """Sharing albert_hf models on the Hugging Face Hub.
 
-What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hub`):
+What a shared albert_hf checkpoint is, file by file (one commit, see `push_to_hub`). Stock by default: a model that
+transformers' own ALBERT describes (sharing "all" or "none", no exits, a tokenizer transformers' format can express:
+`albert_hf.formats.stock_format_problems`) is transformers' ALBERT, which every tool keyed on model_type "albert"
+loads without albert_hf or `trust_remote_code`:
 
-    config.json             AlbertConfig (model_type "albert_hf") with an `auto_map` naming every Auto class
+    config.json             transformers' AlbertConfig (model_type "albert"), no `auto_map`
     model.safetensors       the weights, in transformers' ALBERT key layout
-    modeling.py             the model code, loaded by `trust_remote_code=True` where albert_hf is not installed
-    configuration.py        the config code, idem
-    spiece.model            the tokenizer's SentencePiece model
-    tokenizer_config.json   its settings, with an `auto_map` to tokenization.py
-    tokenization.py         the tokenizer code, loaded by `trust_remote_code=True` too
+    tokenizer.json          the tokenizer in transformers' format (`AlbertHFTokenizer.stock_tokenizer`; BERT's
+                            WordPiece for the Chinese ALBERTs)
+    tokenizer_config.json   its settings; its class, "AlbertHFTokenizer", resolves to albert_hf's exact tokenizer
+                            where albert_hf is imported, to `TokenizersBackend` on tokenizer.json elsewhere
+    spiece.model            the SentencePiece model, from which albert_hf rebuilds the exact tokenizer
     README.md               the model card rendered from `albert_hf/model_cards/template.md`
+
+Any other model keeps albert_hf's format: config.json with model_type "albert_hf" and an `auto_map` naming every Auto
+class, modeling.py and configuration.py (loaded by `trust_remote_code=True` where albert_hf is not installed),
+spiece.model, tokenizer_config.json with an `auto_map` to tokenization.py, and the card.
 
 Besides pushing, this module renders model cards (also for runs that Trainer pushes: `AlbertTrainer`'s
 `create_model_card`, through `write_trainer_model_card` in albert_hf/training/trainer.py, calls `write_model_card`).
@@ -38,7 +45,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from .configuration import AlbertConfig
 from .data.pretraining import script_language
+from .data.word_segmentation import continuation_prefix
 from .errors import UserError
+from .formats import pair_with_tokenizer, stock_format_problems
 from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
 
 logger = logging.getLogger(__name__)
@@ -46,7 +55,8 @@ logger = logging.getLogger(__name__)
 # The card template is package data (read through importlib.resources), so a wheel install renders cards too.
 DEFAULT_TEMPLATE = resources.files("albert_hf") / "model_cards" / "template.md"
 
-# Files every albert_hf checkpoint folder must hold to load with trust_remote_code=True where albert_hf is absent.
+# Files every albert_hf-format folder (a model stock ALBERT cannot describe) must hold to load with
+# trust_remote_code=True where albert_hf is absent.
 REMOTE_CODE_FILES = ("config.json", "modeling.py", "configuration.py")
 
 # Hub pipeline tag of each head (what the Hub widget and `pipeline(model=repo_id)` use).
@@ -281,7 +291,7 @@ def on_the_hub(info: CardInfo) -> CardInfo:
     return replace(info, dataset_id=None, dataset_config=None, dataset_name=info.dataset_name or local)
 
 
-def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
+def _architecture_rows(model: AlbertPreTrainedModel, wordpiece: bool = False) -> list[tuple[str, str]]:
     config: AlbertConfig = model.config
     backbone = getattr(model, model.base_model_prefix, model)
     return [
@@ -294,12 +304,15 @@ def _architecture_rows(model: AlbertPreTrainedModel) -> list[tuple[str, str]]:
         ("Feed-forward size", str(config.intermediate_size)),
         ("Parameter groups", str(config.num_hidden_groups)),
         ("Cross-layer sharing", f"`{config.sharing}`: {SHARING_DESCRIPTIONS[config.sharing]}"),
-        ("Vocabulary", f"{config.vocab_size:,} SentencePiece pieces"),
+        ("Vocabulary", f"{config.vocab_size:,} {'WordPiece tokens' if wordpiece else 'SentencePiece pieces'}"),
         ("Max sequence length", str(config.max_position_embeddings)),
     ]
 
 
 def _normalization_rows(tokenizer: PreTrainedTokenizerBase | None) -> list[tuple[str, str]]:
+    if tokenizer is not None and continuation_prefix(tokenizer) is not None:
+        case = "lowercased, accents stripped" if getattr(tokenizer, "do_lower_case", True) else "case kept"
+        return [("Tokenizer", f"BERT WordPiece (`{type(tokenizer).__name__}`), {case}")]
     if tokenizer is None or not hasattr(tokenizer, "keep_accents"):
         return []
     case = "lowercased" if getattr(tokenizer, "do_lower_case", True) else "case kept"
@@ -361,6 +374,9 @@ def render_model_card(
         raise TypeError(f"render_model_card takes an albert_hf model, got {type(model).__name__}.")
     pipeline_tag = PIPELINE_TAGS[class_name]
     eval_results = eval_results_for_card(eval_metrics or {}, info, pipeline_tag)
+    # The card describes the folder the model is saved as: transformers' own ALBERT, or albert_hf's with its code.
+    custom_reasons = stock_format_problems(model, tokenizer)
+    wordpiece = tokenizer is not None and continuation_prefix(tokenizer) is not None
     card_data = ModelCardData(
         model_name=model_name,
         base_model=hub_base,
@@ -369,7 +385,7 @@ def render_model_card(
         library_name="transformers",
         license=info.license,
         pipeline_tag=pipeline_tag,
-        tags=["albert", "albert_hf", "custom_code", *info.tags],
+        tags=["albert", "albert_hf", *(["custom_code"] if custom_reasons else []), *info.tags],
         metrics=sorted(eval_metrics) if eval_metrics else None,
         eval_results=eval_results or None,
     )
@@ -385,8 +401,11 @@ def render_model_card(
         description=info.description,
         class_name=class_name,
         auto_class=AUTO_CLASS_OF[class_name],
-        architecture=_architecture_rows(model) + _normalization_rows(tokenizer),
+        architecture=_architecture_rows(model, wordpiece) + _normalization_rows(tokenizer),
         sharing=model.config.sharing,
+        stock=not custom_reasons,
+        custom_reasons=custom_reasons,
+        tokenizer_kind="wordpiece" if wordpiece else "sentencepiece" if tokenizer is not None else None,
         max_position_embeddings=model.config.max_position_embeddings,
         base_model=hub_base,
         local_base_model=local_base,
@@ -452,22 +471,26 @@ def save_for_hub(
 ) -> list[str]:
     """Write everything a Hub repository of `model` holds into `folder`; return the files, relative and sorted.
 
-    Model (config with `auto_map`, safetensors, remote code), tokenizer files, and the model card (last, so it lists
-    every file). Raises if the remote code did not travel (albert_hf's Auto registration missing).
+    Model and tokenizer in transformers' own format where stock ALBERT describes them
+    (`albert_hf.formats.stock_format_problems`), else in albert_hf's (config with `auto_map`, remote code), and the
+    model card (last, so it lists every file). Raises if an albert_hf-format model's code did not travel (albert_hf's
+    Auto registration missing).
     """
     folder = Path(folder)
     if tokenizer is not None:
         check_tokenizer_fits(model, tokenizer)
+        pair_with_tokenizer(model, tokenizer)  # a tokenizer that needs code makes the model's folder albert_hf's
     model.save_pretrained(folder)
     missing = [name for name in REMOTE_CODE_FILES if not (folder / name).is_file()]
     config = json.loads((folder / "config.json").read_text())
-    if missing or "auto_map" not in config:
+    if config.get("model_type") != "albert" and (missing or "auto_map" not in config):
         raise RuntimeError(
             f"{folder} lacks {missing or 'an auto_map in config.json'}: the model would not load without albert_hf. "
             "Its class must be registered for the Auto classes (`import albert_hf` does it)."
         )
     if tokenizer is not None:
-        tokenizer.save_pretrained(folder)  # `import albert_hf` registered it as remote code: tokenization.py travels
+        tokenizer.save_pretrained(folder)  # beside an albert_hf-format model, with its code (tokenization.py)
+    card_kwargs.setdefault("tokenizer", tokenizer)  # what the card says of the tokenizer and of the folder's format
     write_model_card(folder, model, model_name=model_name or folder.resolve().name, **card_kwargs)
     return sorted(_relative_files(folder))
 
@@ -484,7 +507,8 @@ def push_to_hub(
     create_pr: bool = False,
     **card_kwargs: Any,
 ) -> CommitInfo:
-    """Upload model, tokenizer, remote code and a generated model card to `repo_id` in one commit.
+    """Upload model, tokenizer (stock or with their code: `save_for_hub`) and a generated model card to `repo_id` in one
+    commit.
 
     Unlike `model.push_to_hub` (transformers' generic card, a separate commit for the tokenizer), the repository is
     complete and consistent after a single commit. `card_kwargs` go to `render_model_card` (`info`, `eval_metrics`,

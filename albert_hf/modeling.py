@@ -16,8 +16,9 @@ Shapes: B batch, T sequence length, E embedding size, H hidden size, N heads, D 
 
 # No `from __future__ import annotations`, as in transformers' modeling files: transformers inspects the evaluated
 # signatures (`**kwargs: Unpack[TransformersKwargs]` says which options every head passes on to the backbone).
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -423,8 +424,15 @@ class AlbertPreTrainedModel(PreTrainedModel):
         return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     def save_pretrained(self, save_directory, *args, **kwargs):
-        # When albert_hf registered its classes (`import albert_hf`), the folder gets modeling.py/configuration.py and
-        # an `auto_map` naming every Auto class, so any head loads with trust_remote_code=True without albert_hf.
+        # Stock by default: where transformers' own ALBERT stands for this model under this class's name
+        # (`AlbertConfig.stock_albert_problems` finds nothing), the folder is transformers' ALBERT: the config writes
+        # itself as model_type "albert" without `auto_map`, and no code of albert_hf is copied beside it.
+        if not self.config.stock_albert_problems([type(self).__name__.removeprefix("FSDP")]):
+            with _code_not_copied(type(self)):
+                return super().save_pretrained(save_directory, *args, **kwargs)
+        # Otherwise, when albert_hf registered its classes (`import albert_hf`), the folder gets modeling.py and
+        # configuration.py and an `auto_map` naming every Auto class, so any head loads with trust_remote_code=True
+        # without albert_hf.
         if type(self)._auto_class is not None:
             auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
             self.config.auto_map = {"AutoConfig": "configuration.AlbertConfig", **auto_map}
@@ -438,6 +446,22 @@ class AlbertPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
         elif isinstance(module, AlbertEmbeddings):
             init.copy_(module.position_ids, torch.arange(module.position_ids.shape[-1]).expand((1, -1)))
+
+
+@contextlib.contextmanager
+def _code_not_copied(cls: type) -> Iterator[None]:
+    """For the duration, `cls` is no class registered for an Auto class: transformers' `save_pretrained` copies the
+    file of a registered class (and sets `auto_map`) beside the weights, which a stock folder must not hold. The
+    registration is the class's (`register_for_auto_class`), so it is lifted for the save and put back after."""
+    own, saved = "_auto_class" in cls.__dict__, cls._auto_class
+    cls._auto_class = None
+    try:
+        yield
+    finally:
+        if own:
+            cls._auto_class = saved
+        else:
+            del cls._auto_class
 
 
 def _normalize(loss_sum: torch.Tensor, count: torch.Tensor | int) -> torch.Tensor:

@@ -211,6 +211,10 @@ ALBERT_CHARACTER_COVERAGE = 0.99995
 TRAIN_TOKENIZER_DESCRIPTION = "Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder."
 # What `albert-hf export --quantize` writes besides the float model.
 QUANTIZE_CHOICES = ("int8",)
+# What `albert-hf export --format` writes: ONNX files, or sentence-transformers' layout on a stock folder.
+EXPORT_FORMATS = ("onnx", "sentence-transformers")
+# How `--format sentence-transformers` pools token embeddings into one vector (`albert_hf.convert.POOLING_MODES`).
+POOLING_CHOICES = ("mean", "cls", "max")
 
 
 def train_tokenizer_parser() -> argparse.ArgumentParser:
@@ -275,10 +279,26 @@ def export_parser() -> argparse.ArgumentParser:
     parser = RefusingParser(
         prog="albert-hf export",
         description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "
-        "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers).",
+        "(onnxruntime dynamic quantization, and torch dynamic quantization of the Linear layers); or, with --format "
+        "sentence-transformers, as a sentence-transformers model (its backbone in transformers' own format, and a "
+        "pooling module) that SentenceTransformer(folder) loads without albert_hf.",
     )
     parser.add_argument("--model_name_or_path", required=True, help="folder saved with save_pretrained")
     parser.add_argument("--output_dir", required=True, help="folder for model.onnx (+ int8 files)")
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="onnx", help="what to write (default onnx)")
     parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None, help="also write int8 models")
     parser.add_argument("--no_pytorch_int8", action="store_true", help="with --quantize: skip the PyTorch int8 file")
+    parser.add_argument(
+        "--pooling",
+        choices=POOLING_CHOICES,
+        default="mean",
+        help="sentence-transformers: how token embeddings become one vector (default mean, under the attention mask)",
+    )
+    parser.add_argument("--normalize", action="store_true", help="sentence-transformers: unit-length embeddings")
+    parser.add_argument(
+        "--max_seq_length",
+        type=COUNT.argument_type(int),
+        default=None,
+        help="sentence-transformers: where inputs are truncated (default: the model's max_position_embeddings)",
+    )
     return parser

@@ -97,6 +97,7 @@ _OTHER_RUN_FILES = frozenset(
         "tokenizer_config.json",
         "special_tokens_map.json",
         "added_tokens.json",
+        "vocab.txt",  # a WordPiece vocabulary (the Chinese ALBERTs'), as `albert-hf import` writes it
         # The remote code save_pretrained copies beside a model and its tokenizer (`trust_remote_code=True`).
         "modeling.py",
         "configuration.py",

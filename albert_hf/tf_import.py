@@ -54,6 +54,7 @@ import torch
 
 from .configuration import AlbertConfig
 from .errors import MissingFileError, UserError
+from .formats import is_sentencepiece_model, wordpiece_tokenizer
 from .hub import CardInfo, card_language, save_for_hub
 from .modeling import (
     AlbertForMaskedLM,
@@ -695,18 +696,6 @@ def find_vocab_file(prefix: str) -> Path:
     return found
 
 
-def is_sentencepiece_model(path: str | os.PathLike) -> bool:
-    """Whether `path` holds a SentencePiece model (a serialized ModelProto), not a text vocabulary."""
-    import sentencepiece
-
-    processor = sentencepiece.SentencePieceProcessor()
-    try:
-        processor.LoadFromSerializedProto(Path(path).read_bytes())
-    except Exception:
-        return False
-    return True
-
-
 def original_tokenizer(vocab_file: str | os.PathLike, do_lower_case: bool = True):
     """The tokenizer of an original release: albert_hf's on a SentencePiece model (the original's rules:
     lowercasing, accent stripping, whitespace collapsing), transformers' BertTokenizer on a WordPiece `vocab.txt`
@@ -718,35 +707,7 @@ def original_tokenizer(vocab_file: str | os.PathLike, do_lower_case: bool = True
         from .tokenization import AlbertHFTokenizer
 
         return AlbertHFTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case, keep_accents=False)
-    from transformers import BertTokenizer
-
-    vocab = read_wordpiece_vocabulary(vocab_file)
-    # Given the file (`vocab_file=`), transformers 5's BertTokenizer maps every token to [UNK]; given the mapping, it
-    # builds its WordPiece model from it.
-    return BertTokenizer(vocab=vocab, do_lower_case=do_lower_case)
-
-
-WORDPIECE_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")
-
-
-def read_wordpiece_vocabulary(path: str) -> dict[str, int]:
-    """token -> id of a BERT `vocab.txt` (one token a line, the line number its id, as BERT's `load_vocab`)."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as error:
-        raise UserError(
-            f"{path}: neither a SentencePiece model nor a UTF-8 WordPiece vocabulary ({error.reason})"
-        ) from None
-    if lines and lines[-1] == "":
-        lines.pop()
-    vocab = {token.rstrip("\r"): index for index, token in enumerate(lines)}
-    missing = [token for token in WORDPIECE_SPECIAL_TOKENS if token not in vocab]
-    if missing:
-        raise UserError(
-            f"{path}: not a BERT WordPiece vocabulary (it lacks {', '.join(missing)}); a SentencePiece model "
-            "(30k-clean.model) or a vocab.txt is expected"
-        )
-    return vocab
+    return wordpiece_tokenizer(vocab_file, do_lower_case=do_lower_case)
 
 
 def _special_token_ids(tokenizer) -> dict[str, int]:

@@ -45,7 +45,9 @@ Viterbi picks, and SentencePiece never matches control pieces ("<unk>", "<pad>",
 does. `_OriginalPieceMarks` only looks further at texts with a comma or a control-piece string; for the few words
 concerned it computes the original's pieces and marks their boundaries, so the model then sees one original piece per
 split. A Python component cannot be serialized by `tokenizers`, so `save_pretrained` writes `spiece.model` (the
-format of the official ALBERT repos) and pickling rebuilds the pipeline.
+format of the official ALBERT repos), from which loading and pickling rebuild the pipeline; beside it, stock by
+default, a `tokenizer.json` of everything the Rust components can state (`stock_pipeline`), which transformers reads
+where albert_hf is not installed.
 
 Ids equal google-research's code on all the text of the shared data (262,000 texts,
 `benchmarks/tokenizer_agreement.py`) except 5 distinct texts where two segmentations of one word score the same or
@@ -908,6 +910,57 @@ def _pad_to_longest(encodings: list, padding: dict) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
+# transformers' own tokenizer format: what a folder holds for users without albert_hf
+# ----------------------------------------------------------------------------------------------------------------------
+
+# The score the stock `tokenizer.json` gives the pieces that end in "<digit>,": far below any other way of covering
+# their text, so that Viterbi keeps away from them, as the original's re-split of such pieces does.
+_AVOIDED_PIECE_SCORE = -1e4
+
+
+def stock_pipeline(rust: Tokenizer) -> Tokenizer:
+    """The original tokenization as far as transformers' tokenizer format (`tokenizer.json`, read by
+    `TokenizersBackend` without albert_hf's code) can hold it: the serializable "rust" route of `_Backend` (the whole
+    normalizer and pre-tokenizer, the Unigram model, the post-processor), with the pieces that end in "<digit>," out
+    of Viterbi's reach. Returns a new `Tokenizer`; `rust` is left as it is.
+
+    transformers' own `AlbertTokenizer` builds its pipeline in code and ignores a folder's: it turns `` and '' into ",
+    strips accents by Unicode category (not the original's combining classes), lower-cases without Python's final
+    sigma, and keeps pieces such as "▁1990," that the original re-splits into "▁1990" ","; on SQuAD that changes the
+    ids of 3.5% of the texts (`benchmarks/stock_tokenizer.py`). Here every rule the format can state is the original's,
+    and three the exact pipeline runs in Python stay out of reach:
+
+    - the re-split of "<digit>," pieces depends on which pieces Viterbi picked. With those pieces avoided, Viterbi
+      segments as if they were absent, which is the original wherever its choice, re-split, is also the best without
+      them: all but 2 of the 262,000 texts of the shared data (CoNLL's "11,424": the original's "▁11," "4" "24"
+      re-split gives "▁11" "," "4" "24", the best without gives "▁1" "1,4" "24"). `tokenizers` penalizes an unknown
+      character relative to the lowest score of the vocabulary, which therefore moves too: no text of the shared
+      data, the Japanese novel with its thousands of characters unknown to the English vocabulary included, is
+      segmented otherwise for it;
+    - a control piece written in the text and read as text ("<unk>" with `split_special_tokens=True`, "<UNK>" lower-
+      cased): SentencePiece never matches one, a Unigram model matches every piece it holds;
+    - text written right after an added token, with no space ("the [MASK]."): each stretch of text between added
+      tokens gets its own "▁", where the exact pipeline continues the token's word (`_JoinAfterAddedTokens`), as
+      every SentencePiece tokenizer of transformers does.
+    """
+    data = json.loads(rust.to_str())
+    for entry in data["model"]["vocab"]:
+        if _is_digit_comma_piece(entry[0]):
+            entry[1] = _AVOIDED_PIECE_SCORE
+    return Tokenizer.from_str(json.dumps(data))
+
+
+def _model_type_beside(save_directory: str | os.PathLike) -> str | None:
+    """The model_type of the config.json in `save_directory` (a model saved there before its tokenizer, as Trainer and
+    albert_hf save), or None: "albert_hf" for a model saved with albert_hf's code, "albert" for transformers' own."""
+    try:
+        with open(os.path.join(save_directory, "config.json"), encoding="utf-8") as file:
+            return json.load(file).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
 # The tokenizer class
 # ----------------------------------------------------------------------------------------------------------------------
 
@@ -1157,10 +1210,24 @@ class AlbertHFTokenizer(TokenizersBackend):
         push_to_hub: bool = False,
         **kwargs: Any,
     ) -> tuple[str, ...]:
-        """transformers' save, with `spiece.model` instead of a `tokenizer.json` (see
+        """Save the tokenizer; with `push_to_hub`, the upload starts once every file is written.
+
+        Stock by default: where transformers' tokenizer format can stand for this tokenizer (`stock_format_problem`
+        is None) and the folder holds no model saved with albert_hf's code, the folder is one that transformers
+        reads without any code of albert_hf ([`stock_tokenizer`]: `tokenizer.json`, `tokenizer_config.json`),
+        with `spiece.model` and this tokenizer's settings beside, from which albert_hf loads the exact tokenizer
+        ([`_save_stock_files`]). Beside a model saved with albert_hf's code (`config.json` of model_type
+        "albert_hf", written first, as Trainer and albert_hf write it), the tokenizer keeps its code too, so that
+        `trust_remote_code=True` gives the exact tokenizer with the model: transformers' save with albert_hf's code
+        (`tokenization.py` and an `auto_map` when registered), `spiece.model` instead of a `tokenizer.json` (see
         `_Backend.tokenizer_json_left_out`), and the tokens added with `add_tokens` kept in `tokenizer_config.json`:
-        transformers leaves them out of it for a tokenizer whose `tokenizer.json` holds them. With `push_to_hub`, the
-        upload starts once every file is written."""
+        transformers leaves them out of it for a tokenizer whose `tokenizer.json` holds them."""
+        model_type = _model_type_beside(save_directory)
+        if self.stock_format_problem() is None and model_type != "albert_hf":
+            saved = self._save_stock_files(str(save_directory), filename_prefix)
+            if push_to_hub:
+                self._push_saved(save_directory, kwargs)
+            return saved
         with self.backend_tokenizer.tokenizer_json_left_out():
             saved = super().save_pretrained(
                 save_directory,
@@ -1182,13 +1249,71 @@ class AlbertHFTokenizer(TokenizersBackend):
         saved = tuple(name for name in saved if name != not_written)
         saved += self.save_vocabulary(str(save_directory), filename_prefix)
         if push_to_hub:
-            repo_id = kwargs.get("repo_id", str(save_directory).split(os.path.sep)[-1])
-            hub_options = {name: kwargs[name] for name in ("commit_message", "private", "token") if name in kwargs}
-            self.push_to_hub(repo_id, **hub_options)
+            self._push_saved(save_directory, kwargs)
         return saved
+
+    def _push_saved(self, save_directory: str | os.PathLike, kwargs: dict[str, Any]) -> None:
+        repo_id = kwargs.get("repo_id", str(save_directory).split(os.path.sep)[-1])
+        hub_options = {name: kwargs[name] for name in ("commit_message", "private", "token") if name in kwargs}
+        self.push_to_hub(repo_id, **hub_options)
+
+    # -- transformers' own tokenizer format ------------------------------------------------------------------------
+
+    def stock_format_problem(self) -> str | None:
+        """Why transformers' tokenizer format (`tokenizer.json`, read without albert_hf's code) cannot stand for this
+        tokenizer, or None when it can: its rules, but for the few [`stock_pipeline`] lists, are statements of that
+        format. A tokenizer with a step the format has no place for (a word segmenter run before SentencePiece)
+        answers with the reason, and is then saved with its code. `albert_hf.formats.stock_tokenizer_problem` asks
+        every tokenizer this."""
+        return None
+
+    def stock_tokenizer(self) -> TokenizersBackend:
+        """The tokenizer that transformers loads, without albert_hf, from the folder `save_pretrained` writes: a
+        `TokenizersBackend` on [`stock_pipeline`], with this tokenizer's special and added tokens, sequence templates
+        (token type ids included) and length and side settings."""
+        rust = Tokenizer.from_str(self._tokenizer.routes["rust"].to_str())
+        rust.no_truncation()
+        rust.no_padding()
+        return TokenizersBackend(
+            tokenizer_object=stock_pipeline(rust),  # its added tokens, with their flags, come with it
+            **self.special_tokens_map,
+            model_input_names=list(self.model_input_names),
+            model_max_length=self.model_max_length,
+            padding_side=self.padding_side,
+            truncation_side=self.truncation_side,
+            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces,
+        )
+
+    def _save_stock_files(self, save_directory: str, filename_prefix: str | None) -> tuple[str, ...]:
+        """[`stock_tokenizer`]'s files, with this tokenizer's settings and added tokens in `tokenizer_config.json`
+        (what albert_hf reads back, with `spiece.model`, into the exact tokenizer), and `spiece.model`.
+
+        The config names this class. transformers resolves a tokenizer class it does not know to `TokenizersBackend`
+        on the folder's `tokenizer.json` (beside transformers' ALBERT, or alone); where albert_hf is imported the name
+        resolves to this class, so `AutoTokenizer` gives the exact tokenizer."""
+        os.makedirs(save_directory, exist_ok=True)
+        saved = tuple(self.stock_tokenizer().save_pretrained(save_directory, filename_prefix=filename_prefix))
+        prefix = filename_prefix + "-" if filename_prefix else ""
+        config_file = os.path.join(save_directory, prefix + "tokenizer_config.json")
+        with open(config_file, encoding="utf-8") as file:
+            config = json.load(file)
+        config["tokenizer_class"] = type(self).__name__
+        config.update(
+            do_lower_case=self.do_lower_case,
+            remove_space=self.remove_space,
+            keep_accents=self.keep_accents,
+            replace_quotes=self.replace_quotes,
+        )
+        config["added_tokens_decoder"] = {
+            str(index): token.__getstate__() for index, token in sorted(self.added_tokens_decoder.items())
+        }
+        with open(config_file, "w", encoding="utf-8") as file:
+            file.write(json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return saved + self.save_vocabulary(save_directory, filename_prefix)
 
 
 __all__ = [
     "AlbertHFTokenizer",
     "read_sentencepiece_model",
+    "stock_pipeline",
 ]

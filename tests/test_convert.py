@@ -1,5 +1,6 @@
 """Conversion to and from stock transformers ALBERT: exported checkpoints load in transformers' own classes with the
-same outputs and no custom code; official checkpoints import into albert_hf classes whole or not at all."""
+same outputs and no custom code, and what stock ALBERT cannot hold is refused; official checkpoints import into
+albert_hf classes whole or not at all."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from helpers.hub import REMOTE_CODE_FILES, TINY, encode, files_in, tiny_config
+from helpers.hub import STOCK_FILES, TINY, encode, files_in, tiny_config
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
 
@@ -33,18 +34,28 @@ def test_export_to_stock_transformers(tmp_path, tokenizer, overrides):
     assert not list((tmp_path / "stock").glob("*.py"))  # no custom code
     stock = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "stock").eval()
     assert type(stock) is transformers.AlbertForSequenceClassification
-    stock_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "stock")
-    assert type(stock_tokenizer) is transformers.AlbertTokenizer
+    # With albert_hf imported, AutoTokenizer gives the exact tokenizer the folder names; transformers alone reads its
+    # tokenizer.json with TokenizersBackend (the class it resolves an unknown one to: tests/test_stock_format.py).
+    assert type(transformers.AutoTokenizer.from_pretrained(tmp_path / "stock")) is AlbertHFTokenizer
+    stock_tokenizer = transformers.TokenizersBackend.from_pretrained(tmp_path / "stock")
     ours, theirs = encode(tokenizer), encode(stock_tokenizer)
     assert set(theirs) == set(ours) and all(torch.equal(ours[k], theirs[k]) for k in ours)
     with torch.no_grad():
         assert torch.allclose(stock(**theirs).logits, model(**ours).logits, atol=1e-6)
 
 
-@pytest.mark.parametrize("sharing, block", [("attention", "unshared_ffn"), ("ffn", "unshared_attention")])
-def test_export_refuses_partial_sharing(tmp_path, sharing, block):
-    model = albert_hf.AlbertModel(tiny_config(sharing=sharing))
-    with pytest.raises(ValueError, match=rf"sharing='{sharing}'.*{block}"):
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        (dict(sharing="attention"), "sharing='attention'.*unshared_ffn"),
+        (dict(sharing="ffn"), "sharing='ffn'.*unshared_attention"),
+        (dict(early_exit=True), "early_exit=True adds an exit classifier"),
+        (dict(num_layers_at_inference=1), "num_layers_at_inference=1 stops before the last layer"),
+    ],
+)
+def test_export_refuses_what_stock_albert_has_no_place_for(tmp_path, overrides, named):
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(**overrides))
+    with pytest.raises(ValueError, match=named):
         export_to_transformers(model, tmp_path / "stock")
     assert not (tmp_path / "stock").exists()
     check_exportable(tiny_config(sharing="none"))  # the allowed ones pass
@@ -65,8 +76,10 @@ def test_import_official_checkpoint(tmp_path, spiece_model):
     model = import_official_checkpoint(tmp_path / "official", tmp_path / "imported")
     assert type(model) is albert_hf.AlbertForPreTraining
     imported = tmp_path / "imported"
-    assert REMOTE_CODE_FILES <= files_in(imported)
-    assert json.loads((imported / "config.json").read_text())["model_type"] == "albert_hf"
+    # transformers' own ALBERT describes it, so it is saved as one: no code, no auto_map.
+    assert files_in(imported) == STOCK_FILES | {"README.md"}
+    config = json.loads((imported / "config.json").read_text())
+    assert config["model_type"] == "albert" and "auto_map" not in config
     card = ModelCard.load(imported / "README.md")
     # A local folder is no Hub id: the card's metadata names none, its text says where the weights came from.
     assert card.data.base_model is None and "official" in card.text

@@ -119,7 +119,7 @@ def test_cli_train_tokenizer_into_a_model_folder_is_refused_unless_overwrite(fin
     assert overwritten.returncode == 0, overwritten.stderr[-3000:]
     assert "--overwrite_output_dir: removing" in overwritten.stderr
     # The old model's files gone, the new tokenizer's there, and no lock left behind.
-    assert sorted(os.listdir(folder)) == ["spiece.model", "spiece.vocab", "tokenization.py", "tokenizer_config.json"]
+    assert sorted(os.listdir(folder)) == ["spiece.model", "spiece.vocab", "tokenizer.json", "tokenizer_config.json"]
     assert (folder / "spiece.model").read_bytes() != before["spiece.model"]
 
 

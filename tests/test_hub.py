@@ -2,7 +2,8 @@
 
 The Hub API is intercepted at the calls transformers and albert_hf make (`HfApi.create_repo`, `create_branch`,
 `create_commit` for `albert_hf.hub.push_to_hub`; `upload_folder` for `Trainer.push_to_hub`): a fake "remote" folder
-receives the files, and a subprocess that cannot import albert_hf loads them with `trust_remote_code=True`.
+receives the files, and a subprocess that cannot import albert_hf loads them: a model transformers' own ALBERT
+describes with its Auto classes and no `trust_remote_code`, one that needs albert_hf's code with `trust_remote_code=True`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 import torch
 from datasets import Dataset
 from helpers import processes
-from helpers.hub import REMOTE_CODE_FILES, TEXTS, encode, files_in, tiny_config
+from helpers.hub import REMOTE_CODE_FILES, STOCK_FILES, TEXTS, encode, files_in, tiny_config
+from helpers.stock import albert_hf_outputs, load_without_albert_hf
 from huggingface_hub import CommitInfo, HfApi, ModelCard, RepoUrl
 from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import filter_repo_objects
@@ -132,7 +134,7 @@ torch.save({{"inputs": dict(inputs), "logits": logits, "tokenizer_class": type(t
 """
 
 
-def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict:
+def load_without_albert_hf_trusting_code(folder: Path, auto_name: str, tmp_path: Path) -> dict:
     out = tmp_path / "remote_outputs.pt"
     script = REMOTE_LOADER.format(
         repo_root=str(REPO_ROOT), folder=str(folder), auto_name=auto_name, out=str(out), texts=json.dumps(TEXTS)
@@ -157,33 +159,76 @@ def load_without_albert_hf(folder: Path, auto_name: str, tmp_path: Path) -> dict
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(fake_hub, tokenizer, tmp_path):
-    torch.manual_seed(0)
-    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3)).eval()
-    info = CardInfo(
+MNLI_CARD = dict(
+    info=CardInfo(
         dataset_id="nyu-mll/glue",
         dataset_config="mnli",
         dataset_name="GLUE MNLI",
         base_model="albert/albert-base-v2",
         task_name="Natural language inference",
+    ),
+    eval_metrics={"accuracy": 0.8125},
+)
+
+
+def check_card(remote: Path) -> ModelCard:
+    """The model card: ours, valid metadata, the run's result in model-index."""
+    card = ModelCard.load(remote / "README.md")
+    assert card.data.library_name == "transformers" and card.data.license == "apache-2.0"
+    assert card.data.pipeline_tag == "text-classification" and card.data.base_model == "albert/albert-base-v2"
+    [result] = card.data.eval_results
+    assert (result.dataset_type, result.dataset_config, result.metric_type, result.metric_value) == (
+        "nyu-mll/glue",
+        "mnli",
+        "accuracy",
+        0.8125,
     )
-    push_to_hub(
-        model,
-        "someone/tiny-albert-mnli",
-        tokenizer=tokenizer,
-        info=info,
-        eval_metrics={"accuracy": 0.8125},
-        revision="v1",
-    )
+    return card
+
+
+def test_push_to_hub_uploads_transformers_albert_that_loads_without_albert_hf(fake_hub, tokenizer, tmp_path):
+    """Stock by default: the model transformers' ALBERT describes is pushed as one, in one commit, and someone without
+    albert_hf loads it with the Auto classes, no `trust_remote_code`, to the same outputs."""
+    torch.manual_seed(0)
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3)).eval()
+    push_to_hub(model, "someone/tiny-albert-mnli", tokenizer=tokenizer, revision="v1", **MNLI_CARD)
 
     kinds = [kind for kind, _ in fake_hub.calls]
     assert kinds == ["create_repo", "create_branch", "create_commit"]  # one commit holds everything
     assert fake_hub.calls[2][1]["revision"] == "v1"
     remote = fake_hub.folder("someone/tiny-albert-mnli")
+    assert files_in(remote) == STOCK_FILES | {"README.md"}
+    config = json.loads((remote / "config.json").read_text())
+    assert config["model_type"] == "albert" and "auto_map" not in config and len(config["id2label"]) == 3
+    weights = load_file(remote / "model.safetensors")
+    state = model.state_dict()
+    assert set(weights) == set(state) and all(torch.equal(weights[k], state[k]) for k in weights)
+    tokenizer_config = json.loads((remote / "tokenizer_config.json").read_text())
+    assert "auto_map" not in tokenizer_config and tokenizer_config["tokenizer_class"] == "AlbertHFTokenizer"
+    assert (remote / "spiece.model").read_bytes() == Path(tokenizer.vocab_file).read_bytes()
+    card = check_card(remote)
+    assert "albert_hf" in card.data.tags and "custom_code" not in card.data.tags
+    assert "trust_remote_code" not in card.text.split("## How to use")[1].split("## Intended")[0]
+    assert "import albert_hf" in card.text  # how to get the exact tokenizer
+
+    loaded = load_without_albert_hf([remote], tmp_path)[remote.name]
+    assert loaded["model_class"] == "transformers.models.albert.modeling_albert.AlbertForSequenceClassification"
+    inputs, outputs = albert_hf_outputs(remote)
+    for key, value in inputs.items():
+        assert torch.equal(loaded["inputs"][key], value), key
+    assert torch.allclose(loaded["outputs"]["logits"], outputs["logits"], atol=1e-6)
+
+
+def test_push_to_hub_of_a_model_that_needs_albert_hf_carries_its_code(fake_hub, tokenizer, tmp_path):
+    torch.manual_seed(0)
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3, sharing="attention")).eval()
+    push_to_hub(model, "someone/tiny-albert-mnli", tokenizer=tokenizer, **MNLI_CARD)
+
+    remote = fake_hub.folder("someone/tiny-albert-mnli")
     assert files_in(remote) == REMOTE_CODE_FILES
     # config: our model type, an auto_map for every Auto class, the labels
     config = json.loads((remote / "config.json").read_text())
-    assert config["model_type"] == "albert_hf"
+    assert config["model_type"] == "albert_hf" and config["sharing"] == "attention"
     expected_auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
     assert config["auto_map"] == {"AutoConfig": "configuration.AlbertConfig", **expected_auto_map}
     # weights: exactly the model's tensors
@@ -197,22 +242,13 @@ def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(
     # the class is named AlbertHFTokenizer so that it never shadows transformers' AlbertTokenizer by name
     assert tokenizer_config["auto_map"]["AutoTokenizer"][0] == "tokenization.AlbertHFTokenizer"
     assert (remote / "spiece.model").read_bytes() == Path(tokenizer.vocab_file).read_bytes()
-    # model card: ours, valid metadata, the run's result in model-index
-    card = ModelCard.load(remote / "README.md")
-    assert card.data.library_name == "transformers" and card.data.license == "apache-2.0"
+    card = check_card(remote)
     assert {"albert_hf", "custom_code"} <= set(card.data.tags)
-    assert card.data.pipeline_tag == "text-classification" and card.data.base_model == "albert/albert-base-v2"
-    [result] = card.data.eval_results
-    assert (result.dataset_type, result.dataset_config, result.metric_type, result.metric_value) == (
-        "nyu-mll/glue",
-        "mnli",
-        "accuracy",
-        0.8125,
-    )
     assert "trust_remote_code=True" in card.text and "`tokenization.py`" in card.text
+    assert "sharing='attention' keeps one feed-forward block per layer application" in card.text
 
     # Someone without albert_hf loads model and tokenizer from those files and gets the same outputs.
-    remote_outputs = load_without_albert_hf(remote, "AutoModelForSequenceClassification", tmp_path)
+    remote_outputs = load_without_albert_hf_trusting_code(remote, "AutoModelForSequenceClassification", tmp_path)
     inputs = encode(tokenizer)
     assert remote_outputs["tokenizer_class"].startswith("transformers_modules")
     for key, value in inputs.items():
@@ -223,22 +259,26 @@ def test_push_to_hub_uploads_a_complete_repository_that_loads_without_albert_hf(
     assert torch.allclose(remote_outputs["logits"], expected, atol=1e-6)
 
 
-def test_transformers_push_to_hub_methods_carry_the_remote_code(fake_hub, tokenizer, monkeypatch):
-    """`model.push_to_hub` / `tokenizer.push_to_hub` (transformers' own, two commits, transformers' generic card)
-    also upload everything needed to load without albert_hf."""
+def test_transformers_push_to_hub_methods_write_the_same_formats(fake_hub, tokenizer, monkeypatch):
+    """`model.push_to_hub` / `tokenizer.push_to_hub` (transformers' own, two commits, transformers' generic card): a
+    stock model and its tokenizer are pushed as transformers' ALBERT; a model that needs albert_hf's code carries it
+    (its tokenizer keeps its code only when saved beside it: `albert_hf.hub.push_to_hub`, Trainer)."""
 
     def no_card_on_the_hub(*args, **kwargs):
         raise EntryNotFoundError("README.md")  # a new repository: transformers then writes its default card
 
     monkeypatch.setattr(ModelCard, "load", no_card_on_the_hub)
-    model = albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5))
-    model.push_to_hub("someone/tiny-ner")
+    albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5)).push_to_hub("someone/tiny-ner")
     tokenizer.push_to_hub("someone/tiny-ner")
-    assert [kind for kind, _ in fake_hub.calls].count("create_commit") == 2
-    remote = fake_hub.folder("someone/tiny-ner")
-    assert REMOTE_CODE_FILES <= files_in(remote)
-    assert "auto_map" in json.loads((remote / "config.json").read_text())
-    assert "auto_map" in json.loads((remote / "tokenizer_config.json").read_text())
+    albert_hf.AlbertForTokenClassification(tiny_config(num_labels=5, sharing="ffn")).push_to_hub("someone/ffn-ner")
+    assert [kind for kind, _ in fake_hub.calls].count("create_commit") == 3
+    stock, custom = fake_hub.folder("someone/tiny-ner"), fake_hub.folder("someone/ffn-ner")
+    assert files_in(stock) == STOCK_FILES | {"README.md"}
+    assert json.loads((stock / "config.json").read_text())["model_type"] == "albert"
+    tokenizer_config = json.loads((stock / "tokenizer_config.json").read_text())
+    assert tokenizer_config["tokenizer_class"] == "AlbertHFTokenizer" and "auto_map" not in tokenizer_config
+    assert {"config.json", "model.safetensors", "modeling.py", "configuration.py"} <= files_in(custom)
+    assert "auto_map" in json.loads((custom / "config.json").read_text())
 
 
 def test_push_refuses_a_tokenizer_that_does_not_fit_the_model(fake_hub, tokenizer):
@@ -291,17 +331,8 @@ def test_trainer_push_to_hub_sends_the_albert_hf_model_card(fake_hub, tokenizer,
         (kind, call) for kind, call in fake_hub.calls
     ]
     remote = fake_hub.folder("someone/tiny-sst2")
-    assert {
-        "README.md",
-        "config.json",
-        "model.safetensors",
-        "modeling.py",
-        "configuration.py",
-        "spiece.model",
-        "tokenizer_config.json",
-        "tokenization.py",
-        "training_args.bin",
-    } <= files_in(remote)
+    assert STOCK_FILES | {"README.md", "training_args.bin"} <= files_in(remote)
+    assert not {"modeling.py", "configuration.py", "tokenization.py"} & files_in(remote)
     card = ModelCard.load(remote / "README.md")
     assert "albert_hf" in card.data.tags and card.data.model_name == "someone/tiny-sst2"
     reported = {result.metric_type: result.metric_value for result in card.data.eval_results}
@@ -336,7 +367,7 @@ def test_card_without_results_or_recipe_still_validates():
     parsed = ModelCard(str(card))
     assert parsed.data.eval_results is None and parsed.data.pipeline_tag == "fill-mask"
     assert "No evaluation results were recorded" in parsed.text
-    assert "Sharing `attention` is an albert_hf extension" in parsed.text
+    assert "needs albert_hf's code: sharing='attention' keeps one feed-forward block" in parsed.text
 
 
 def test_results_without_a_hub_dataset_are_in_the_text_not_the_model_index(tmp_path):

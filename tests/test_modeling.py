@@ -580,16 +580,23 @@ def test_auto_classes_registered(tmp_path):
     for auto_name, model_class in ALBERT_AUTO_CLASSES.items():
         auto = getattr(transformers, auto_name)
         assert type(auto.from_config(config)) is model_class
-    albert_hf.AlbertForTokenClassification(config).save_pretrained(tmp_path)
-    loaded = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path)
+    # A folder saved with albert_hf's code (a model stock ALBERT cannot hold) loads into albert_hf's class; one saved in
+    # transformers' own format into transformers' (tests/test_stock_format.py).
+    albert_hf.AlbertForTokenClassification(tiny_config(sharing="ffn")).save_pretrained(tmp_path / "ffn")
+    loaded = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path / "ffn")
     assert type(loaded) is albert_hf.AlbertForTokenClassification
+    albert_hf.AlbertForTokenClassification(config).save_pretrained(tmp_path / "stock")
+    loaded = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path / "stock")
+    assert type(loaded) is transformers.AlbertForTokenClassification
     # transformers' own "albert" type is untouched
     assert type(transformers.AutoModel.from_config(transformers.AlbertConfig(**TINY))) is transformers.AlbertModel
 
 
 def test_remote_code_loads_without_albert_hf(tmp_path):
+    """A model transformers' ALBERT cannot hold (here sharing="attention") is saved with albert_hf's code, which
+    transformers runs with trust_remote_code=True where albert_hf is absent (stock folders: test_stock_format.py)."""
     torch.manual_seed(0)
-    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3)).eval()
+    model = albert_hf.AlbertForSequenceClassification(tiny_config(num_labels=3, sharing="attention")).eval()
     model.save_pretrained(tmp_path / "ckpt")
     saved = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert saved["auto_map"]["AutoModelForSequenceClassification"] == "modeling.AlbertForSequenceClassification"

@@ -1,7 +1,9 @@
 """Loading runs no code from a checkpoint folder when albert_hf is installed.
 
-A saved albert_hf folder carries modeling.py, configuration.py and tokenization.py (with `auto_map` entries in its
-config.json and tokenizer_config.json) for `trust_remote_code=True` users without albert_hf. With albert_hf imported,
+A model that transformers' own ALBERT describes is saved without any code (tests/test_stock_format.py). One that needs
+albert_hf's (here sharing="attention") carries modeling.py, configuration.py and tokenization.py (with `auto_map`
+entries in its config.json and tokenizer_config.json) for `trust_remote_code=True` users without albert_hf. With
+albert_hf imported,
 its registered classes win over the folder's code: here the folder's three files are replaced by code that writes a
 marker file when run, and the Auto classes load the folder in a fresh process with `trust_remote_code` True, False
 and unset. The counter-check, without `import albert_hf`, shows that the planted code does run when transformers
@@ -58,7 +60,14 @@ def planted_folder(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("planted")
     folder, marker = root / "model", root / "ran.txt"
     AlbertForSequenceClassification(
-        AlbertConfig(vocab_size=30000, embedding_size=16, hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+        AlbertConfig(
+            vocab_size=30000,
+            embedding_size=16,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            sharing="attention",  # which transformers' ALBERT cannot hold: the folder keeps albert_hf's code
+        )
     ).save_pretrained(folder)
     AlbertHFTokenizer(vocab_file=str(FIXTURES / "spiece" / "albert-30k-clean.model")).save_pretrained(folder)
     auto_map = json.loads((folder / "config.json").read_text())["auto_map"]

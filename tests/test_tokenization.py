@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import sentencepiece as spm
+import transformers
 from helpers import processes
 from helpers.data import is_full
 from helpers.tokenization_reference import (
@@ -37,6 +38,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tokenizers import AddedToken
 
+import albert_hf
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer
 
@@ -555,16 +557,29 @@ def test_save_and_reload_round_trip(tokenizer, tmp_path):
     assert len(reloaded) == len(tokenizer)
 
 
-def test_save_writes_spiece_model_and_the_added_tokens_and_no_tokenizer_json(tokenizer, spiece_model, tmp_path):
-    """The files a save writes and returns: the SentencePiece model byte for byte, and tokenizer_config.json with
-    every added token (normal and special, with their flags), read back into the same tokenizer; no tokenizer.json,
-    which could hold only the Rust steps of the pipeline."""
+def albert_hf_model_config(folder) -> None:
+    """The config.json of a model saved with albert_hf's code (sharing "attention"), as a model is saved before its
+    tokenizer: a tokenizer saved beside it keeps its code too."""
+    albert_hf.AlbertConfig(
+        vocab_size=30000, hidden_size=32, num_attention_heads=2, sharing="attention"
+    ).save_pretrained(folder)
+
+
+def test_save_beside_an_albert_hf_model_writes_spiece_model_the_added_tokens_and_no_tokenizer_json(
+    tokenizer, spiece_model, tmp_path
+):
+    """The files a save beside a model with albert_hf's code writes and returns: the SentencePiece model byte for byte,
+    and tokenizer_config.json with every added token (normal and special, with their flags), read back into the same
+    tokenizer; no tokenizer.json, which could hold only the Rust steps of the pipeline."""
     tokenizer = copy.deepcopy(tokenizer)
     tokenizer.add_tokens(["brandnewtoken", AddedToken("[LSTRIP]", lstrip=True, normalized=False)])
     tokenizer.add_special_tokens({"additional_special_tokens": ["[EXTRA]"]})
+    albert_hf_model_config(tmp_path)
     returned = tokenizer.save_pretrained(tmp_path)
     assert returned == (str(tmp_path / "tokenizer_config.json"), str(tmp_path / "spiece.model"))
     assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "config.json",
+        "configuration.py",
         "spiece.model",
         "tokenization.py",
         "tokenizer_config.json",
@@ -578,10 +593,41 @@ def test_save_writes_spiece_model_and_the_added_tokens_and_no_tokenizer_json(tok
     assert reloaded(texts)["input_ids"] == tokenizer(texts)["input_ids"]
     assert reloaded.added_tokens_decoder == tokenizer.added_tokens_decoder
 
+    albert_hf_model_config(tmp_path / "prefixed")
     tokenizer.save_pretrained(tmp_path / "prefixed", filename_prefix="mine")
     assert sorted(path.name for path in (tmp_path / "prefixed").iterdir()) == [
-        "mine-spiece.model", "mine-tokenizer_config.json", "tokenization.py"
+        "config.json", "configuration.py", "mine-spiece.model", "mine-tokenizer_config.json", "tokenization.py"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("beside", [None, "albert"])
+def test_save_in_transformers_format_keeps_the_added_tokens_for_both_readers(tokenizer, spiece_model, tmp_path, beside):
+    """Alone or beside transformers' own ALBERT, a save is in transformers' tokenizer format: tokenizer.json (read by
+    transformers without albert_hf) and spiece.model with the settings and every added token (read back by
+    albert_hf into the same exact tokenizer); no code. The config names AlbertHFTokenizer: albert_hf's class where
+    albert_hf is imported, TokenizersBackend on tokenizer.json where it is not (tests/test_stock_format.py)."""
+    tokenizer = copy.deepcopy(tokenizer)
+    tokenizer.add_tokens(["brandnewtoken", AddedToken("[LSTRIP]", lstrip=True, normalized=False)])
+    tokenizer.add_special_tokens({"additional_special_tokens": ["[EXTRA]"]})
+    if beside == "albert":
+        transformers.AlbertConfig(vocab_size=30000).save_pretrained(tmp_path)
+    returned = tokenizer.save_pretrained(tmp_path)
+    written = {"spiece.model", "tokenizer.json", "tokenizer_config.json"}
+    assert {Path(path).name for path in returned} == written
+    assert {path.name for path in tmp_path.iterdir()} == written | ({"config.json"} if beside else set())
+    assert (tmp_path / "spiece.model").read_bytes() == spiece_model.read_bytes()
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert "auto_map" not in config
+    assert config["tokenizer_class"] == "AlbertHFTokenizer"
+    assert type(transformers.AutoTokenizer.from_pretrained(tmp_path)) is AlbertHFTokenizer
+    texts = [*TEXTS, "a brandnewtoken b", "x [LSTRIP] y [EXTRA]"]
+    reloaded = AlbertHFTokenizer.from_pretrained(tmp_path)
+    assert reloaded(texts)["input_ids"] == tokenizer(texts)["input_ids"]
+    assert reloaded.added_tokens_decoder == tokenizer.added_tokens_decoder
+    stock = transformers.TokenizersBackend.from_pretrained(tmp_path)
+    assert stock.added_tokens_decoder == tokenizer.added_tokens_decoder
+    plain = ["In 1990, 4,000 (British) people said hello.", "Crème brûlée", "[MASK] is here", "a brandnewtoken b"]
+    assert stock(plain)["input_ids"] == tokenizer(plain)["input_ids"]
 
 
 def test_save_with_push_to_hub_uploads_the_complete_folder(tokenizer, tmp_path, monkeypatch):
@@ -597,8 +643,11 @@ def test_save_with_push_to_hub_uploads_the_complete_folder(tokenizer, tmp_path, 
     assert uploaded == {
         "repo_id": "me/albert",
         "options": {"commit_message": "m", "token": "t"},
-        "files": ["spiece.model", "tokenization.py", "tokenizer_config.json"],
+        "files": ["spiece.model", "tokenizer.json", "tokenizer_config.json"],
     }
+    albert_hf_model_config(tmp_path / "beside")
+    tokenizer.save_pretrained(tmp_path / "beside", push_to_hub=True, repo_id="me/albert")
+    assert (tmp_path / "beside" / "tokenization.py").is_file()
 
 
 def test_hub_style_folder(spiece_model, tokenizer, tmp_path):
@@ -852,9 +901,10 @@ def test_every_entry_point_of_the_remote_code_gives_the_original_ids(entry_token
     cannot be imported (so the folder's own tokenization.py is what runs)."""
     from hypothesis import settings as current_settings
 
-    entry_tokenizers["built"].save_pretrained(
-        tmp_path / "saved"
-    )  # `import albert_hf` registered the class: tokenization.py travels
+    # Beside a model with albert_hf's code, the tokenizer keeps its code too (`import albert_hf` registered the class:
+    # tokenization.py travels), and that code is what trust_remote_code runs.
+    albert_hf_model_config(tmp_path / "saved")
+    entry_tokenizers["built"].save_pretrained(tmp_path / "saved")
     assert (tmp_path / "saved" / "tokenization.py").is_file()
     script = REMOTE_ENTRY_POINTS.format(
         repo_root=str(REPO_ROOT), tests=str(REPO_ROOT / "tests"), folder=str(tmp_path / "saved"),

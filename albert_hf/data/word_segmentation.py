@@ -1,6 +1,7 @@
 """Word boundaries for whole-word masking in scripts written without spaces (Japanese, Chinese).
 
-ALBERT masks whole words, and finds them where a SentencePiece piece starts with "▁" (or is punctuation). Japanese
+ALBERT masks whole words, and finds them where a SentencePiece piece starts with "▁" (or is punctuation); with a BERT
+WordPiece vocabulary (the Chinese ALBERTs'), at every piece but a "##" continuation, as BERT does. Japanese
 and Chinese put no space between words, so there a "word" is a whole clause of a dozen pieces or more: whole clauses
 rarely fit the budget of 15%, and the words that do fit are disproportionately punctuation. The Japanese and Chinese
 BERTs mask the words a segmenter finds instead: MeCab through fugashi with unidic-lite for Japanese, as transformers'
@@ -44,8 +45,16 @@ def is_start_piece(piece: str) -> bool:
     return piece.startswith(WORD_START_MARKER) or piece.startswith("<") or piece in START_PUNCTUATION
 
 
+def continuation_prefix(tokenizer) -> str | None:
+    """The prefix of a WordPiece tokenizer's pieces that continue a word ("##": BERT's vocabularies, the Chinese
+    ALBERTs'), or None for any other tokenizer (SentencePiece marks where words start instead)."""
+    model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    return getattr(model, "continuing_subword_prefix", None) if type(model).__name__ == "WordPiece" else None
+
+
 PIECE_RULE = "pieces"
 PIECE_RULE_DESCRIPTION = 'SentencePiece\'s "▁" (the original rule)'
+WORDPIECE_RULE_DESCRIPTION = "WordPiece's \"##\" continuations (BERT's rule)"
 WordSegmentation = Callable[[str], list[str]]
 
 
@@ -116,16 +125,41 @@ class WordSegmenter:
 
     def encode(self, tokenizer, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
         """(ids, word starts) of each sentence: the ids of `encode_sentences`, and 1 or 0 per id."""
+        if continuation_prefix(tokenizer) is not None:
+            return self._encode_wordpiece(tokenizer, sentences)
         if not hasattr(tokenizer, "encode_plain_texts_with_starts"):
             raise ValueError(
                 f"word segmenter {self.name}: needs where each piece starts in its text, which "
-                f"{type(tokenizer).__name__} does not give (albert_hf's AlbertHFTokenizer does)."
+                f"{type(tokenizer).__name__} does not give (albert_hf's AlbertHFTokenizer does, and every WordPiece "
+                "tokenizer with offsets)."
             )
         rule = piece_rule_table(tokenizer)
         ids, starts = [], []
         for text, text_ids, piece_starts in tokenizer.encode_plain_texts_with_starts(sentences):
             ids.append(text_ids)
             starts.append(self.word_starts(text, piece_starts, rule[np.asarray(text_ids, dtype=np.int64)]))
+        return ids, starts
+
+    def _encode_wordpiece(self, tokenizer, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+        """A WordPiece tokenizer's ids with the word starts of Chinese whole-word masking (BERT-wwm, transformers'
+        `run_chinese_ref.py`): a piece starts a word when it starts another word of the segmenter than the piece
+        before it, and never when it is a "##" continuation. BERT's basic tokenization makes every CJK character a
+        word of its own, which the segmenter's words join; the offsets are into the raw text, which is segmented."""
+        encoded = tokenizer(
+            list(sentences), add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False
+        )
+        continues = continuation_table(tokenizer)
+        ids, starts = [], []
+        for text, text_ids, offsets in zip(sentences, encoded["input_ids"], encoded["offset_mapping"]):
+            ends = self.word_ends(text)
+            words = [bisect.bisect_right(ends, start) for start, _ in offsets]
+            ids.append(list(text_ids))
+            starts.append(
+                [
+                    int(index == 0 or (not continues[token] and words[index] != words[index - 1]))
+                    for index, token in enumerate(text_ids)
+                ]
+            )
         return ids, starts
 
     def word_starts(self, text: str, piece_starts: Sequence[int], by_rule: np.ndarray) -> list[int]:
@@ -155,11 +189,22 @@ class WordSegmenter:
 
 
 def piece_rule_table(tokenizer) -> np.ndarray:
-    """Per id, whether the original rule makes the piece start a word ([`is_start_piece`]; special pieces do)."""
-    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    table = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
+    """Per id, whether the tokenizer's own rule makes the piece start a word (special pieces do): for SentencePiece
+    the original ALBERT's ([`is_start_piece`]), for WordPiece BERT's (every piece but a "##" continuation)."""
+    if continuation_prefix(tokenizer) is not None:
+        table = ~continuation_table(tokenizer)
+    else:
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        table = np.array([is_start_piece(piece) for piece in pieces], dtype=bool)
     table[sorted(set(tokenizer.all_special_ids))] = True
     return table
+
+
+def continuation_table(tokenizer) -> np.ndarray:
+    """Per id, whether the piece continues a word: a WordPiece "##" piece (all False for other tokenizers)."""
+    prefix = continuation_prefix(tokenizer)
+    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return np.array([bool(prefix) and piece.startswith(prefix) for piece in pieces], dtype=bool)
 
 
 def unspaced_language(texts: Sequence[str]) -> str | None:
@@ -217,6 +262,8 @@ def _shipped(segmenter: Segmenter, reason: str) -> WordSegmenter:
     return WordSegmenter(segmenter.name, segmenter.segment)
 
 
-def describe_word_segmenter(segmenter: WordSegmenter | None) -> str:
-    """What the log says word boundaries come from."""
-    return PIECE_RULE_DESCRIPTION if segmenter is None else segmenter.name
+def describe_word_segmenter(segmenter: WordSegmenter | None, tokenizer=None) -> str:
+    """What the log says word boundaries come from: the segmenter, else the tokenizer's own rule."""
+    if segmenter is not None:
+        return segmenter.name
+    return WORDPIECE_RULE_DESCRIPTION if continuation_prefix(tokenizer) is not None else PIECE_RULE_DESCRIPTION

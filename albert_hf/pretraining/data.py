@@ -259,10 +259,11 @@ SCRIPT_SAMPLE_SENTENCES = 2000
 
 
 def choose_word_segmenter(
-    data_args: PretrainingDataArguments, documents: Dataset | None, say=logger.info
+    data_args: PretrainingDataArguments, documents: Dataset | None, say=logger.info, tokenizer=None
 ) -> WordSegmenter | None:
     """The word segmenter of --word_segmenter, by default chosen from the script of the first training sentences
-    (of `documents`, or of the first training file or rows when streaming); says which in the log."""
+    (of `documents`, or of the first training file or rows when streaming); says which in the log (without one, the
+    rule of `tokenizer`'s vocabulary)."""
     if documents is not None:
         first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
         sentences = [sentence for document in first["sentences"] for sentence in document]
@@ -278,7 +279,7 @@ def choose_word_segmenter(
         ]
     segmenter = resolve_word_segmenter(data_args.word_segmenter, sentences[:SCRIPT_SAMPLE_SENTENCES])
     chosen = "" if data_args.word_segmenter not in (None, "auto") else " (chosen from the script of the text)"
-    say(f"Whole-word masking: word boundaries from {describe_word_segmenter(segmenter)}{chosen}")
+    say(f"Whole-word masking: word boundaries from {describe_word_segmenter(segmenter, tokenizer)}{chosen}")
     return segmenter
 
 
@@ -292,8 +293,8 @@ def prepare_datasets(
     """Training and evaluation instances, and the counts for the report; of the files of `data_args`, or of
     `documents` (training, held-out) when given."""
     train_documents, eval_documents = load_documents(data_args, seed) if documents is None else documents
-    segmenter = choose_word_segmenter(data_args, train_documents, say=say)
-    stats = CorpusStats(word_boundaries=describe_word_segmenter(segmenter))
+    segmenter = choose_word_segmenter(data_args, train_documents, say=say, tokenizer=tokenizer)
+    stats = CorpusStats(word_boundaries=describe_word_segmenter(segmenter, tokenizer))
     if train_documents is None:
         train = training_stream(data_args, tokenizer, seed, segmenter)
     else:

@@ -174,15 +174,17 @@ def model_from_config(model_class, config: AlbertConfig):
 
 
 def load_tokenizer(model_args: ModelArguments):
-    """The ALBERT tokenizer from a folder (spiece.model + tokenizer_config.json) or a bare spiece.model file."""
-    from ..tokenization import AlbertHFTokenizer
+    """The job's tokenizer: --tokenizer_name_or_path, else the folder of --model_name_or_path, through the one loader
+    (`albert_hf.formats.load_tokenizer`): albert_hf's exact SentencePiece tokenizer, or BERT's WordPiece tokenizer for
+    a folder or vocab.txt that holds one (the Chinese ALBERTs)."""
+    from ..formats import load_tokenizer as load
 
     source = model_args.tokenizer_name_or_path or model_args.model_name_or_path
     if source is None:
-        raise UserError("No tokenizer: pass --tokenizer_name_or_path (a folder or a spiece.model file).")
-    if os.path.isfile(source):
-        return AlbertHFTokenizer(vocab_file=source)
-    return AlbertHFTokenizer.from_pretrained(source)
+        raise UserError(
+            "No tokenizer: pass --tokenizer_name_or_path (a folder, or a spiece.model or WordPiece vocab.txt file)."
+        )
+    return load(source)
 
 
 # --------------------------------------------------------------------------------------------------------------------

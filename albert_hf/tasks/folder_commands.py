@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import OptionError
 from ..options import export_parser, train_tokenizer_parser
 
-# What `train-tokenizer` writes (`vocabulary.train_tokenizer`): the SentencePiece model and vocabulary, the settings
-# and the tokenizer's remote code.
-TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "tokenization.py")
-# What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`).
+# What `train-tokenizer` writes (`vocabulary.train_tokenizer`): the SentencePiece model and vocabulary, the settings,
+# the tokenizer in transformers' format; and the remote code that older versions wrote instead of the latter.
+TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "tokenizer.json", "tokenization.py")
+# What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`), and what `export --format
+# sentence-transformers` adds to a model folder (`convert.export_sentence_transformer`).
 EXPORT_FILES = ("model.onnx", "model.int8.onnx", "pytorch_model.int8.pt")
+SENTENCE_TRANSFORMERS_FILES = (
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling",
+    "2_Normalize",
+)
 OVERWRITE_HELP = (
     "use an --output_dir holding a model, checkpoints or the files this command writes: remove those first "
     "(each removal logged; other files stay)"
@@ -59,9 +68,19 @@ def export_main(argv: list[str] | None = None) -> int:
     from ..training.checkpoints import check_finite_weights, check_pretrained_source
 
     args = export_command_parser().parse_args(argv)
+    sentence_transformers = args.format == "sentence-transformers"
+    if sentence_transformers and args.quantize:
+        raise OptionError("--quantize is for --format onnx; a sentence-transformers export writes the fp32 model.")
     check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
     check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
-    open_output_folder(
-        args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=EXPORT_FILES
-    )
+    writes = SENTENCE_TRANSFORMERS_FILES if sentence_transformers else EXPORT_FILES
+    open_output_folder(args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=writes)
+    if sentence_transformers:
+        from ..convert import export_sentence_transformer
+
+        folder = export_sentence_transformer(
+            args.model_name_or_path, args.output_dir, args.pooling, args.normalize, args.max_seq_length
+        )
+        print(f"sentence-transformers: {folder} (SentenceTransformer({str(folder)!r}) loads it)")
+        return 0
     return run_export(args)

@@ -314,7 +314,10 @@ def check_checkpoint_matches_model(folder: str | os.PathLike, model: torch.nn.Mo
                 saved_type = json.load(handle).get("model_type")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise CheckpointError(f"{config_file} is unreadable: {error}") from None
-        if saved_type is not None and saved_type != model_config.model_type:
+        # A config class may read configs of several types (albert_hf's reads transformers' own "albert", the type
+        # of every folder saved in transformers' format).
+        accepted = getattr(model_config, "compatible_model_types", (model_config.model_type,))
+        if saved_type is not None and saved_type not in accepted:
             raise CheckpointError(
                 f"{config_file} is a config of model type {saved_type!r}, but the model being trained is "
                 f"{model_config.model_type!r}: this checkpoint belongs to another model."
@@ -476,6 +479,8 @@ CONFIG_FIELDS_NOT_FINGERPRINTED = (
     "_name_or_path",
     "architectures",
     "auto_map",
+    # which tokenizer class a folder names: how the model is saved (`albert_hf.formats.pair_with_tokenizer`)
+    "tokenizer_class",
     "dtype",
     "torch_dtype",
     "problem_type",

@@ -40,7 +40,9 @@ from transformers import PreTrainedTokenizerBase, Trainer, TrainerCallback, Trai
 from transformers.trainer_pt_utils import safe_globals, set_rng_state_for_device
 from transformers.trainer_utils import TrainOutput, has_length
 
+from ..formats import pair_with_tokenizer, save_format_line
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
+from ..modeling import AlbertPreTrainedModel
 from .callbacks import CompleteCheckpoints, UploadCompleteCheckpoints
 from .divergence import DivergenceGuard, RollbackDivergedSteps, StopOnNonFiniteLoss
 from .model_files import load_checkpoint_weights, save_full_model
@@ -104,6 +106,22 @@ class AlbertTrainer(Trainer):
         self.add_callback(self.complete_checkpoints)
         self.add_callback(self.checkpoint_uploads)  # after the marking: it uploads marked checkpoints only
         self.add_callback(StopOnNonFiniteLoss(self))
+        # What format every save writes follows from the model and its tokenizer together: a tokenizer that
+        # transformers' format cannot express makes the model's folder an albert_hf one as well.
+        model = self._albert_hf_model()
+        if model is not None:
+            pair_with_tokenizer(model, self._saved_tokenizer())
+
+    def _albert_hf_model(self) -> AlbertPreTrainedModel | None:
+        """The albert_hf model the Trainer trains (unwrapped), or None (a PEFT model, which saves its adapter)."""
+        model = self.accelerator.unwrap_model(self.model)
+        return model if isinstance(model, AlbertPreTrainedModel) else None
+
+    def _saved_tokenizer(self):
+        """The tokenizer Trainer saves beside the model: `processing_class`, else the data collator's."""
+        if isinstance(self.processing_class, PreTrainedTokenizerBase):
+            return self.processing_class
+        return getattr(self.data_collator, "tokenizer", None)
 
     def create_model_card(self, **kwargs: Any) -> None:
         write_trainer_model_card(self, self.card_info, **kwargs)
@@ -223,6 +241,9 @@ class AlbertTrainer(Trainer):
         if self.args.should_save and os.path.isdir(staging_dir):
             fsync_tree(staging_dir)
             move_files_in(staging_dir, output_dir)
+            model = self._albert_hf_model()
+            if model is not None:
+                logger.info("%s: %s", output_dir, save_format_line(model, self._saved_tokenizer()))
         self.accelerator.wait_for_everyone()
         if self.args.push_to_hub and not _internal_call:  # as Trainer's save_model: a user's save is pushed
             self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)

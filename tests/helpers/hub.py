@@ -15,7 +15,10 @@ TEXTS = [("Hello world, 1,000 people came.", "Did they?"), ("ALBERT shares its l
 tiny_config = functools.partial(_tiny_config, **TINY)
 
 
-# What a repository needs to load with trust_remote_code and no albert_hf installed, plus its card.
+# What a repository of a model transformers' own ALBERT describes holds (besides its card): no code.
+STOCK_FILES = {"config.json", "model.safetensors", "spiece.model", "tokenizer.json", "tokenizer_config.json"}
+# What a repository of a model that needs albert_hf's code holds to load with trust_remote_code and no albert_hf
+# installed, plus its card.
 REMOTE_CODE_FILES = {
     "config.json",
     "model.safetensors",

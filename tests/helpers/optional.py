@@ -1,4 +1,4 @@
-"""Optional heavy dependencies of some tests (DeepSpeed, ONNX Runtime): skipped with a reason where they are not
+"""Optional heavy dependencies of some tests (DeepSpeed, ONNX Runtime, sentence-transformers): skipped with a reason where they are not
 installed, never in CI.
 
 A test that needs one says so with the `needs` marker, on the test, on one parameter (`pytest.param("zero2",
@@ -16,7 +16,13 @@ import os
 import pytest
 
 # Module -> the extra of albert_hf that installs it (all are in the `test` extra too).
-EXTRAS = {"deepspeed": "deepspeed", "onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx"}
+EXTRAS = {
+    "deepspeed": "deepspeed",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "onnxscript": "onnx",
+    "sentence_transformers": "sentence-transformers",
+}
 
 
 def in_ci() -> bool:
