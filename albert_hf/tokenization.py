@@ -632,7 +632,8 @@ def word_cuts(segment, text: str, name: str) -> list[int]:
 def word_chunks(text: str, cuts: Sequence[int]) -> list[tuple[int, int]]:
     """(start, end) of the parts of `text` a word-bounded tokenizer encodes one by one: cut at `cuts` and before each
     space (a part that starts with a space is one word after a space, "▁" and the word)."""
-    bounds = sorted({0, len(text), *cuts, *(index for index, char in enumerate(text) if char == " " and index)})
+    spaces = [match.start() for match in re.finditer(" ", text) if match.start()] if " " in text else []
+    bounds = sorted({0, len(text), *cuts, *spaces})
     return list(zip(bounds, bounds[1:]))
 
 
@@ -685,18 +686,27 @@ class _WordBoundaries:
         def split(index: int, normalized: NormalizedString) -> list[NormalizedString]:
             text = normalized.normalized
             bounds = [0, *cuts.get(index, ()), len(text)]
-            pieces = []
-            for start, end in zip(bounds, bounds[1:]):
-                word = text[start:end]
-                prefix = SPIECE_UNDERLINE if word.startswith(SPIECE_UNDERLINE) else ""
-                inside = []
-                if self.marks.changes(word[len(prefix) :]):
-                    inside = sorted(self.marks.boundaries(word[len(prefix) :], prefix))
-                points = [start, *(start + len(prefix) + point for point in inside), end]
-                pieces += [normalized.slice((a, b)) for a, b in zip(points, points[1:])]
+            if self.marks.changes(text):  # rare: a word may hold a "<digit>," or a control-piece string
+                bounds = self._with_marks(text, bounds)
+            if len(bounds) == 2:
+                return [normalized]
+            pieces = [normalized.slice((start, end)) for start, end in zip(bounds, bounds[1:])]
             return [piece for piece in pieces if piece is not None and piece.normalized]
 
         pretokenized.split(split)
+
+    def _with_marks(self, text: str, bounds: list[int]) -> list[int]:
+        """`bounds` (of the words of a split) with the boundaries of the original's pieces inside each word."""
+        points = [0]
+        for start, end in zip(bounds, bounds[1:]):
+            word = text[start:end]
+            prefix = SPIECE_UNDERLINE if word.startswith(SPIECE_UNDERLINE) else ""
+            if self.marks.changes(word[len(prefix) :]):
+                points += sorted(
+                    start + len(prefix) + point for point in self.marks.boundaries(word[len(prefix) :], prefix)
+                )
+            points.append(end)
+        return points
 
     def _cut_run(self, run: list[int], texts: list[str], cuts: dict[int, list[int]]) -> None:
         """Adds to `cuts` the word boundaries inside the splits `run` (whose texts are `texts`), per split."""
@@ -1321,7 +1331,7 @@ class AlbertHFTokenizer(TokenizersBackend):
         processor, digit_comma_ids = self._sentencepiece()
         prepared = [self._preprocess(text) for text in texts]
         if self.word_segmenter is not None:
-            return [ids for _, ids, _ in self._encode_words(prepared)]
+            return [ids for _, ids, _ in self._encode_words(prepared, with_starts=False)]
         ids = processor.encode(prepared, num_threads=1)
         for index, text_ids in enumerate(ids):
             if not digit_comma_ids.isdisjoint(text_ids):  # the original re-splits these pieces
@@ -1363,10 +1373,13 @@ class AlbertHFTokenizer(TokenizersBackend):
             results.append((text, ids, starts))
         return results
 
-    def _encode_words(self, prepared: Sequence[str]) -> list[tuple[str, list[int], list[int]]]:
+    def _encode_words(
+        self, prepared: Sequence[str], with_starts: bool = True
+    ) -> list[tuple[str, list[int], list[int]]]:
         """(the text the segmenter read, ids, start of each piece in that text) of prepared texts, for a tokenizer
         that carries a word segmenter: SentencePiece encodes the text's parts (`word_chunks`) one by one, a "▁" in
-        front of the first and of each after a space only, and re-splits "<digit>," pieces as the original does."""
+        front of the first and of each after a space only, and re-splits "<digit>," pieces as the original does.
+        Without `with_starts`, the starts are left empty (and the parts encoded to ids alone, several times faster)."""
         processor, digit_comma_ids = self._sentencepiece()
         normalizer, part_processor, cuts = self._word_sentencepiece()
         texts = [normalizer.normalize(text).replace(SPIECE_UNDERLINE, " ") for text in prepared]
@@ -1376,6 +1389,15 @@ class AlbertHFTokenizer(TokenizersBackend):
         # The first part gets SentencePiece's dummy prefix; the processor of the parts adds none of its own.
         part_texts = [(" " if start == 0 else "") + texts[index][start:end] for index, start, end in parts]
         results: list[tuple[str, list[int], list[int]]] = [(text, [], []) for text in texts]
+        if not with_starts:  # each distinct part once: a text's words repeat across texts
+            distinct = list(dict.fromkeys(part_texts))
+            ids_of = dict(zip(distinct, part_processor.encode(distinct, num_threads=1)))
+            for (index, _, _), part_text in zip(parts, part_texts):
+                part_ids = ids_of[part_text]
+                if not digit_comma_ids.isdisjoint(part_ids):  # the original re-splits these pieces
+                    part_ids = [processor.piece_to_id(piece) for piece in self._resplit(processor, part_ids)]
+                results[index][1].extend(part_ids)
+            return results
         encoded = part_processor.encode(part_texts, num_threads=1, return_type="proto")
         for (index, start, _), part_text, proto in zip(parts, part_texts, encoded):
             _, ids, starts = results[index]

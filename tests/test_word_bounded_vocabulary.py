@@ -327,6 +327,9 @@ def test_pretraining_runs_on_it_and_keeps_the_segmenter(japanese, tmp_path, capl
         assert cli_main(argv) == 0
     assert "word boundaries from fugashi/unidic-lite (the tokenizer's: its pieces stop at them)" in caplog.text
     assert AutoTokenizer.from_pretrained(output_dir).word_segmenter == "fugashi"
+    card = (output_dir / "README.md").read_text(encoding="utf-8")
+    assert "| Word segmenter | pieces stop at the words of fugashi/unidic-lite (unidic-lite " in card
+    assert "`pip install fugashi unidic-lite`" in card
 
 
 def entity_questions(language: str) -> Dataset:
