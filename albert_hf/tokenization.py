@@ -62,6 +62,16 @@ the original's pretraining data has it after masking a piece of "▁吾輩は" "
 text after it continues the word too. Languages written without spaces (Japanese, Chinese) thus get pieces the
 model saw in pretraining on both sides of [MASK].
 
+Word-bounded vocabularies (Japanese, Chinese). A vocabulary that `train_tokenizer` learned inside the words of a
+segmenter (`word_segmenter="fugashi"`: MeCab with unidic-lite; `"jieba"`) is encoded the same way: the segmenter
+reads the text as SentencePiece does (after this normalization and the model's charsmap) and every word is encoded on
+its own, with a "▁" in front only where a space or the start of the text comes before it (`_WordBoundaries`, the last
+pre-tokenizer step; `encode_plain_texts` encodes the words through SentencePiece itself). Pieces then never cross a
+word, so an answer or an entity at word boundaries is always a whole number of pieces. The segmenter is named in
+tokenizer_config.json (with its dictionary) and imported where the tokenizer is loaded: without it, loading fails
+with the install command rather than giving other ids. A tokenizer without a segmenter is the original tokenization
+above, unchanged.
+
 This file travels with every checkpoint as remote code, so it holds the tokenizer only: training a new vocabulary
 with the ALBERT recipe (`train_tokenizer`) is in albert_hf/vocabulary.py.
 """
@@ -666,16 +676,23 @@ class _WordBoundaries:
     def __init__(self, spec: WordSegmenterSpec, marks: _OriginalPieceMarks):
         self.spec, self.marks = spec, marks
         self._lock = threading.Lock()  # one MeCab tagger for every thread that encodes
+        self._cuts_cache: dict[str, list[int]] = {}
 
     def cuts(self, text: str) -> list[int]:
+        """`word_cuts` of `text`; remembered for the last few thousand texts (SQuAD pairs each context with all the
+        questions on it, and a context is segmented once)."""
         with self._lock:
-            return word_cuts(self.spec.segment, text, self.spec.label)
+            if text not in self._cuts_cache:
+                if len(self._cuts_cache) > 4096:
+                    self._cuts_cache.clear()
+                self._cuts_cache[text] = word_cuts(self.spec.segment, text, self.spec.label)
+            return self._cuts_cache[text]
 
     def pre_tokenize(self, pretokenized) -> None:
         splits = pretokenized.get_splits(offset_referential="normalized")
         cuts: dict[int, list[int]] = {}
         run: list[int] = []
-        for index, (text, _, tokens) in enumerate([*splits, ("", None, True)]):
+        for index, (_, _, tokens) in enumerate([*splits, ("", None, True)]):
             if tokens is None:
                 run.append(index)
                 continue
@@ -738,6 +755,10 @@ class _Backend:
     - "rust": the full normalizer and pre-tokenizer without the Python steps: any text they cannot change.
     - "ascii": text of printable ASCII characters only, which most English text is, with only the normalizer steps
       that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
+
+    A tokenizer that carries a word segmenter has the exact route alone (with `_WordBoundaries` as its last step,
+    and no `_OriginalPieceMarks` in its normalizer: that step does its work word by word): its segmenter reads every
+    text.
 
     A Python step inside the Rust pipeline is called for every text, from every worker thread, through the GIL: on
     20,000 SST-2 sentences, one thread, the exact route alone took 1.5x the CPU time of the routed backend (the

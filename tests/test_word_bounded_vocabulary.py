@@ -32,6 +32,7 @@ from albert_hf.data.ner import build_label_list, join_words, load_ner_file, toke
 from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmenter
 from albert_hf.metrics.ner import ner_metrics
+from albert_hf.tasks.ner import log_entity_edges
 from albert_hf.tasks.squad import log_answer_edges
 from albert_hf.tokenization import WORD_SEGMENTERS, AlbertHFTokenizer, segment_chinese, segment_japanese
 from albert_hf.vocabulary import choose_word_segmenter, train_tokenizer
@@ -398,6 +399,8 @@ def test_ner_gold_tags_round_trip_exactly(japanese, tmp_path):
         for row in encoded
     ]
     assert ner_metrics(sentences["ner_tags"], recovered)["f1"] == 1.0
+    entities = sum(tag.startswith("B-") for tags in sentences["ner_tags"] for tag in tags)
+    assert log_entity_edges("validation", sentences, japanese) == (0, 2 * entities)  # what the job logs
     japanese.save_pretrained(tmp_path / "tok")
     argv = ["ner", "--tokenizer_name_or_path", str(tmp_path / "tok"), "--data_dir", str(NER_CJK / "ja")]
     run_job([*argv, "--do_train", "--do_eval", "--max_train_samples", "32"], tmp_path / "ner", "--max_seq_length", "64")

@@ -19,6 +19,14 @@ The segmenter is chosen from the script of the text (`script_language`, as the c
 Japanese, jieba for Chinese, and for everything else none: spaced text keeps the original rule, read off the ids by
 the collator, so its instances and masks are exactly the original's. `--word_segmenter package.module:function`
 plugs in any other (a function from a text to its words, in order), `pieces` asks for the "▁" rule on any text.
+A word-bounded tokenizer (its pieces stop at a segmenter's words, `albert_hf.vocabulary.train_tokenizer`) decides
+instead: whole-word masking reads its segmenter's words, on the text the tokenizer segmented, so every word it masks
+is a whole number of the tokenizer's pieces. The segmenters themselves live in albert_hf/tokenization.py, which such
+a tokenizer carries as remote code.
+
+`edges_inside_pieces` measures what a vocabulary whose pieces run across words costs a span task: the share of the
+answers' or entities' edges that fall inside a piece, which `albert-hf squad` and `albert-hf ner` log for text
+without spaces.
 """
 
 from __future__ import annotations
@@ -210,25 +218,28 @@ def edges_inside_pieces(tokenizer, texts: Sequence[str], edges: Sequence[Sequenc
     return inside, total
 
 
-def log_edges_inside_pieces(tokenizer, split: str, spans: str, texts: Sequence[str], edges: Sequence[Sequence[int]]):
+def log_edges_inside_pieces(
+    tokenizer, split: str, spans: tuple[str, str], texts: Sequence[str], edges: Sequence[Sequence[int]]
+) -> tuple[int, int]:
     """Logs once, for a split of text written without spaces, the share of its spans' edges that fall inside a piece
     ([`edges_inside_pieces`]), and for a vocabulary whose pieces may run across words, what to do about it.
-    `spans` names them in the message ("answer", "entity"). Returns (inside, total)."""
+    `spans` names them in the message, singular and plural (("answer", "answers")). Returns (inside, total)."""
+    span, plural = spans
     inside, total = edges_inside_pieces(tokenizer, texts, edges)
     if not total:
         return inside, total
     carried = getattr(tokenizer, "word_segmenter", None)
-    share = f"{inside} of the {total} {spans} edges ({inside / total:.1%}) of the {split} split fall inside a piece"
+    share = f"{inside} of the {total} {span} edges ({inside / total:.1%}) of the {split} split fall inside a piece"
     if not inside:
-        logger.info("none of the %d %s edges of the %s split falls inside a piece", total, spans, split)
+        logger.info("None of the %d %s edges of the %s split falls inside a piece.", total, span, split)
     elif carried is None:
         logger.warning(
-            "%s of this vocabulary, whose pieces run across words: those %ss can never be predicted exactly. A "
+            "%s of this vocabulary, whose pieces run across words: those %s can never be predicted exactly. A "
             "word-bounded vocabulary stops its pieces at words (albert-hf train-tokenizer, the default for Japanese "
             "and Chinese where fugashi or jieba is installed).",
             share,
-            spans,
+            plural,
         )
     else:
-        logger.info("%s: those %ss start or end inside a word of %s.", share, spans, carried)
+        logger.info("%s: those %s start or end inside a word of %s.", share, plural, carried)
     return inside, total

@@ -182,7 +182,7 @@ def log_entity_edges(split: str, sentences: Dataset, tokenizer) -> tuple[int, in
     inside a piece, where one piece carries the tags of two words and gold tags cannot round-trip
     (`log_edges_inside_pieces`: with what to do about it when the vocabulary's pieces run across words)."""
     texts, edges = zip(*map(entity_edges, sentences["tokens"], sentences["ner_tags"])) if len(sentences) else ((), ())
-    return log_edges_inside_pieces(tokenizer, split, "entity", list(texts), list(edges))
+    return log_edges_inside_pieces(tokenizer, split, ("entity", "entities"), list(texts), list(edges))
 
 
 def model_inputs(features: Dataset) -> Dataset:

@@ -85,7 +85,7 @@ def log_answer_edges(split: str, examples: Dataset, tokenizer) -> tuple[int, int
     for context, answers in zip(contexts, examples["answers"]):
         for text, start in zip(answers["text"], answers["answer_start"]):
             edges.setdefault(context, []).extend((start, start + len(text)))
-    return log_edges_inside_pieces(tokenizer, split, "answer", list(edges), list(edges.values()))
+    return log_edges_inside_pieces(tokenizer, split, ("answer", "answers"), list(edges), list(edges.values()))
 
 
 def encode_squad_windows(
