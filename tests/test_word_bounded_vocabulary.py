@@ -25,7 +25,7 @@ from helpers import processes
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES, TINY_TWO_LAYER_OVERRIDES
 from helpers.tokenization_reference import reference_ids
 from test_squad import gold_logits
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, pipeline
 
 from albert_hf.cli import main as cli_main
 from albert_hf.data.ner import build_label_list, join_words, load_ner_file, tokenize_and_align, word_predictions
@@ -34,7 +34,12 @@ from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmen
 from albert_hf.metrics.ner import ner_metrics
 from albert_hf.tasks.ner import log_entity_edges
 from albert_hf.tasks.squad import log_answer_edges
-from albert_hf.tokenization import WORD_SEGMENTERS, AlbertHFTokenizer, segment_chinese, segment_japanese
+from albert_hf.tokenization import (
+    WORD_SEGMENTERS,
+    AlbertHFTokenizer,
+    segment_chinese,
+    segment_japanese,
+)
 from albert_hf.vocabulary import choose_word_segmenter, train_tokenizer
 
 DATA = Path(__file__).parent / "data"
@@ -122,6 +127,15 @@ def sentencepiece_word_by_word(tokenizer: AlbertHFTokenizer, segment, texts: lis
             position = found + len(word)
         results.append(ids)
     return results
+
+
+def sentencepiece_word_by_word_pair(tokenizer: AlbertHFTokenizer, first: str, second: str) -> list[int]:
+    """[CLS] first [SEP] second [SEP], each text by `sentencepiece_word_by_word` ("[SEP]" written in the text is the
+    token, as JSQuAD's contexts mean it)."""
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    parts = [sentencepiece_word_by_word(tokenizer, segment_japanese, [part])[0] for part in second.split("[SEP]")]
+    second_ids = [id_ for index, part in enumerate(parts) for id_ in ([sep] if index else []) + part]
+    return [cls, *sentencepiece_word_by_word(tokenizer, segment_japanese, [first])[0], sep, *second_ids, sep]
 
 
 # ---- the vocabulary -------------------------------------------------------------------------------------------------
@@ -226,7 +240,7 @@ REMOTE_CODE = """
 import sys
 sys.path = [p for p in sys.path if p not in ("", {repo_root!r})]
 sys.modules["albert_hf"] = None  # as on a machine without albert_hf
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, pipeline
 tokenizer = AutoTokenizer.from_pretrained({folder!r}, trust_remote_code=True)
 assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
 print(tokenizer({texts!r}, add_special_tokens=False)["input_ids"])
@@ -386,6 +400,15 @@ def test_squad_answers_at_word_boundaries_come_back_exactly(japanese, tmp_path, 
     argv += ["--train_file", str(JGLUE / "jsquad-v1.3" / "train-v1.3.json")]
     argv += ["--validation_file", str(JGLUE / "jsquad-v1.3" / "valid-v1.3.json"), "--do_train", "--do_eval"]
     run_job(argv, tmp_path / "squad", "--max_seq_length", "96", "--doc_stride", "16", "--max_query_length", "32")
+    # The pipeline loads the saved folder's tokenizer, segmenter included: the ids of its windows are the job's.
+    import albert_hf.pipelines  # noqa: F401  (registers the task)
+
+    qa = pipeline("extractive-question-answering", model=str(tmp_path / "squad"))
+    context = load_squad_examples(str(JGLUE / "jsquad-v1.3" / "valid-v1.3.json"))[0]["context"]
+    answer = qa(question="休館日は何曜日か。", context=context)
+    assert qa.tokenizer.word_segmenter == "fugashi" and answer["answer"] == context[answer["start"] : answer["end"]]
+    question_ids = qa.tokenizer("休館日は何曜日か。", context)["input_ids"]
+    assert question_ids == sentencepiece_word_by_word_pair(japanese, "休館日は何曜日か。", context)
 
 
 def test_ner_gold_tags_round_trip_exactly(japanese, tmp_path):
