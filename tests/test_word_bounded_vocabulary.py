@@ -32,6 +32,7 @@ from albert_hf.data.ner import build_label_list, join_words, load_ner_file, toke
 from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmenter
 from albert_hf.metrics.ner import ner_metrics
+from albert_hf.options import WORD_BOUNDED_CHOICES
 from albert_hf.tasks.ner import log_entity_edges
 from albert_hf.tasks.squad import log_answer_edges
 from albert_hf.tokenization import (
@@ -142,6 +143,7 @@ def sentencepiece_word_by_word_pair(tokenizer: AlbertHFTokenizer, first: str, se
 
 
 def test_the_segmenter_is_chosen_from_the_script(caplog, monkeypatch):
+    assert WORD_BOUNDED_CHOICES == ("auto", "none", *WORD_SEGMENTERS)  # --help reads the names without importing them
     japanese, chinese = lines_of(DATA / "japanese_sample.txt"), lines_of(LU_XUN)
     assert choose_word_segmenter(japanese, "auto") == "fugashi"
     assert choose_word_segmenter(chinese, "auto") == "jieba"
