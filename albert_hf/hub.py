@@ -317,7 +317,20 @@ def _normalization_rows(tokenizer: PreTrainedTokenizerBase | None) -> list[tuple
         return []
     case = "lowercased" if getattr(tokenizer, "do_lower_case", True) else "case kept"
     accents = "accents kept" if tokenizer.keep_accents else "accents stripped (NFKD, combining characters dropped)"
-    return [("Tokenizer normalization", f"{case}, {accents}")]
+    rows = [("Tokenizer normalization", f"{case}, {accents}")]
+    segmenter = getattr(tokenizer, "word_segmenter", None)
+    if segmenter is not None:  # a word-bounded vocabulary: its users need the segmenter to load it
+        from .tokenization import WORD_SEGMENTERS
+
+        spec = WORD_SEGMENTERS[segmenter]
+        rows.append(
+            (
+                "Word segmenter",
+                f"pieces stop at the words of {spec.label} ({tokenizer.word_segmenter_dictionary}); the tokenizer "
+                f"needs it: `pip install {' '.join(spec.distributions)}`",
+            )
+        )
+    return rows
 
 
 def card_language(info: CardInfo, tokenizer: PreTrainedTokenizerBase | None) -> list[str]:

@@ -209,6 +209,9 @@ class RefusingParser(argparse.ArgumentParser):
 # The character coverage of the ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).
 ALBERT_CHARACTER_COVERAGE = 0.99995
 TRAIN_TOKENIZER_DESCRIPTION = "Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder."
+# `albert-hf train-tokenizer --word_segmenter`: the segmenters a tokenizer can carry (albert_hf.tokenization's
+# WORD_SEGMENTERS), "auto" and "none".
+WORD_BOUNDED_CHOICES = ("auto", "none", "fugashi", "jieba")
 # What `albert-hf export --quantize` writes besides the float model.
 QUANTIZE_CHOICES = ("int8",)
 # What `albert-hf export --format` writes: ONNX files, or sentence-transformers' layout on a stock folder.
@@ -268,6 +271,14 @@ def train_tokenizer_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--num_threads", type=COUNT.argument_type(int), help="SentencePiece's training threads (default: every core)"
+    )
+    parser.add_argument(
+        "--word_segmenter",
+        choices=WORD_BOUNDED_CHOICES,
+        default="auto",
+        help="pieces stop at the words of this segmenter, and the tokenizer carries it: fugashi (MeCab, unidic-lite) "
+        "or jieba; auto (default): the one of the text's script (Japanese, Chinese) where it is installed, none for "
+        "spaced scripts; none: pieces may run across words",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     return parser

@@ -64,6 +64,16 @@ the original's pretraining data has it after masking a piece of "▁吾輩は" "
 text after it continues the word too. Languages written without spaces (Japanese, Chinese) thus get pieces the
 model saw in pretraining on both sides of [MASK].
 
+Word-bounded vocabularies (Japanese, Chinese). A vocabulary that `train_tokenizer` learned inside the words of a
+segmenter (`word_segmenter="fugashi"`: MeCab with unidic-lite; `"jieba"`) is encoded the same way: the segmenter
+reads the text as SentencePiece does (after this normalization and the model's charsmap) and every word is encoded on
+its own, with a "▁" in front only where a space or the start of the text comes before it (`_WordBoundaries`, the last
+pre-tokenizer step; `encode_plain_texts` encodes the words through SentencePiece itself). Pieces then never cross a
+word, so an answer or an entity at word boundaries is always a whole number of pieces. The segmenter is named in
+tokenizer_config.json (with its dictionary) and imported where the tokenizer is loaded: without it, loading fails
+with the install command rather than giving other ids. A tokenizer without a segmenter is the original tokenization
+above, unchanged.
+
 This file travels with every checkpoint as remote code, so it holds the tokenizer only: training a new vocabulary
 with the ALBERT recipe (`train_tokenizer`) is in albert_hf/vocabulary.py.
 """
@@ -418,12 +428,15 @@ class _OriginalPieceMarks:
             self._marks_cache[word] = Regex(pattern) if pattern else None
         return self._marks_cache[word]
 
-    def boundaries(self, word: str) -> set[int]:
-        """Positions in `word` (normalized, no "▁") between the original's pieces; empty where Viterbi agrees."""
+    def boundaries(self, word: str, prefix: str = SPIECE_UNDERLINE) -> set[int]:
+        """Positions in `word` (normalized, no "▁") between the original's pieces; empty where Viterbi agrees.
+
+        `prefix` is what SentencePiece puts before the word: "▁" for a word after a space, "" for a word that
+        follows another without a space (a tokenizer that carries a word segmenter encodes such words alone)."""
         points: set[int] = set()
         differs = self._has_unmatchable(word)
-        for unit_start, unit in self._units(SPIECE_UNDERLINE + word):
-            position = unit_start - 1  # position in `word` of the next piece; the "▁" prefix sits at -1
+        for unit_start, unit in self._units(prefix + word):
+            position = unit_start - len(prefix)  # position in `word` of the next piece; the prefix sits before 0
             for token in self.model.tokenize(unit):
                 piece, start = token.value, position
                 position += len(piece)
@@ -489,6 +502,241 @@ class _JoinAfterAddedTokens:
         pretokenized.split(split)
 
 
+# ----------------------------------------------------------------------------------------------------------------------
+# Word boundaries: vocabularies of scripts written without spaces
+# ----------------------------------------------------------------------------------------------------------------------
+#
+# A vocabulary trained on Japanese or Chinese text as SentencePiece reads it (no spaces) learns pieces that run across
+# words ("吾輩は": 吾輩 + は): an answer or an entity that starts or ends inside such a piece can never be predicted.
+# `albert_hf.vocabulary.train_tokenizer` can instead learn pieces inside the words of a segmenter (MeCab through
+# fugashi with unidic-lite for Japanese, jieba for Chinese, the segmenters whole-word masking uses), and the tokenizer
+# then carries that segmenter (`word_segmenter` in tokenizer_config.json): it splits the text into those words before
+# its Unigram model, with no "▁" in front of a word that follows another without a space. The segmenter reads the
+# text as SentencePiece does (this tokenizer's normalization, the model's charsmap, spaces collapsed), in training,
+# in every encoding and in whole-word masking alike. Nothing of the original tokenization changes for a tokenizer
+# without a segmenter.
+
+
+@functools.cache
+def _japanese_tagger():
+    """MeCab with the unidic-lite dictionary, set up as transformers' `MecabTokenizer` does (the dictionary named
+    explicitly, so that a full UniDic or a system MeCab installed beside it changes nothing)."""
+    import fugashi
+    import unidic_lite
+
+    mecabrc = os.path.join(unidic_lite.DICDIR, "mecabrc")
+    return fugashi.Tagger(f'-r "{mecabrc}" -d "{unidic_lite.DICDIR}"')
+
+
+def segment_japanese(text: str) -> list[str]:
+    """Japanese words (UniDic's short units) by MeCab through fugashi, with unidic-lite: `pip install albert_hf[ja]`."""
+    return [word.surface for word in _japanese_tagger()(text)]
+
+
+@functools.cache
+def _chinese_segmenter():
+    import logging as python_logging
+
+    import jieba
+
+    jieba.setLogLevel(python_logging.WARNING)  # jieba logs its dictionary loading at INFO
+    segmenter = jieba.Tokenizer()
+    segmenter.initialize()
+    return segmenter
+
+
+def segment_chinese(text: str) -> list[str]:
+    """Chinese words by jieba's default (precise mode, `jieba.lcut`): `pip install albert_hf[zh]`."""
+    return _chinese_segmenter().lcut(text)
+
+
+class WordSegmenterSpec:
+    """A word segmenter a tokenizer can carry: its name in tokenizer_config.json, its function, the modules it
+    imports, the distributions that install them (the last one holds the dictionary), and albert_hf's extra."""
+
+    def __init__(self, name: str, label: str, segment, modules: tuple[str, ...], distributions: tuple[str, ...], extra):
+        self.name, self.label, self.segment = name, label, segment
+        self.modules, self.distributions, self.extra = modules, distributions, extra
+
+    def install_command(self) -> str:
+        return f'pip install "albert_hf[{self.extra}]" (or pip install {" ".join(self.distributions)})'
+
+    def missing(self) -> str | None:
+        """The first module of the segmenter that cannot be imported (with the reason), or None."""
+        import importlib
+
+        for module in self.modules:
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                return f"{module} ({error})"
+        return None
+
+    def dictionary(self) -> str:
+        """The installed dictionary, as tokenizer_config.json records it ("unidic-lite 1.0.8")."""
+        from importlib import metadata
+
+        distribution = self.distributions[-1]
+        try:
+            return f"{distribution} {metadata.version(distribution)}"
+        except metadata.PackageNotFoundError:
+            return f"{distribution} (version unknown)"
+
+
+WORD_SEGMENTERS = {
+    "fugashi": WordSegmenterSpec(
+        "fugashi", "fugashi/unidic-lite", segment_japanese, ("fugashi", "unidic_lite"), ("fugashi", "unidic-lite"), "ja"
+    ),
+    "jieba": WordSegmenterSpec("jieba", "jieba", segment_chinese, ("jieba",), ("jieba",), "zh"),
+}
+
+
+def word_segmenter_spec(name: str, needed_for: str) -> WordSegmenterSpec:
+    """The segmenter called `name`, checked to be installed; `needed_for` says what needs it, in the error.
+
+    Raises ValueError for a name that is not one of `WORD_SEGMENTERS`, and ImportError, one line with the install
+    command, when its package is missing: ids computed without the segmenter would quietly differ.
+    """
+    if name not in WORD_SEGMENTERS:
+        raise ValueError(
+            f"{needed_for}: unknown word segmenter {name!r}; a tokenizer can carry {' or '.join(WORD_SEGMENTERS)}"
+        )
+    spec = WORD_SEGMENTERS[name]
+    missing = spec.missing()
+    if missing is not None:
+        raise ImportError(
+            f"{needed_for} needs the word segmenter {spec.label}, which is not installed ({missing}): "
+            f"{spec.install_command()}"
+        )
+    return spec
+
+
+def segment_word_ends(segment, text: str, name: str) -> list[int]:
+    """The end offset of each word of `text` by `segment` (a function from a text to its words in order), spaces
+    before a word counted in it; words that are only whitespace are skipped. Raises ValueError, naming the segmenter
+    `name`, when its words are not the text."""
+    ends, position = [], 0
+    for word in segment(text):
+        if not word.strip():
+            continue
+        found = text.find(word, position)
+        if found < 0 or text[position:found].strip():
+            raise ValueError(
+                f"word segmenter {name}: its words are not the text in order ({word!r} does not follow "
+                f"{text[:position]!r} in {text!r})."
+            )
+        position = found + len(word)
+        ends.append(position)
+    if text[position:].strip():
+        raise ValueError(f"word segmenter {name}: {text[position:]!r} of {text!r} is in none of its words.")
+    return ends
+
+
+def word_cuts(segment, text: str, name: str) -> list[int]:
+    """The positions of `text` between two words that no space separates: where a word-bounded tokenizer splits
+    besides the spaces. The segmenter reads the text without its leading and trailing spaces."""
+    start = len(text) - len(text.lstrip())
+    ends = segment_word_ends(segment, text[start:].rstrip(), name) if text.strip() else []
+    cuts = [start + end for end in ends[:-1]]
+    return [cut for cut in cuts if not text[cut].isspace()]
+
+
+def word_chunks(text: str, cuts: Sequence[int]) -> list[tuple[int, int]]:
+    """(start, end) of the parts of `text` a word-bounded tokenizer encodes one by one: cut at `cuts` and before each
+    space (a part that starts with a space is one word after a space, "▁" and the word)."""
+    spaces = [match.start() for match in re.finditer(" ", text) if match.start()] if " " in text else []
+    bounds = sorted({0, len(text), *cuts, *spaces})
+    return list(zip(bounds, bounds[1:]))
+
+
+def _checked_dictionary(name: str, recorded: str | None, source: str | os.PathLike | None) -> str:
+    """The installed dictionary of segmenter `name`; a warning when it is not the one the vocabulary recorded."""
+    installed = word_segmenter_spec(name, f"the tokenizer {source or ''}".rstrip()).dictionary()
+    if recorded is not None and recorded != installed:
+        logger.warning(
+            "The tokenizer %s was trained with the words of %s and %s is installed: where the two dictionaries "
+            "segment a text differently, its ids differ from those the model was trained on.",
+            source or "",
+            recorded,
+            installed,
+        )
+    return recorded or installed
+
+
+class _WordBoundaries:
+    """Custom pre-tokenizer (the last step) of a tokenizer that carries a word segmenter: splits at its words.
+
+    The splits it receives are the words between spaces ("▁" in front) and between added tokens; it joins each run of
+    them between added tokens back into the text they are ("▁" read as a space, one character for one), asks the
+    segmenter for the words of that text (`word_cuts`) and splits at every word boundary inside a split. The words
+    after the first of a run get no "▁": they follow the word before without a space. A word can then hold what
+    `_OriginalPieceMarks` looks for (a "<digit>," or a control-piece string; neither fugashi nor jieba ever leaves a
+    comma or a bracket in a word with anything else, so this is for completeness): it is split at the original's
+    pieces of that word alone, as SentencePiece encodes a word of such a vocabulary (`encode_plain_texts`).
+    """
+
+    def __init__(self, spec: WordSegmenterSpec, marks: _OriginalPieceMarks):
+        self.spec, self.marks = spec, marks
+        self._lock = threading.Lock()  # one MeCab tagger for every thread that encodes
+        self._cuts_cache: dict[str, list[int]] = {}
+
+    def cuts(self, text: str) -> list[int]:
+        """`word_cuts` of `text`; remembered for the last few thousand texts (SQuAD pairs each context with all the
+        questions on it, and a context is segmented once)."""
+        with self._lock:
+            if text not in self._cuts_cache:
+                if len(self._cuts_cache) > 4096:
+                    self._cuts_cache.clear()
+                self._cuts_cache[text] = word_cuts(self.spec.segment, text, self.spec.label)
+            return self._cuts_cache[text]
+
+    def pre_tokenize(self, pretokenized) -> None:
+        splits = pretokenized.get_splits(offset_referential="normalized")
+        cuts: dict[int, list[int]] = {}
+        run: list[int] = []
+        for index, (_, _, tokens) in enumerate([*splits, ("", None, True)]):
+            if tokens is None:
+                run.append(index)
+                continue
+            if run:
+                self._cut_run(run, [splits[i][0] for i in run], cuts)
+                run = []
+
+        def split(index: int, normalized: NormalizedString) -> list[NormalizedString]:
+            text = normalized.normalized
+            bounds = [0, *cuts.get(index, ()), len(text)]
+            if self.marks.changes(text):  # rare: a word may hold a "<digit>," or a control-piece string
+                bounds = self._with_marks(text, bounds)
+            if len(bounds) == 2:
+                return [normalized]
+            pieces = [normalized.slice((start, end)) for start, end in zip(bounds, bounds[1:])]
+            return [piece for piece in pieces if piece is not None and piece.normalized]
+
+        pretokenized.split(split)
+
+    def _with_marks(self, text: str, bounds: list[int]) -> list[int]:
+        """`bounds` (of the words of a split) with the boundaries of the original's pieces inside each word."""
+        points = [0]
+        for start, end in zip(bounds, bounds[1:]):
+            word = text[start:end]
+            prefix = SPIECE_UNDERLINE if word.startswith(SPIECE_UNDERLINE) else ""
+            if self.marks.changes(word[len(prefix) :]):
+                points += sorted(
+                    start + len(prefix) + point for point in self.marks.boundaries(word[len(prefix) :], prefix)
+                )
+            points.append(end)
+        return points
+
+    def _cut_run(self, run: list[int], texts: list[str], cuts: dict[int, list[int]]) -> None:
+        """Adds to `cuts` the word boundaries inside the splits `run` (whose texts are `texts`), per split."""
+        joined = "".join(texts).replace(SPIECE_UNDERLINE, " ")
+        starts = list(itertools.accumulate((len(text) for text in texts), initial=0))
+        for cut in self.cuts(joined):
+            which = bisect.bisect_right(starts, cut) - 1
+            if cut > starts[which]:  # a cut at the start of a split is one already
+                cuts.setdefault(run[which], []).append(cut - starts[which])
+
+
 def _write_nothing(path: str, pretty: bool = True) -> None:
     """`_Backend.save` inside `_Backend.tokenizer_json_left_out`."""
 
@@ -509,6 +757,10 @@ class _Backend:
     - "rust": the full normalizer and pre-tokenizer without the Python steps: any text they cannot change.
     - "ascii": text of printable ASCII characters only, which most English text is, with only the normalizer steps
       that can change such text ([`build_printable_ascii_normalizer`]): about half the cost of the full one.
+
+    A tokenizer that carries a word segmenter has the exact route alone (with `_WordBoundaries` as its last step,
+    and no `_OriginalPieceMarks` in its normalizer: that step does its work word by word): its segmenter reads every
+    text.
 
     A Python step inside the Rust pipeline is called for every text, from every worker thread, through the GIL: on
     20,000 SST-2 sentences, one thread, the exact route alone took 1.5x the CPU time of the routed backend (the
@@ -545,10 +797,19 @@ class _Backend:
     )
     _SETTABLE = frozenset({"post_processor", "encode_special_tokens", "decoder"})
 
-    def __init__(self, rust: Tokenizer, marks: _OriginalPieceMarks, ascii_normalizer: list[normalizers.Normalizer]):
-        """`rust`: the serializable "rust" route, with its added tokens and settings; the other routes copy them."""
+    def __init__(
+        self,
+        rust: Tokenizer,
+        marks: _OriginalPieceMarks,
+        ascii_normalizer: list[normalizers.Normalizer],
+        words: _WordBoundaries | None = None,
+    ):
+        """`rust`: the serializable "rust" route, with its added tokens and settings; the other routes copy them.
+        `words`: the word segmenter of a word-bounded vocabulary; every text then takes the exact route, with
+        `_WordBoundaries` as its last step (which also does `_OriginalPieceMarks`' work, word by word)."""
         own = object.__setattr__
         own(self, "_marks", marks)
+        own(self, "_words", words)
         own(self, "_rust_normalizer", rust.normalizer)
         # The exact route keeps a leading space (the pre-tokenizer drops it), so that `_JoinAfterAddedTokens` can tell
         # text after "[MASK] " from text right after "[MASK]"; the "marks" route needs no such thing.
@@ -569,6 +830,15 @@ class _Backend:
             "marks": (marks_normalizer, pre_tokenizers.Sequence([rust.pre_tokenizer, drop_marks])),
             "ascii": (normalizers.Sequence(ascii_normalizer), rust.pre_tokenizer),
         }
+        if words is not None:  # one route: the segmenter reads every text
+            join_after_tokens = pre_tokenizers.PreTokenizer.custom(_JoinAfterAddedTokens())
+            split_words = pre_tokenizers.PreTokenizer.custom(words)
+            pipelines = {
+                "exact": (
+                    normalizers.Sequence(steps),
+                    pre_tokenizers.Sequence([join_after_tokens, rust.pre_tokenizer, drop_marks, split_words]),
+                )
+            }
         routes = {name: _route_like(rust, *pipeline) for name, pipeline in pipelines.items()}
         own(self, "routes", {**routes, "rust": rust})
         own(self, "_ascii_screens", self._build_ascii_screens())
@@ -658,6 +928,8 @@ class _Backend:
 
     def pipeline_of(self, item: str | Sequence, screens: _Screens | None = None) -> str:
         """ "exact", "marks", "ascii" or "rust": the route a text, a pair or pre-tokenized words take."""
+        if self._words is not None:
+            return "exact"
         screens = screens or self._screens()
         if self.needs_python_step(item, screens):
             return "exact" if any(screens.joins.search(text) for text in _texts_of(item)) else "marks"
@@ -665,6 +937,8 @@ class _Backend:
 
     def pipelines_of(self, inputs: Sequence) -> list[str]:
         """The pipeline of every item of a batch: one screen over all its texts, then each item it flagged alone."""
+        if self._words is not None:
+            return ["exact"] * len(inputs)
         screens = self._screens()
         pipelines = ["ascii"] * len(inputs)
         for index in screens.flag([_joined_text(item) for item in inputs]):
@@ -994,6 +1268,13 @@ class AlbertHFTokenizer(TokenizersBackend):
             AlbertTokenizer do. Off by default: google-research's ALBERT code (and so its pretraining data) keeps
             them, and SentencePiece then gives "``" as <unk> with the released vocabulary.
         bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token: the special tokens.
+        word_segmenter: for a word-bounded vocabulary (Japanese, Chinese; see `albert_hf.vocabulary.train_tokenizer`),
+            the segmenter whose words its pieces never cross: "fugashi" (MeCab with unidic-lite) or "jieba". The text
+            is split into those words before the Unigram model, and a word that follows another without a space gets
+            no "▁". Saved in tokenizer_config.json; loading it where the segmenter is not installed is an ImportError
+            that says what to install. None: the original tokenization.
+        word_segmenter_dictionary: the dictionary the vocabulary was trained with ("unidic-lite 1.0.8"), recorded on
+            saving; a different one installed is a warning (its words, and so some ids, may differ).
     """
 
     vocab_files_names = VOCAB_FILES_NAMES
@@ -1015,6 +1296,8 @@ class AlbertHFTokenizer(TokenizersBackend):
         pad_token: str = "<pad>",
         cls_token: str = "[CLS]",
         mask_token: str = "[MASK]",
+        word_segmenter: str | None = None,
+        word_segmenter_dictionary: str | None = None,
         **kwargs,
     ):
         special_tokens = [bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token]
@@ -1031,6 +1314,11 @@ class AlbertHFTokenizer(TokenizersBackend):
         self.vocab_file = str(vocab_file) if vocab_file is not None else None
         self.do_lower_case, self.remove_space, self.keep_accents = do_lower_case, remove_space, keep_accents
         self.replace_quotes = replace_quotes
+        self.word_segmenter = word_segmenter
+        if word_segmenter is not None:
+            word_segmenter_dictionary = _checked_dictionary(word_segmenter, word_segmenter_dictionary, vocab_file)
+            kwargs.update(word_segmenter=word_segmenter, word_segmenter_dictionary=word_segmenter_dictionary)
+        self.word_segmenter_dictionary = word_segmenter_dictionary
         self._tokenizer = self._build_backend(proto)
         # Drop kwargs that only describe other backends (written by transformers' AlbertTokenizer).
         for key in ("add_prefix_space", "trim_offsets", "unk_id", "vocab", "_spm_precompiled_charsmap", "backend"):
@@ -1088,7 +1376,14 @@ class AlbertHFTokenizer(TokenizersBackend):
         )
         rust.pre_tokenizer = build_pre_tokenizer(user_defined, (piece.piece for piece in proto.pieces))
         rust.decoder = decoders.Metaspace(replacement=SPIECE_UNDERLINE, prepend_scheme="always", split=True)
-        return _Backend(rust, _OriginalPieceMarks(proto), self._printable_ascii_normalizer(proto))
+        return self._backend_of(rust, proto)
+
+    def _backend_of(self, rust: Tokenizer, proto) -> _Backend:
+        marks = _OriginalPieceMarks(proto)
+        words = None
+        if self.word_segmenter is not None:
+            words = _WordBoundaries(word_segmenter_spec(self.word_segmenter, "this tokenizer"), marks)
+        return _Backend(rust, marks, self._printable_ascii_normalizer(proto), words)
 
     def _printable_ascii_normalizer(self, proto) -> list[normalizers.Normalizer]:
         return build_printable_ascii_normalizer(
@@ -1109,6 +1404,8 @@ class AlbertHFTokenizer(TokenizersBackend):
         """
         processor, digit_comma_ids = self._sentencepiece()
         prepared = [self._preprocess(text) for text in texts]
+        if self.word_segmenter is not None:
+            return [ids for _, ids, _ in self._encode_words(prepared, with_starts=False)]
         ids = processor.encode(prepared, num_threads=1)
         for index, text_ids in enumerate(ids):
             if not digit_comma_ids.isdisjoint(text_ids):  # the original re-splits these pieces
@@ -1123,9 +1420,15 @@ class AlbertHFTokenizer(TokenizersBackend):
         cannot shift it). The ids are those of `encode_plain_texts`: a re-split "1990," keeps the start of its piece
         for the digits and takes the comma's offset for ",". Whole-word masking uses the starts to find which piece
         begins each word of a word segmenter.
+
+        With a word segmenter (a word-bounded vocabulary), the text is the one its segmenter read: the prepared text
+        after the model's own normalization (SentencePiece's charsmap, spaces collapsed), and the starts point into
+        it; segmenting that text again gives exactly the words the pieces stop at.
         """
         processor, digit_comma_ids = self._sentencepiece()
         prepared = [self._preprocess(text) for text in texts]
+        if self.word_segmenter is not None:
+            return self._encode_words(prepared)
         results = []
         for text, proto in zip(prepared, processor.encode(prepared, num_threads=1, return_type="proto")):
             # SentencePiece's offsets count bytes of UTF-8: turn them into character offsets.
@@ -1143,6 +1446,70 @@ class AlbertHFTokenizer(TokenizersBackend):
                 starts += [start] * (len(sub_pieces) - 1) + [comma]
             results.append((text, ids, starts))
         return results
+
+    def _encode_words(
+        self, prepared: Sequence[str], with_starts: bool = True
+    ) -> list[tuple[str, list[int], list[int]]]:
+        """(the text the segmenter read, ids, start of each piece in that text) of prepared texts, for a tokenizer
+        that carries a word segmenter: SentencePiece encodes the text's parts (`word_chunks`) one by one, a "▁" in
+        front of the first and of each after a space only, and re-splits "<digit>," pieces as the original does.
+        Without `with_starts`, the starts are left empty (and the parts encoded to ids alone, several times faster)."""
+        processor, digit_comma_ids = self._sentencepiece()
+        normalizer, part_processor, cuts = self._word_sentencepiece()
+        texts = [normalizer.normalize(text).replace(SPIECE_UNDERLINE, " ") for text in prepared]
+        parts = [
+            (index, start, end) for index, text in enumerate(texts) for start, end in word_chunks(text, cuts(text))
+        ]
+        # The first part gets SentencePiece's dummy prefix; the processor of the parts adds none of its own.
+        part_texts = [(" " if start == 0 else "") + texts[index][start:end] for index, start, end in parts]
+        results: list[tuple[str, list[int], list[int]]] = [(text, [], []) for text in texts]
+        if not with_starts:  # each distinct part once: a text's words repeat across texts
+            distinct = list(dict.fromkeys(part_texts))
+            ids_of = dict(zip(distinct, part_processor.encode(distinct, num_threads=1)))
+            for (index, _, _), part_text in zip(parts, part_texts):
+                part_ids = ids_of[part_text]
+                if not digit_comma_ids.isdisjoint(part_ids):  # the original re-splits these pieces
+                    part_ids = [processor.piece_to_id(piece) for piece in self._resplit(processor, part_ids)]
+                results[index][1].extend(part_ids)
+            return results
+        encoded = part_processor.encode(part_texts, num_threads=1, return_type="proto")
+        for (index, start, _), part_text, proto in zip(parts, part_texts, encoded):
+            _, ids, starts = results[index]
+            shift = start - (1 if start == 0 else 0)  # offsets in the part -> offsets in the text
+            char_ends = list(itertools.accumulate(len(char.encode("utf-8")) for char in part_text))
+            for piece in proto.pieces:
+                piece_start = max(0, shift + bisect.bisect_right(char_ends, piece.begin))
+                if piece.id not in digit_comma_ids:
+                    ids.append(piece.id)
+                    starts.append(piece_start)
+                    continue
+                sub_pieces = self._resplit(processor, [piece.id])
+                ids += [processor.piece_to_id(sub_piece) for sub_piece in sub_pieces]
+                comma = shift + bisect.bisect_right(char_ends, piece.end - 1)
+                starts += [piece_start] * (len(sub_pieces) - 1) + [comma]
+        return results
+
+    def _word_sentencepiece(self):
+        """For a word-bounded vocabulary: SentencePiece's normalizer of this model (no dummy prefix, spaces kept as
+        spaces), a processor of the model that adds no dummy prefix and keeps a leading space (it encodes the parts
+        of a text), and the function giving the word cuts of a text (the backend's own)."""
+        cached = self.__dict__.get("_word_sentencepiece_processor")
+        if cached is None:
+            import sentencepiece as spm
+
+            normalizer = spm.SentencePieceNormalizer(
+                model_proto=self.sp_model_proto,
+                add_dummy_prefix=False,
+                escape_whitespaces=False,
+                remove_extra_whitespaces=True,
+            )
+            proto = _model_proto_class().FromString(self.sp_model_proto)
+            proto.normalizer_spec.add_dummy_prefix = False
+            proto.normalizer_spec.remove_extra_whitespaces = False
+            part_processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+            cuts = self._tokenizer._words.cuts
+            cached = self.__dict__["_word_sentencepiece_processor"] = (normalizer, part_processor, cuts)
+        return cached
 
     def _preprocess(self, text: str) -> str:
         """The original `preprocess_text`, with this tokenizer's options."""
@@ -1185,6 +1552,7 @@ class AlbertHFTokenizer(TokenizersBackend):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_sentencepiece_processor", None)  # a C++ object; rebuilt on first use
+        state.pop("_word_sentencepiece_processor", None)
         # The Rust pipeline as JSON (added tokens, padding and truncation included); the Python step is rebuilt.
         state["_tokenizer"] = self._tokenizer.routes["rust"].to_str()
         return state
@@ -1192,8 +1560,9 @@ class AlbertHFTokenizer(TokenizersBackend):
     def __setstate__(self, state: dict[str, Any]) -> None:
         rust = Tokenizer.from_str(state["_tokenizer"])
         self.__dict__.update(state)
+        self.__dict__.setdefault("word_segmenter", None)  # pickled before tokenizers carried segmenters
         proto = _model_proto_class().FromString(self.sp_model_proto)
-        self._tokenizer = _Backend(rust, _OriginalPieceMarks(proto), self._printable_ascii_normalizer(proto))
+        self._tokenizer = self._backend_of(rust, proto)
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str]:
         """Write the SentencePiece model as `spiece.model`."""
@@ -1265,6 +1634,11 @@ class AlbertHFTokenizer(TokenizersBackend):
         format. A tokenizer with a step the format has no place for (a word segmenter run before SentencePiece)
         answers with the reason, and is then saved with its code. `albert_hf.formats.stock_tokenizer_problem` asks
         every tokenizer this."""
+        if self.word_segmenter is not None:
+            return (
+                f"its pieces stop at the words of the {self.word_segmenter} word segmenter, a step transformers' "
+                "tokenizer format has no place for"
+            )
         return None
 
     def stock_tokenizer(self) -> TokenizersBackend:

@@ -8,8 +8,11 @@ checkpoints carry.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
+import itertools
 import os
+import random
 import re
 import sys
 import unicodedata
@@ -21,9 +24,18 @@ from tokenizers import normalizers
 from transformers.utils import logging
 
 from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
+from .data.word_segmentation import SEGMENTERS, unspaced_language
 from .errors import DataError, UserError
-from .options import ALBERT_CHARACTER_COVERAGE, train_tokenizer_parser
-from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
+from .options import ALBERT_CHARACTER_COVERAGE, WORD_BOUNDED_CHOICES, train_tokenizer_parser
+from .tokenization import (
+    WORD_SEGMENTERS,
+    AlbertHFTokenizer,
+    build_normalizer,
+    read_sentencepiece_model,
+    word_chunks,
+    word_cuts,
+    word_segmenter_spec,
+)
 
 # --------------------------------------------------------------------------------------------------------------------
 # Which vocabulary a model can embed
@@ -189,6 +201,85 @@ def _strip_accents(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
+# Lines whose script decides `word_segmenter="auto"` (as the first 200 documents decide whole-word masking's).
+SCRIPT_SAMPLE_LINES = 2000
+
+
+def choose_word_segmenter(lines: Iterable[str], word_segmenter: str | None) -> str | None:
+    """The segmenter whose words the pieces of a vocabulary trained on `lines` stop at, or None (pieces may run
+    across words).
+
+    "auto" (the default): the segmenter of the text's script when the text is written without spaces (fugashi for
+    Japanese, jieba for Chinese: those of whole-word masking, `unspaced_language` on the first lines), where it is
+    installed; where it is not, a warning says what the vocabulary then costs and what to install. "none" or None:
+    no segmenter. "fugashi" or "jieba": that one, whatever the text; missing, it is an ImportError with the install
+    command (`albert-hf` exits with status 4).
+    """
+    if word_segmenter in (None, "none"):
+        return None
+    if word_segmenter not in WORD_BOUNDED_CHOICES:
+        raise UserError(f"word_segmenter {word_segmenter!r}: expected one of {', '.join(WORD_BOUNDED_CHOICES)}.")
+    if word_segmenter != "auto":
+        word_segmenter_spec(word_segmenter, f"--word_segmenter {word_segmenter}")
+        return word_segmenter
+    sample = [line for line in itertools.islice(lines, SCRIPT_SAMPLE_LINES) if line.strip()]
+    language = unspaced_language(sample)
+    if language is None:
+        return None
+    spec = WORD_SEGMENTERS[SEGMENTERS[language].option]
+    missing = spec.missing()
+    if missing is not None:
+        logger.warning(
+            "The text is %s, written without spaces, and its word segmenter %s is not installed (%s): the pieces "
+            "will run across words, and an answer or entity that starts or ends inside a piece cannot be "
+            "predicted. For pieces that stop at words: %s.",
+            SEGMENTERS[language].language,
+            spec.label,
+            missing,
+            spec.install_command(),
+        )
+        return None
+    logger.info(
+        "Word-bounded vocabulary: the text is %s, its pieces stop at the words of %s (--word_segmenter none: "
+        "pieces may run across words).",
+        SEGMENTERS[language].language,
+        spec.label,
+    )
+    return spec.name
+
+
+def count_word_parts(texts: Iterable[str], word_segmenter: str) -> collections.Counter:
+    """How often each part of `texts` occurs, as a word-bounded tokenizer encodes them (`tokenization.word_chunks`):
+    each text (normalized by this tokenizer's steps) read as SentencePiece's nmt_nfkc rule normalizes it, split at
+    the words of `word_segmenter` and before each space; a part after a space, or at the start of a text, keeps a
+    leading space, which SentencePiece writes "▁". What SentencePiece learns a word-bounded vocabulary from."""
+    import sentencepiece as spm
+
+    spec = word_segmenter_spec(word_segmenter, "a word-bounded vocabulary")
+    normalizer = spm.SentencePieceNormalizer(
+        rule_name="nmt_nfkc", add_dummy_prefix=False, escape_whitespaces=False, remove_extra_whitespaces=True
+    )
+    counts: collections.Counter = collections.Counter()
+    for text in texts:
+        text = normalizer.normalize(text).replace("▁", " ")
+        for start, end in word_chunks(text, word_cuts(spec.segment, text, spec.label)):
+            counts[(" " if start == 0 else "") + text[start:end]] += 1
+    return counts
+
+
+def _sample(texts: Iterable[str], size: int, seed: int = 0) -> Iterable[str]:
+    """At most `size` of `texts`, uniformly (reservoir sampling; 0: all), as SentencePiece samples its sentences."""
+    if not size:
+        return texts
+    generator, kept = random.Random(seed), []
+    for seen, text in enumerate(texts):
+        if seen < size:
+            kept.append(text)
+        elif (slot := generator.randrange(seen + 1)) < size:
+            kept[slot] = text
+    return kept
+
+
 def train_tokenizer(
     input: TokenizerInput,
     output_dir: str | Path,
@@ -201,6 +292,7 @@ def train_tokenizer(
     input_sentence_size: int = 10_000_000,
     show_progress: bool = True,
     num_threads: int | None = None,
+    word_segmenter: str | None = "auto",
 ) -> AlbertHFTokenizer:
     """Train a SentencePiece vocabulary with the ALBERT recipe and write a tokenizer folder.
 
@@ -215,6 +307,16 @@ def train_tokenizer(
     so. `strip_accents=True` on such text is an error. Lower-casing never changes a script without case, so it stays
     the user's choice (`lowercase=False` for a cased model).
 
+    Word-bounded vocabularies (`word_segmenter`, see [`choose_word_segmenter`]): for text written without spaces
+    (Japanese, Chinese), by default, the pieces never cross the words of the segmenter whole-word masking uses
+    (fugashi with unidic-lite, jieba), and the tokenizer carries that segmenter: it splits every text into those
+    words before its pieces, with a "▁" only where the text has a space, and tokenizer_config.json names the
+    segmenter and its dictionary. SentencePiece learns the vocabulary from the words themselves: each distinct part
+    of the text as the tokenizer encodes it ([`count_word_parts`]), with its count (its TSV input). An answer or an
+    entity that starts and ends at word boundaries is then always a whole number of pieces. Measured against
+    SentencePiece's own `pretokenization_delimiter` (whose seed pieces stop at the delimiter, but whose training does
+    not) in `benchmarks/word_bounded_vocabulary.py`: the TSV of words gives fewer tokens per character.
+
     Args:
         input: text files (one sentence or paragraph per line); data files of another format (json/jsonl, csv/tsv,
             parquet; folders and globs of them), one text per row; a `datasets.Dataset` or `IterableDataset`; or the
@@ -228,6 +330,7 @@ def train_tokenizer(
         The trained tokenizer, already saved in `output_dir` (`AutoTokenizer.from_pretrained(output_dir)` loads it).
     """
     import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
     from tqdm.auto import tqdm
 
     output_dir = Path(output_dir)
@@ -235,6 +338,7 @@ def train_tokenizer(
         raise UserError(f"vocab_size must leave room for pieces beyond the 5 special ones, got {vocab_size}")
     lines = _training_lines(input, text_column)
     strip_accents = choose_accent_stripping(lines, strip_accents)
+    word_segmenter = choose_word_segmenter(lines, word_segmenter)
     # The tokenizer's own normalizer (minus SentencePiece's step, which spm_train applies itself).
     normalizer = normalizers.Sequence(
         build_normalizer(b"", do_lower_case=lowercase, remove_space=True, keep_accents=not strip_accents)
@@ -249,10 +353,13 @@ def train_tokenizer(
                 read += 1
                 yield text
 
+    if word_segmenter is None:
+        source = dict(sentence_iterator=sentences(), input_sentence_size=input_sentence_size)
+    else:
+        source = _word_bounded_source(_sample(sentences(), input_sentence_size), word_segmenter)
     model = _TrainingOutput()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences(),
             model_writer=model,
             model_type="unigram",
             vocab_size=vocab_size,
@@ -263,28 +370,52 @@ def train_tokenizer(
             eos_id=-1,
             control_symbols=list(ALBERT_CONTROL_SYMBOLS),
             user_defined_symbols=list(user_defined_symbols),
-            input_sentence_size=input_sentence_size,
             max_sentence_length=1 << 24,  # spm skips longer lines (default 4192 bytes); keep whole paragraphs
             shuffle_input_sentence=True,
             normalization_rule_name="nmt_nfkc",
             num_threads=num_threads or os.cpu_count() or 1,
             minloglevel=0 if show_progress else 2,
+            **source,
         )
     except RuntimeError as error:  # e.g. "Vocabulary size too high (600). Please set it to a value <= 410."
         if not read:
             raise DataError(f"{_input_name(input)}: no text found (every line is empty or blank)") from error
         raise DataError(f"{_input_name(input)}: SentencePiece cannot train on this text: {error}") from error
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model.data)
+    if word_segmenter is not None:
+        # Trained on words, each without a "▁" of its own; the tokenizer puts one at the start of a text and after a
+        # space, and collapses spaces, as SentencePiece does for any text.
+        proto.normalizer_spec.add_dummy_prefix = proto.normalizer_spec.remove_extra_whitespaces = True
     # Only now: a failed training leaves no folder behind.
     output_dir.mkdir(parents=True, exist_ok=True)
     model_file = output_dir / "spiece.model"
-    model_file.write_bytes(model.data)
+    model_file.write_bytes(proto.SerializeToString())
     proto = read_sentencepiece_model(model_file)
     (output_dir / "spiece.vocab").write_text(
         "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
     )
-    tokenizer = AlbertHFTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
+    tokenizer = AlbertHFTokenizer(
+        vocab_file=str(model_file),
+        do_lower_case=lowercase,
+        keep_accents=not strip_accents,
+        word_segmenter=word_segmenter,
+    )
     tokenizer.save_pretrained(output_dir)
     return tokenizer
+
+
+def _word_bounded_source(texts: Iterable[str], word_segmenter: str) -> dict:
+    """SentencePiece's input for a word-bounded vocabulary: each distinct part of the texts ([`count_word_parts`])
+    with its count, as TSV, normalized alone and with no dummy "▁" (a part after a space has its own)."""
+    counts = count_word_parts(texts, word_segmenter)
+    logger.info("Word-bounded vocabulary: %d words, %d distinct", sum(counts.values()), len(counts))
+    return dict(
+        sentence_iterator=iter([f"{part}\t{count}" for part, count in counts.items()]),
+        input_format="tsv",
+        input_sentence_size=0,  # the texts are sampled already; these are their distinct words
+        add_dummy_prefix=False,
+        remove_extra_whitespaces=False,
+    )
 
 
 def _input_name(source: TokenizerInput) -> str:
@@ -370,10 +501,12 @@ def run_train_tokenizer(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
         num_threads=args.num_threads,
         text_column=args.text_column,
+        word_segmenter=args.word_segmenter,
     )
+    words = f", words from {tokenizer.word_segmenter}" if tokenizer.word_segmenter else ""
     print(
         f"wrote {args.output_dir}: {len(tokenizer)} tokens (lowercase={tokenizer.do_lower_case}, "
-        f"keep_accents={tokenizer.keep_accents})"
+        f"keep_accents={tokenizer.keep_accents}{words})"
     )
     return 0
 
@@ -396,7 +529,9 @@ __all__ = [
     "ALBERT_CONTROL_SYMBOLS",
     "ALBERT_USER_DEFINED_SYMBOLS",
     "choose_accent_stripping",
+    "choose_word_segmenter",
     "count_accent_stripping_damage",
+    "count_word_parts",
     "train_tokenizer",
     "run_train_tokenizer",
     "train_tokenizer_parser",

@@ -46,6 +46,9 @@ def tokenizer_for(name: str, work_dir: Path, character_coverage: float | None) -
     if vocab_size is None:
         return AlbertHFTokenizer(vocab_file=str(SHARED / "spiece" / "albert-30k-clean.model"))
     options = {} if character_coverage is None else {"character_coverage": character_coverage}
+    # Pieces as SentencePiece learns them from the raw text (across words), as the tables of docs/japanese.md were
+    # measured; benchmarks/word_bounded_vocabulary.py measures the word-bounded vocabularies.
+    options["word_segmenter"] = "none"
     return train_tokenizer(path, work_dir / f"{name}-tokenizer", vocab_size=vocab_size, show_progress=False, **options)
 
 

@@ -2,6 +2,9 @@
 
     python benchmarks/ner_alignment.py --output_dir runs/ner_alignment      # about 10 minutes on 2 CPU cores
 
+The vocabularies are trained as SentencePiece trains on raw text (`--word_segmenter none`: pieces may run across
+words), as when these tables were measured; benchmarks/word_bounded_vocabulary.py compares word-bounded ones.
+
 1. Alignment figures on the NER fixtures of tests/data/ner_cjk (written for this project) with three vocabularies:
    the Japanese novel's (docs/japanese.md's own `albert-hf train-tokenizer` command: 8,000 pieces), one trained on
    the Chinese fixture's own source text (Lu Xun, tests/data, 1,000 pieces, as benchmarks/masking_stats.py uses),
@@ -98,7 +101,9 @@ def fixture_vocabulary(language: str, folder: Path, vocab_size: int):
     train = fixture(language, "train")
     text = folder / f"{language}_fixture.txt"
     text.write_text("".join(join_words(words)[0] + "\n" for words in train["tokens"]), encoding="utf-8")
-    return train_tokenizer(text, folder / f"{language}_fixture_tokenizer", vocab_size, character_coverage=1.0)
+    return train_tokenizer(
+        text, folder / f"{language}_fixture_tokenizer", vocab_size, character_coverage=1.0, word_segmenter="none"
+    )
 
 
 def alignment_table(output_dir: Path, data: Path) -> list[str]:
@@ -106,10 +111,12 @@ def alignment_table(output_dir: Path, data: Path) -> list[str]:
     novel_tokenizer = output_dir / "ja-tokenizer"
     if not (novel_tokenizer / "spiece.model").exists():
         cli_main(["train-tokenizer", str(data / NOVEL), "--output_dir", str(novel_tokenizer)]
-                 + ["--vocab_size", "8000", "--character_coverage", "0.9995"])  # fmt: skip
+                 + ["--vocab_size", "8000", "--character_coverage", "0.9995", "--word_segmenter", "none"])  # fmt: skip
     vocabularies.append(("ja", "the novel, 8,000 pieces", AlbertHFTokenizer.from_pretrained(str(novel_tokenizer))))
     vocabularies.append(("ja", "the fixture's train split, 450 pieces", fixture_vocabulary("ja", output_dir, 450)))
-    lu_xun = train_tokenizer(LU_XUN, output_dir / "zh-tokenizer", 1000, character_coverage=0.9995)
+    lu_xun = train_tokenizer(
+        LU_XUN, output_dir / "zh-tokenizer", 1000, character_coverage=0.9995, word_segmenter="none"
+    )
     vocabularies.append(("zh", "Lu Xun (tests/data), 1,000 pieces", lu_xun))
     vocabularies.append(("zh", "the fixture's train split, 300 pieces", fixture_vocabulary("zh", output_dir, 300)))
     rows = [

@@ -23,6 +23,7 @@ from albert_hf.data.pretraining import (
 )
 from albert_hf.pretraining.arguments import parse_pretraining_args
 from albert_hf.pretraining.run import quickstart_tokenizer_options
+from albert_hf.tokenization import segment_japanese
 from albert_hf.vocabulary import choose_accent_stripping, count_accent_stripping_damage, train_tokenizer
 
 JAPANESE_SAMPLE = Path(__file__).parent / "data" / "japanese_sample.txt"
@@ -241,9 +242,16 @@ def test_quickstart_on_japanese_gives_a_fill_mask_model_and_a_japanese_card(tmp_
     card = ModelCard.load(output / "README.md")
     assert card.data.language == ["ja"]
     assert "| Tokenizer normalization | lowercased, accents kept |" in card.content
+    assert "| Word segmenter | pieces stop at the words of fugashi/unidic-lite" in card.content  # the default
 
     fill_mask = pipeline("fill-mask", model=str(output), top_k=5)
     tokenizer = fill_mask.tokenizer
+    assert tokenizer.word_segmenter == "fugashi"  # pieces stop at the words of MeCab
+    pieces = [piece.lstrip("▁") for piece in tokenizer.tokenize("吾輩は猫である。")]
+    words = segment_japanese("吾輩は猫である。")
+    assert {len("".join(words[:i])) for i in range(len(words))} <= {
+        len("".join(pieces[:i])) for i in range(len(pieces))
+    }
     text = "吾輩は[MASK]である。"
     tokens = tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
     mask = tokens.index("[MASK]")

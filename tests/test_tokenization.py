@@ -744,11 +744,19 @@ def japanese_corpus(shared_data) -> Path:
 
 @pytest.fixture(scope="module")
 def japanese_tokenizer(shared_data, japanese_corpus, tmp_path_factory) -> AlbertHFTokenizer:
-    """Trained on the Japanese novel with the normalization Japanese needs: no accent stripping, no lower-casing."""
+    """Trained on the Japanese novel with the normalization Japanese needs: no accent stripping, no lower-casing; as
+    SentencePiece trains on text without spaces (pieces across words), to hold it to the original tokenization
+    (the word-bounded vocabularies have tests/test_word_bounded_vocabulary.py)."""
     folder = tmp_path_factory.mktemp("ja_tokenizer")
     vocab_size = 8000 if is_full(shared_data) else 2000  # the excerpt has room for at most 2,816 pieces
     return train_tokenizer(
-        japanese_corpus, folder, vocab_size=vocab_size, lowercase=False, strip_accents=False, show_progress=False
+        japanese_corpus,
+        folder,
+        vocab_size=vocab_size,
+        lowercase=False,
+        strip_accents=False,
+        show_progress=False,
+        word_segmenter="none",
     )
 
 

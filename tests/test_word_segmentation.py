@@ -27,12 +27,11 @@ from albert_hf.data.word_segmentation import (
     WordSegmenter,
     describe_word_segmenter,
     resolve_word_segmenter,
-    segment_chinese,
-    segment_japanese,
 )
 from albert_hf.pretraining.arguments import PretrainingDataArguments, parse_pretraining_args
 from albert_hf.pretraining.data import SCRIPT_SAMPLE_DOCUMENTS, SCRIPT_SAMPLE_SENTENCES, choose_word_segmenter
 from albert_hf.scripts.pretrain import main
+from albert_hf.tokenization import segment_chinese, segment_japanese
 from albert_hf.vocabulary import train_tokenizer
 
 JAPANESE_NOVEL = Path("corpus") / "ja" / "wagahai_wa_neko_de_aru.txt"
@@ -54,11 +53,13 @@ def within(observed: float, expected: float, count: int, sigmas: float = 4.0) ->
 @pytest.fixture(scope="module")
 def japanese(shared_data, tmp_path_factory):
     """(tokenizer, documents) of the novel: 8,000 pieces by train_tokenizer's defaults on the full novel (as measured
-    in docs/japanese.md), 2,000 on the repository's excerpt (its first 600 lines hold no more)."""
+    in docs/japanese.md), 2,000 on the repository's excerpt (its first 600 lines hold no more). Pieces as
+    SentencePiece learns them from the raw text (`word_segmenter="none"`), across words: the vocabulary whole-word
+    masking has to find words in (tests/test_word_bounded_vocabulary.py has the word-bounded ones)."""
     path = shared_data / JAPANESE_NOVEL
     vocab_size = 8000 if path.stat().st_size > 500_000 else 2000
     tokenizer = train_tokenizer(
-        path, tmp_path_factory.mktemp("ja-tokenizer"), vocab_size=vocab_size, show_progress=False
+        path, tmp_path_factory.mktemp("ja-tokenizer"), vocab_size=vocab_size, show_progress=False, word_segmenter="none"
     )
     return tokenizer, load_text_documents(path)
 
@@ -66,9 +67,13 @@ def japanese(shared_data, tmp_path_factory):
 @pytest.fixture(scope="module")
 def chinese(tmp_path_factory):
     """(tokenizer, documents) of two of Lu Xun's stories (tests/data/README.md): 1,000 pieces by train_tokenizer's
-    defaults (the 3,900 characters hold no more than 1,065)."""
+    defaults (the 3,900 characters hold no more than 1,065), pieces across words as for the novel."""
     tokenizer = train_tokenizer(
-        CHINESE_STORIES, tmp_path_factory.mktemp("zh-tokenizer"), vocab_size=1000, show_progress=False
+        CHINESE_STORIES,
+        tmp_path_factory.mktemp("zh-tokenizer"),
+        vocab_size=1000,
+        show_progress=False,
+        word_segmenter="none",
     )
     return tokenizer, load_text_documents(CHINESE_STORIES, split_lines=True)
 

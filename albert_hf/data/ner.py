@@ -421,6 +421,20 @@ def join_words(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     return text, spans
 
 
+def entity_edges(words: Sequence[str], tags: Sequence[str]) -> tuple[str, list[int]]:
+    """The running text of a sentence ([`join_words`]) and the character offsets in it where its entities (IOB2
+    tags) start and end."""
+    text, spans = join_words(words)
+    edges = []
+    for index, tag in enumerate(tags):
+        if tag.startswith("B-"):
+            edges.append(spans[index][0])
+        following = tags[index + 1] if index + 1 < len(tags) else "O"
+        if tag != "O" and following != f"I-{tag[2:]}":
+            edges.append(spans[index][1])
+    return text, edges
+
+
 def running_text_positions(
     piece_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
 ) -> tuple[list[int], list[int | None]]:

@@ -427,9 +427,11 @@ def tokenize_batch(batch: dict, tokenizer, word_segmenter=None) -> dict:
     starts of each sentence's tokens."""
     # One tokenizer call for every sentence of the batch (much faster than one per sentence), then regroup.
     sentences = [sentence for document in batch["sentences"] for sentence in document]
-    columns = {"sentence_ids": encode_sentences(tokenizer, sentences)}
-    if word_segmenter is not None:
-        columns["sentence_ids"], columns["sentence_word_starts"] = word_segmenter.encode(tokenizer, sentences)
+    if word_segmenter is None:
+        columns = {"sentence_ids": encode_sentences(tokenizer, sentences)}
+    else:
+        ids, word_starts = word_segmenter.encode(tokenizer, sentences)
+        columns = {"sentence_ids": ids, "sentence_word_starts": word_starts}
     regrouped = {name: [] for name in columns}
     start = 0
     for document in batch["sentences"]:

@@ -20,20 +20,31 @@ The segmenter is chosen from the script of the text (`script_language`, as the c
 Japanese, jieba for Chinese, and for everything else none: spaced text keeps the original rule, read off the ids by
 the collator, so its instances and masks are exactly the original's. `--word_segmenter package.module:function`
 plugs in any other (a function from a text to its words, in order), `pieces` asks for the "▁" rule on any text.
+A word-bounded tokenizer (its pieces stop at a segmenter's words, `albert_hf.vocabulary.train_tokenizer`) decides
+instead: whole-word masking reads its segmenter's words, on the text the tokenizer segmented, so every word it masks
+is a whole number of the tokenizer's pieces. The segmenters themselves live in albert_hf/tokenization.py, which such
+a tokenizer carries as remote code.
+
+`edges_inside_pieces` measures what a vocabulary whose pieces run across words costs a span task: the share of the
+answers' or entities' edges that fall inside a piece, which `albert-hf squad` and `albert-hf ner` log for text
+without spaces.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import importlib
+import logging
 import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..tokenization import WORD_SEGMENTERS, segment_word_ends
 from .pretraining import import_function, script_language
+
+logger = logging.getLogger(__name__)
 
 WORD_START_MARKER = "\u2581"  # SentencePiece's "▁": a piece that starts with it starts a word
 # The original create_pretraining_data.py's `_is_start_piece`: punctuation pieces start a word of their own.
@@ -58,41 +69,6 @@ WORDPIECE_RULE_DESCRIPTION = "WordPiece's \"##\" continuations (BERT's rule)"
 WordSegmentation = Callable[[str], list[str]]
 
 
-@functools.cache
-def _japanese_tagger():
-    """MeCab with the unidic-lite dictionary, set up as transformers' `MecabTokenizer` does (the dictionary named
-    explicitly, so that a full UniDic or a system MeCab installed beside it changes nothing)."""
-    import os
-
-    import fugashi
-    import unidic_lite
-
-    mecabrc = os.path.join(unidic_lite.DICDIR, "mecabrc")
-    return fugashi.Tagger(f'-r "{mecabrc}" -d "{unidic_lite.DICDIR}"')
-
-
-def segment_japanese(text: str) -> list[str]:
-    """Japanese words (UniDic's short units) by MeCab through fugashi, with unidic-lite: `pip install albert_hf[ja]`."""
-    return [word.surface for word in _japanese_tagger()(text)]
-
-
-@functools.cache
-def _chinese_segmenter():
-    import logging
-
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)  # jieba logs its dictionary loading at INFO
-    segmenter = jieba.Tokenizer()
-    segmenter.initialize()
-    return segmenter
-
-
-def segment_chinese(text: str) -> list[str]:
-    """Chinese words by jieba's default (precise mode, `jieba.lcut`): `pip install albert_hf[zh]`."""
-    return _chinese_segmenter().lcut(text)
-
-
 @dataclasses.dataclass(frozen=True)
 class Segmenter:
     """A segmenter that ships with albert_hf: its --word_segmenter value, its name in the log, its function, the
@@ -106,9 +82,12 @@ class Segmenter:
     language: str
 
 
+# The segmenters are those a word-bounded tokenizer can carry (albert_hf.tokenization's WORD_SEGMENTERS): one
+# definition of each, so that whole-word masking and the tokenizer read the same words.
 SEGMENTERS = {
-    "ja": Segmenter("fugashi", "fugashi/unidic-lite", segment_japanese, ("fugashi", "unidic_lite"), "ja", "Japanese"),
-    "zh": Segmenter("jieba", "jieba", segment_chinese, ("jieba",), "zh", "Chinese"),
+    language: Segmenter(name, spec.label, spec.segment, spec.modules, spec.extra, language_name)
+    for language, name, language_name in (("ja", "fugashi", "Japanese"), ("zh", "jieba", "Chinese"))
+    for spec in (WORD_SEGMENTERS[name],)
 }
 
 
@@ -171,21 +150,7 @@ class WordSegmenter:
 
     def word_ends(self, text: str) -> list[int]:
         """The end offset of each word of `text`, spaces before a word counted in it; the text must be the words'."""
-        ends, position = [], 0
-        for word in self.segment(text):
-            if not word.strip():
-                continue
-            found = text.find(word, position)
-            if found < 0 or text[position:found].strip():
-                raise ValueError(
-                    f"word segmenter {self.name}: its words are not the text in order ({word!r} does not follow "
-                    f"{text[:position]!r} in {text!r})."
-                )
-            position = found + len(word)
-            ends.append(position)
-        if text[position:].strip():
-            raise ValueError(f"word segmenter {self.name}: {text[position:]!r} of {text!r} is in none of its words.")
-        return ends
+        return segment_word_ends(self.segment, text, self.name)
 
 
 def piece_rule_table(tokenizer) -> np.ndarray:
@@ -225,15 +190,27 @@ UNSPACED_CHARACTER = re.compile(
 
 
 def resolve_word_segmenter(
-    word_segmenter: str | WordSegmentation | None, texts: Sequence[str] = ()
+    word_segmenter: str | WordSegmentation | None, texts: Sequence[str] = (), tokenizer=None
 ) -> WordSegmenter | None:
     """The segmenter for a corpus, or None for the original "▁" rule.
 
-    `word_segmenter` is None or "auto" (chosen from the script of `texts`: Japanese -> fugashi/unidic-lite, Chinese ->
+    `word_segmenter` is None or "auto" (the segmenter `tokenizer` carries, for a word-bounded vocabulary: its pieces
+    stop at those words; otherwise chosen from the script of `texts`: Japanese -> fugashi/unidic-lite, Chinese ->
     jieba, anything else -> the "▁" rule), "pieces" (the "▁" rule), "fugashi" or "jieba", a function, or the
     "package.module:function" name of one. A shipped segmenter whose package is missing is an error that says what
     to install: masking Japanese by pieces is what whole-word masking exists to avoid, so it is never done silently.
     """
+    carried = getattr(tokenizer, "word_segmenter", None)
+    by_option = {segmenter.option: segmenter for segmenter in SEGMENTERS.values()}
+    if carried is not None and word_segmenter not in (None, "auto", carried, PIECE_RULE):
+        logger.warning(
+            "--word_segmenter %s: the tokenizer's pieces stop at the words of %s, so whole-word masking by other "
+            "words masks pieces of them",
+            word_segmenter if isinstance(word_segmenter, str) else getattr(word_segmenter, "__qualname__", "?"),
+            carried,
+        )
+    if carried is not None and word_segmenter in (None, "auto"):
+        return _shipped(by_option[carried], "the tokenizer's words")
     if word_segmenter is None or word_segmenter == "auto":
         segmenter = SEGMENTERS.get(script_language(texts))
         return None if segmenter is None else _shipped(segmenter, f"{segmenter.language} text")
@@ -241,7 +218,6 @@ def resolve_word_segmenter(
         return None
     if callable(word_segmenter):
         return WordSegmenter(f"{word_segmenter.__module__}:{word_segmenter.__qualname__}", word_segmenter)
-    by_option = {segmenter.option: segmenter for segmenter in SEGMENTERS.values()}
     if word_segmenter in by_option:
         return _shipped(by_option[word_segmenter], f"--word_segmenter {word_segmenter}")
     function = import_function(word_segmenter, "word segmenter", "'auto', 'pieces', 'fugashi', 'jieba'")
@@ -267,3 +243,50 @@ def describe_word_segmenter(segmenter: WordSegmenter | None, tokenizer=None) -> 
     if segmenter is not None:
         return segmenter.name
     return WORDPIECE_RULE_DESCRIPTION if continuation_prefix(tokenizer) is not None else PIECE_RULE_DESCRIPTION
+
+
+# ---- what a vocabulary whose pieces run across words costs a span task ------------------------------------------------
+
+
+def edges_inside_pieces(tokenizer, texts: Sequence[str], edges: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """(how many of `edges` fall strictly inside a piece of `tokenizer`, how many there are): `edges[i]` are
+    character offsets into `texts[i]` where a span starts or ends (an answer, an entity). A span with such an edge
+    can never be a whole number of pieces, so a span head cannot predict it exactly, whatever it learns."""
+    inside = total = 0
+    if not texts:
+        return inside, total
+    encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    for offsets, text_edges in zip(encoded["offset_mapping"], edges):
+        starts = [start for start, _ in offsets]
+        for edge in text_edges:
+            total += 1
+            piece = bisect.bisect_right(starts, edge) - 1  # the last piece that starts at or before the edge
+            inside += piece >= 0 and starts[piece] < edge < offsets[piece][1]
+    return inside, total
+
+
+def log_edges_inside_pieces(
+    tokenizer, split: str, spans: tuple[str, str], texts: Sequence[str], edges: Sequence[Sequence[int]]
+) -> tuple[int, int]:
+    """Logs once, for a split of text written without spaces, the share of its spans' edges that fall inside a piece
+    ([`edges_inside_pieces`]), and for a vocabulary whose pieces may run across words, what to do about it.
+    `spans` names them in the message, singular and plural (("answer", "answers")). Returns (inside, total)."""
+    span, plural = spans
+    inside, total = edges_inside_pieces(tokenizer, texts, edges)
+    if not total:
+        return inside, total
+    carried = getattr(tokenizer, "word_segmenter", None)
+    share = f"{inside} of the {total} {span} edges ({inside / total:.1%}) of the {split} split fall inside a piece"
+    if not inside:
+        logger.info("None of the %d %s edges of the %s split falls inside a piece.", total, span, split)
+    elif carried is None:
+        logger.warning(
+            "%s of this vocabulary, whose pieces run across words: those %s can never be predicted exactly. A "
+            "word-bounded vocabulary stops its pieces at words (albert-hf train-tokenizer, the default for Japanese "
+            "and Chinese where fugashi or jieba is installed).",
+            share,
+            plural,
+        )
+    else:
+        logger.info("%s: those %s start or end inside a word of %s.", share, plural, carried)
+    return inside, total

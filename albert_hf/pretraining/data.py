@@ -261,9 +261,9 @@ SCRIPT_SAMPLE_SENTENCES = 2000
 def choose_word_segmenter(
     data_args: PretrainingDataArguments, documents: Dataset | None, say=logger.info, tokenizer=None
 ) -> WordSegmenter | None:
-    """The word segmenter of --word_segmenter, by default chosen from the script of the first training sentences
-    (of `documents`, or of the first training file or rows when streaming); says which in the log (without one, the
-    rule of `tokenizer`'s vocabulary)."""
+    """The word segmenter of --word_segmenter, by default the one a word-bounded `tokenizer` carries, else chosen
+    from the script of the first training sentences (of `documents`, or of the first training file or rows when
+    streaming); says which in the log (without one, the rule of `tokenizer`'s vocabulary)."""
     if documents is not None:
         first = documents.select(range(min(SCRIPT_SAMPLE_DOCUMENTS, len(documents))))
         sentences = [sentence for document in first["sentences"] for sentence in document]
@@ -277,8 +277,11 @@ def choose_word_segmenter(
         sentences = [
             sentence for document, _ in itertools.islice(read, SCRIPT_SAMPLE_DOCUMENTS) for sentence in document
         ]
-    segmenter = resolve_word_segmenter(data_args.word_segmenter, sentences[:SCRIPT_SAMPLE_SENTENCES])
-    chosen = "" if data_args.word_segmenter not in (None, "auto") else " (chosen from the script of the text)"
+    segmenter = resolve_word_segmenter(data_args.word_segmenter, sentences[:SCRIPT_SAMPLE_SENTENCES], tokenizer)
+    chosen = ""
+    if data_args.word_segmenter in (None, "auto"):
+        carried = getattr(tokenizer, "word_segmenter", None)
+        chosen = " (the tokenizer's: its pieces stop at them)" if carried else " (chosen from the script of the text)"
     say(f"Whole-word masking: word boundaries from {describe_word_segmenter(segmenter, tokenizer)}{chosen}")
     return segmenter
 

@@ -23,6 +23,7 @@ from ..data.ner import (
     ALIGN_RUNNING_TEXT,
     build_label_list,
     check_tags_seen_in_training,
+    entity_edges,
     from_hub_layout,
     load_ner_file,
     ner_sentences_from_rows,
@@ -32,6 +33,7 @@ from ..data.ner import (
     write_conll_predictions,
 )
 from ..data.sources import data_extension, load_rows
+from ..data.word_segmentation import log_edges_inside_pieces
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
@@ -170,7 +172,17 @@ def encode_sentences(
         sentences, tokenizer, label_list, max_seq_length, all_tokens, data_args.pad_to_max_length, alignment
     )
     log_truncation(split, num_truncated, len(sentences), max_seq_length)
+    if alignment == ALIGN_RUNNING_TEXT:
+        log_entity_edges(split, sentences, tokenizer)
     return encoded
+
+
+def log_entity_edges(split: str, sentences: Dataset, tokenizer) -> tuple[int, int]:
+    """For sentences read as running text (Japanese, Chinese): logs once the share of the entities' edges that fall
+    inside a piece, where one piece carries the tags of two words and gold tags cannot round-trip
+    (`log_edges_inside_pieces`: with what to do about it when the vocabulary's pieces run across words)."""
+    texts, edges = zip(*map(entity_edges, sentences["tokens"], sentences["ner_tags"])) if len(sentences) else ((), ())
+    return log_edges_inside_pieces(tokenizer, split, ("entity", "entities"), list(texts), list(edges))
 
 
 def model_inputs(features: Dataset) -> Dataset:

@@ -28,6 +28,7 @@ from ..data.squad import (
     truncate_questions,
     write_prediction_files,
 )
+from ..data.word_segmentation import log_edges_inside_pieces, unspaced_language
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
@@ -69,7 +70,22 @@ def prepare_squad_examples(split: str, examples: Dataset, squad_args: SquadArgum
             squad_args.max_query_length,
         )
     logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
+    log_answer_edges(split, examples, tokenizer)
     return examples
+
+
+def log_answer_edges(split: str, examples: Dataset, tokenizer) -> tuple[int, int] | None:
+    """For contexts written without spaces (Japanese, Chinese): logs once the share of the answers' edges that fall
+    inside a piece, answers no span of pieces can reproduce (`log_edges_inside_pieces`: with what to do about it
+    when the vocabulary's pieces run across words). Returns (inside, total), or None for spaced text."""
+    contexts = list(examples["context"])
+    if not unspaced_language(contexts[:200]):
+        return None
+    edges: dict[str, list[int]] = {}
+    for context, answers in zip(contexts, examples["answers"]):
+        for text, start in zip(answers["text"], answers["answer_start"]):
+            edges.setdefault(context, []).extend((start, start + len(text)))
+    return log_edges_inside_pieces(tokenizer, split, ("answer", "answers"), list(edges), list(edges.values()))
 
 
 def encode_squad_windows(
