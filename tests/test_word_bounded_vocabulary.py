@@ -344,6 +344,11 @@ def test_pretraining_runs_on_it_and_keeps_the_segmenter(japanese, tmp_path, capl
         assert cli_main(argv) == 0
     assert "word boundaries from fugashi/unidic-lite (the tokenizer's: its pieces stop at them)" in caplog.text
     assert AutoTokenizer.from_pretrained(output_dir).word_segmenter == "fugashi"
+    # transformers' tokenizer format has no place for a segmenter: the folder keeps albert_hf's format and code, and
+    # the job says why (a stock folder would tokenize without the segmenter, quietly giving other ids).
+    assert json.loads((output_dir / "config.json").read_text(encoding="utf-8"))["model_type"] == "albert_hf"
+    assert (output_dir / "tokenization.py").is_file()
+    assert "fugashi word segmenter" in caplog.text
     card = (output_dir / "README.md").read_text(encoding="utf-8")
     assert "| Word segmenter | pieces stop at the words of fugashi/unidic-lite (unidic-lite " in card
     assert "`pip install fugashi unidic-lite`" in card
