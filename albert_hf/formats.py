@@ -157,6 +157,15 @@ def load_tokenizer(source: str | os.PathLike):
 
     source = os.fspath(source)
     kind = tokenizer_kind(source)
+    folder = os.path.dirname(os.path.abspath(source))
+    if (
+        kind == SENTENCEPIECE
+        and os.path.basename(source) == "spiece.model"
+        and os.path.isfile(os.path.join(folder, "tokenizer_config.json"))
+    ):
+        # The model file of a saved tokenizer: its settings (lower-casing, accents, a word segmenter) are in the
+        # folder's tokenizer_config.json, and the file alone would tokenize otherwise, quietly.
+        return AlbertHFTokenizer.from_pretrained(folder)
     if os.path.isfile(source):
         return AlbertHFTokenizer(vocab_file=source) if kind == SENTENCEPIECE else wordpiece_tokenizer(source)
     if kind == SENTENCEPIECE:

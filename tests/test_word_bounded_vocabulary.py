@@ -31,6 +31,7 @@ from albert_hf.cli import main as cli_main
 from albert_hf.data.ner import build_label_list, join_words, load_ner_file, tokenize_and_align, word_predictions
 from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmenter
+from albert_hf.formats import load_tokenizer
 from albert_hf.metrics.ner import ner_metrics
 from albert_hf.options import WORD_BOUNDED_CHOICES
 from albert_hf.tasks.ner import log_entity_edges
@@ -265,6 +266,10 @@ def test_the_saved_tokenizer_names_its_segmenter_and_segments_wherever_it_is_loa
     }
     for way, tokenizer in loaded.items():
         assert tokenizer(texts, add_special_tokens=False)["input_ids"] == expected, way
+    # Every job's loader, given the saved model file itself, reads the settings saved beside it.
+    from_file = load_tokenizer(tmp_path / "saved" / "spiece.model")
+    assert from_file.word_segmenter == "fugashi"
+    assert from_file(texts, add_special_tokens=False)["input_ids"] == expected
     # Remote code: the folder's own tokenization.py, in a process where albert_hf cannot be imported.
     script = REMOTE_CODE.format(repo_root=str(REPO_ROOT), folder=str(tmp_path / "saved"), texts=texts)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
