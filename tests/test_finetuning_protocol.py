@@ -269,6 +269,24 @@ def test_seed_options_refused_before_any_work(extra, message, spiece_model, tmp_
     assert not (tmp_path / "out").exists()
 
 
+def test_a_seed_folder_is_taken_up_only_when_a_set_started_it(tmp_path):
+    from albert_hf.tasks.seeds import FRESH, RESTART, SKIP, seed_start, write_seed_run
+
+    folder, options = tmp_path / "seed-3", {"learning_rate": 3e-5, "task_name": "rte"}
+    assert seed_start(str(folder), 3, options) == FRESH
+    write_json(folder / "config.json", {"model_type": "albert_hf"})  # a model no set wrote: never overwritten
+    with pytest.raises(UserError, match=r"seed-3 holds another run's files \(config\.json\), not a seed that"):
+        seed_start(str(folder), 3, options)
+    assert seed_start(str(folder), 3, options, overwrite=True) == FRESH  # the job removes them, as asked
+    write_seed_run(str(folder), 3, options, "started")
+    assert seed_start(str(folder), 3, options) == RESTART  # started by a set, no complete checkpoint: again
+    write_seed_run(str(folder), 3, options, "finished")
+    assert seed_start(str(folder), 3, options) == SKIP
+    assert seed_start(str(folder), 3, options, overwrite=True) == RESTART
+    with pytest.raises(UserError, match=r"--learning_rate 3e-05 then, 0\.0001 now"):
+        seed_start(str(folder), 3, {**options, "learning_rate": 1e-4})
+
+
 def test_seeds_without_evaluation_are_refused(spiece_model, tmp_path):
     from albert_hf.scripts.ner import main
 
@@ -487,6 +505,9 @@ def test_task_model_options_that_cannot_start_a_job(mnli_model, spiece_model, tm
     shutil.copytree(mnli_model, tokenizer_only, ignore=shutil.ignore_patterns("*.safetensors"))
     no_config = tmp_path / "no-config"
     shutil.copytree(mnli_model, no_config, ignore=shutil.ignore_patterns("config.json"))
+    seed_set = tmp_path / "set"
+    shutil.copytree(mnli_model, seed_set / "seed-1")
+    write_json(seed_set / "seeds_summary.json", {"median_folder": "seed-1"})
     bert = tmp_path / "bert"
     shutil.copytree(mnli_model, bert)
     write_json(bert / "config.json", {**read_json(mnli_model / "config.json"), "model_type": "bert"})
@@ -500,6 +521,7 @@ def test_task_model_options_that_cannot_start_a_job(mnli_model, spiece_model, tm
         (("--init_from_task_model", str(tokenizer_only)), r"Cannot load --init_from_task_model .*no weights file"),
         (("--init_from_task_model", str(no_config)), r"--init_from_task_model .*no-config: no config\.json"),
         (("--init_from_task_model", str(bert)), r"a 'bert' model, not an ALBERT"),
+        (("--init_from_task_model", str(seed_set)), r"a set of seeds, .* the median seed's .*set/seed-1\."),
     ]
     for argv, message in cases:
         with pytest.raises(UserError, match=message):

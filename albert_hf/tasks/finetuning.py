@@ -277,6 +277,14 @@ def check_task_model(path: str) -> None:
     expanded = os.path.expanduser(path)
     if os.path.isfile(expanded):
         raise UserError(f"{option} {path}: a file, not a model folder; pass the output_dir of a fine-tuning run.")
+    summary = os.path.join(expanded, "seeds_summary.json")
+    if os.path.isfile(summary):  # a set of seeds (`albert_hf.tasks.seeds`): one model per seed, none at its top
+        with open(summary, encoding="utf-8") as handle:
+            median = json.load(handle).get("median_folder", "seed-<N>")
+        raise UserError(
+            f"{option} {path}: a set of seeds, one model per seed; pass one of them, e.g. the median seed's "
+            f"{os.path.join(path, median)}."
+        )
     check_pretrained_source(path, option=option)  # no such folder, no weights, unreadable weights, a bad Hub id
     if not os.path.isdir(expanded):
         return  # a Hub id: its config is read when the model is built

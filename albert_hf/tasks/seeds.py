@@ -52,7 +52,14 @@ from typing import Any
 from ..errors import OptionError, UserError
 from ..hub import quality_metrics
 from ..metrics import task_metric
-from ..run_folder import LOCK_NAME, acquire_lock, open_run_folder, removable_run_files, run_files
+from ..run_folder import (
+    LOCK_NAME,
+    OutputFolderError,
+    acquire_lock,
+    open_run_folder,
+    removable_run_files,
+    run_files,
+)
 from ..training.model_selection import logged_metric_name, training_log
 from ..training.reliability import latest_checkpoint
 from .common import ModelArguments, is_given, setup_logging
@@ -283,11 +290,17 @@ def option_differences(recorded: dict[str, Any], options: dict[str, Any]) -> lis
 def seed_start(folder: str, seed: int, options: dict[str, Any], overwrite: bool = False) -> str:
     """How seed `seed`'s run starts in `folder`: SKIP (finished with these options), RESUME (started, with a complete
     checkpoint), RESTART (started, files but no complete checkpoint; or any run of ours with --overwrite_output_dir),
-    FRESH (nothing of ours there: a folder of other files is then refused by the job's own guard). A run of ours
-    with other options is refused, naming them, unless `overwrite`."""
+    FRESH (nothing of ours there). Refused unless `overwrite`, naming what is there: a run of ours with other options,
+    and another run's model or checkpoints that no set started (never taken for a half-finished seed)."""
     record = read_seed_run(folder)
     if record is None:
-        return FRESH
+        found = run_files(folder)
+        if found and not overwrite:
+            raise OutputFolderError(
+                f"{folder} holds another run's files ({', '.join(found[:3])}), not a seed that --seeds started. Pass "
+                "another --output_dir, or --overwrite_output_dir to remove them and run every seed."
+            )
+        return FRESH  # with --overwrite_output_dir, its job removes them
     if overwrite:
         return RESTART
     differences = option_differences(record.get("options", {}), options)
