@@ -363,7 +363,8 @@ SAMPLE = ([0, 1, 1, 0], [0, 1, 0, 0])
 @pytest.mark.parametrize("preset", ["cola", "stsb", "sst2", "mnli", "qnli", "qqp", "rte", "mrpc", "wnli", "race"])
 def test_each_preset_selects_the_best_dev_checkpoint_by_its_tasks_metric(preset, tmp_path):
     argv = ["--preset", preset, "--output_dir", str(tmp_path), "--use_cpu"]
-    args = parse_finetuning_args(FINE_TUNING, argv)[-1]
+    assert not parse_finetuning_args(FINE_TUNING, argv)[-1].load_best_model_at_end  # no --do_eval: the last step
+    args = parse_finetuning_args(FINE_TUNING, [*argv, "--do_eval"])[-1]
     assert args.load_best_model_at_end and args.eval_strategy == "steps" and args.save_strategy == "best"
     assert args.greater_is_better is True
     if preset == "race":
@@ -375,14 +376,15 @@ def test_each_preset_selects_the_best_dev_checkpoint_by_its_tasks_metric(preset,
     assert args.eval_steps == (100 if preset in ("cola", "stsb", "rte", "mrpc", "wnli") else 1000)
 
 
-def test_squad_presets_select_by_f1_and_turning_evaluation_off_keeps_the_last_step(tmp_path):
+def test_squad_presets_select_by_f1_and_a_run_that_does_not_evaluate_keeps_the_last_step(tmp_path):
     from albert_hf.metrics.squad import squad_v1_scores
 
     types = (ModelArguments, SquadArguments, TrainingArguments)
-    args = parse_finetuning_args(types, ["--preset", "squad2.0", "--output_dir", str(tmp_path)], presets="squad")[-1]
+    argv = ["--preset", "squad2.0", "--do_eval", "--output_dir", str(tmp_path)]
+    args = parse_finetuning_args(types, argv, presets="squad")[-1]
     assert args.load_best_model_at_end and args.metric_for_best_model == "f1" == task_metric("squad")
     assert "f1" in squad_v1_scores({"q": "a"}, {"q": ["a"]})
-    base = ["--preset", "rte", "--output_dir", str(tmp_path), "--use_cpu"]
+    base = ["--preset", "rte", "--do_train", "--do_eval", "--output_dir", str(tmp_path), "--use_cpu"]
     for off in (["--save_strategy", "no"], ["--eval_strategy", "no"], ["--load_best_model_at_end", "false"]):
         args = parse_finetuning_args(FINE_TUNING, [*base, *off])[-1]
         assert not args.load_best_model_at_end, off
@@ -390,6 +392,10 @@ def test_squad_presets_select_by_f1_and_turning_evaluation_off_keeps_the_last_st
     assert (args.eval_strategy, args.save_strategy) == ("no", "no")  # as without the preset
     args = parse_finetuning_args(FINE_TUNING, [*base, "--eval_steps", "30"])[-1]
     assert args.load_best_model_at_end and args.eval_steps == 30  # any grid: checkpoints are saved at each best
+    config = tmp_path / "mine.yaml"  # --do_eval in a --config file counts as given
+    config.write_text("preset: rte\ndo_eval: true\n")
+    args = parse_finetuning_args(FINE_TUNING, ["--config", str(config), "--output_dir", str(tmp_path)])[-1]
+    assert args.load_best_model_at_end
 
 
 @pytest.mark.parametrize(

@@ -69,16 +69,18 @@ SELECTION_SWITCHES = ("eval_strategy", "save_strategy", "load_best_model_at_end"
 
 
 def without_turned_off_selection(values: dict[str, Any], options, given: set[str] | frozenset[str]) -> dict[str, Any]:
-    """A preset's `values` without its best-dev selection (`SELECTION_SWITCHES`) when the user gave
-    `--eval_strategy no`, `--save_strategy no` or `--load_best_model_at_end false`: a run that evaluates or saves
-    nothing keeps its last step's model, as it did before the presets selected the best one."""
+    """A preset's `values` without its best-dev selection (`SELECTION_SWITCHES`) when the run does not evaluate
+    (neither --do_eval nor an --eval_strategy given) or the user gave `--eval_strategy no`, `--save_strategy no` or
+    `--load_best_model_at_end false`: such a run keeps its last step's model, as before the presets selected the best
+    one, and needs no dev set."""
     off = {"eval_strategy": "no", "save_strategy": "no", "load_best_model_at_end": "false"}
     turned_off = [
         name
         for name, value in off.items()
         if name in given and str(getattr(getattr(options, name), "value", getattr(options, name))).lower() == value
     ]
-    if not turned_off:
+    evaluates = bool(options.do_eval) or "eval_strategy" in given
+    if evaluates and not turned_off:
         return values
     return {name: value for name, value in values.items() if name not in SELECTION_SWITCHES}
 
