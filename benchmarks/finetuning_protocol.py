@@ -150,18 +150,21 @@ def tables(args, summaries: dict[str, dict]) -> str:
     if "rte_from_mrpc" in summaries:
         lines += [
             "",
-            "**RTE started from MRPC's fine-tuned model against from the pretrained model** (dev accuracy x 100, "
-            "best-dev model of each seed):",
+            "**RTE started from MRPC's fine-tuned model against from the pretrained model** (dev accuracy x 100; "
+            "the best-dev model of each seed, and the last step's):",
             "",
-            "| RTE started from | median of 5 | mean ± std | min – max | per seed (0-4) |",
-            "| --- | --- | --- | --- | --- |",
+            "| RTE started from | median of 5 | mean ± std | min – max | per seed (0-4) | last step: median | "
+            "last step: mean ± std |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for name, label in (("rte", "the pretrained model"), ("rte_from_mrpc", "MRPC's median model")):
             summary = summaries[name]
             stats, values = summary["statistics"]["accuracy"], per_seed(summary)
+            last = summary["statistics"]["last_step_accuracy"]
             lines.append(
                 f"| {label} | {x100(stats['median'])} | {x100(stats['mean'])} ± {x100(stats['std'])} | "
-                f"{x100(stats['min'])} – {x100(stats['max'])} | {', '.join(x100(value) for value in values)} |"
+                f"{x100(stats['min'])} – {x100(stats['max'])} | {', '.join(x100(value) for value in values)} | "
+                f"{x100(last['median'])} | {x100(last['mean'])} ± {x100(last['std'])} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -63,8 +63,8 @@ def paper_preset(kind: str, given: frozenset[str] = frozenset()):
     return read
 
 
-# The options of a preset's best-dev selection that give way when the user turns evaluation, saving or the selection
-# itself off: Trainer refuses `load_best_model_at_end` without them.
+# The options of a preset's best-dev selection that give way in a run that does not evaluate, or when the user turns
+# evaluation, saving or the selection itself off: Trainer refuses `load_best_model_at_end` without them.
 SELECTION_SWITCHES = ("eval_strategy", "save_strategy", "load_best_model_at_end")
 
 

@@ -480,8 +480,8 @@ def _format(value: Any) -> str:
 def spread_table(summary: dict[str, Any]) -> str:
     """The summary as Markdown: a row per seed, then the median, mean, standard deviation, min, max and range."""
     metric, runs, stats = summary["metric"], summary["runs"], summary["statistics"]
-    names = [name for name in stats if not name.startswith("last_step_")]
-    names = [metric, *(name for name in names if name != metric)]
+    others = sorted(name for name in stats if not name.startswith("last_step_") and name != metric)
+    names = [metric, *(name for name in others if name != "loss"), *(["loss"] if "loss" in others else [])]
     last_key = f"last_step_{metric}"
     with_best = any("best_step" in run for run in runs)
     with_last = last_key in stats
