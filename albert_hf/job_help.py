@@ -43,6 +43,7 @@ from .tasks.arguments import (
     ModelArguments,
     MultipleChoiceArguments,
     NerArguments,
+    ProtocolArguments,
     SquadArguments,
 )
 from .tasks.folder_commands import export_command_parser, train_tokenizer_command_parser
@@ -53,6 +54,7 @@ HELP_ALL = "--help-all"
 # The group of each dataclass that declares options, by the class that declares the field.
 GROUP_TITLES = {
     ModelArguments: "model and tokenizer",
+    ProtocolArguments: "fine-tuning protocol (seeds, starting model)",
     FineTuningArguments: "data",
     EarlyExitArguments: "adaptive depth (early exit)",
     GlueArguments: "GLUE",

@@ -33,3 +33,24 @@ def load(name: str, config_name: str | None = None, **kwargs):
 
     kwargs.setdefault("keep_in_memory", True)
     return evaluate.load(path(name), config_name, **kwargs)
+
+
+# The metric a task's dev figure is reported in (the paper's Table 9 and 10 columns), by the `finetuning_task` each
+# job writes into its model's config: what best-dev selection compares checkpoints by and seeds are ranked by.
+GLUE_TASK_METRICS = {"cola": "matthews_correlation", "stsb": "pearson"}  # every other GLUE task: accuracy
+JOB_METRICS = {"squad": "f1", "ner": "f1", "multiple_choice": "accuracy"}
+
+
+def task_metric(finetuning_task: str | None, problem_type: str | None = None) -> str | None:
+    """The name (without "eval_") of the metric task `finetuning_task` is judged by: GLUE's own per task (CoLA's
+    Matthews correlation, STS-B's Pearson correlation, accuracy for the others, MRPC and QQP included as in the
+    paper's dev tables), SQuAD's F1, seqeval's entity F1 for NER, accuracy for multiple choice and for tables of
+    classes, Pearson correlation for tables of scores (`problem_type` "regression"). None for a task it does not
+    know."""
+    from .glue import GLUE_METRIC_TASKS
+
+    if finetuning_task in GLUE_METRIC_TASKS:
+        return GLUE_TASK_METRICS.get(finetuning_task, "accuracy")
+    if finetuning_task == "classify":
+        return "pearson" if problem_type == "regression" else "accuracy"
+    return JOB_METRICS.get(finetuning_task or "")

@@ -48,6 +48,7 @@ from albert_hf.tasks.finetuning import (
     training_fingerprint,
 )
 from albert_hf.tasks.glue import encode_texts
+from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, ClassifyArguments, TrainingArguments)
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(
             "Without --do_train the labels come from a fine-tuned model: pass --model_name_or_path (or train)."
         )
+
+    # --seeds 0,1,2,3,4: this job once per seed, each in <output_dir>/seed-<N>, then the spread of their results.
+    if seed_runs_asked(data_args):
+        return run_seeds(main, argv, model_args, data_args, task_args, training_args)
 
     # 2. Start: process group, logs, the locked output folder; then the seed.
     start_job(training_args, model_args=model_args, dataset_name=hub_dataset_name(data_args, task_args))

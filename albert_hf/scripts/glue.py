@@ -44,6 +44,7 @@ from albert_hf.tasks.glue import (
     load_glue_data,
     predict_test_sets,
 )
+from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, GlueArguments, TrainingArguments)
@@ -59,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     if task_args.ax_file and task.name != "mnli":
         raise UserError("--ax_file needs --task_name mnli (AX uses the MNLI labels).")
+
+    # --seeds 0,1,2,3,4: this job once per seed, each in <output_dir>/seed-<N>, then the spread of their results.
+    if seed_runs_asked(data_args):
+        return run_seeds(main, argv, model_args, data_args, task_args, training_args)
 
     # 2. Start: process group, logs, the locked output folder; then the seed.
     start_job(training_args, model_args=model_args, dataset_name=hub_dataset_name(data_args, task_args))

@@ -49,6 +49,7 @@ from albert_hf.tasks.ner import (
     ner_label_list,
     write_test_predictions,
 )
+from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, NerArguments, TrainingArguments)
@@ -57,6 +58,10 @@ ARGUMENTS = (ModelArguments, FineTuningArguments, NerArguments, TrainingArgument
 def main(argv: list[str] | None = None) -> int:
     # 1. Arguments: --preset or --config give the defaults, the command line wins.
     model_args, data_args, ner_args, training_args = parse_finetuning_args(ARGUMENTS, argv)
+
+    # --seeds 0,1,2,3,4: this job once per seed, each in <output_dir>/seed-<N>, then the spread of their results.
+    if seed_runs_asked(data_args):
+        return run_seeds(main, argv, model_args, data_args, ner_args, training_args)
 
     # 2. Start: process group, logs, the lock on --output_dir; then the seed.
     start_job(training_args, model_args=model_args, dataset_name=hub_dataset_name(data_args, ner_args))

@@ -34,6 +34,7 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
+from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.tasks.squad import (
     SquadArguments,
     SquadTrainer,
@@ -58,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             "predictions.json; drop --do_predict."
         )
     squad_args.check_window_room()
+
+    # --seeds 0,1,2,3,4: this job once per seed, each in <output_dir>/seed-<N>, then the spread of their results.
+    if seed_runs_asked(squad_args):
+        return run_seeds(main, argv, model_args, squad_args, training_args)
 
     # 2. Start: process group, logs, the locked output folder; then the seed.
     start_job(training_args, model_args=model_args, dataset_name=hub_dataset_name(squad_args))

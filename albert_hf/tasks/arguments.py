@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
 from ..data.glue_tasks import GLUE_TASKS
-from ..errors import UserError
+from ..errors import OptionError, UserError
 from ..options import COUNT, RANGE, Range, check_arguments
 
 
@@ -51,8 +51,54 @@ class ModelArguments:
     )
 
 
+def parse_seeds(value) -> list[int]:
+    """The seeds of `--seeds`: "0,1,2,3,4" (or a YAML list), each a whole number >= 0, none twice."""
+    items = value if isinstance(value, (list, tuple)) else str(value).replace(" ", ",").split(",")
+    texts = [str(item).strip() for item in items if str(item).strip()]
+    if not texts or not all(text.isdigit() for text in texts):
+        raise OptionError(f"--seeds {value!r}: expected seeds as whole numbers >= 0, comma-separated (0,1,2,3,4).")
+    seeds = [int(text) for text in texts]
+    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if repeated:
+        raise OptionError(f"--seeds {value!r}: seed {repeated[0]} is given twice; each seed is one run.")
+    return seeds
+
+
 @dataclass
-class FineTuningArguments:
+class ProtocolArguments:
+    """How the paper fine-tuned (Lan et al., 2020, section 4.2.2 and Table 14): several seeds and their spread, and
+    the small tasks started from another task's fine-tuned model. Options of every fine-tuning job."""
+
+    seeds: str | None = field(
+        default=None,
+        metadata={
+            "help": "Run the job once per seed, e.g. 0,1,2,3,4: each in <output_dir>/seed-<N>, then "
+            "seeds_summary.json and seeds_summary.md (each seed's results, their median, mean, standard deviation "
+            "and range, and the median seed, whose prediction files are copied to --output_dir). The same command "
+            "again skips the finished seeds and resumes the others."
+        },
+    )
+    init_from_task_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Start from the encoder of another task's fine-tuned model (a folder or Hub id) with a fresh head "
+            "for this task, as the paper started RTE, MRPC and STS-B from its MNLI model; instead of "
+            "--model_name_or_path. The tokenizer defaults to that model's."
+        },
+    )
+
+    def __post_init__(self):
+        if self.seeds is not None:
+            parse_seeds(self.seeds)
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds of --seeds ([] when not given)."""
+        return [] if self.seeds is None else parse_seeds(self.seeds)
+
+
+@dataclass
+class FineTuningArguments(ProtocolArguments):
     """Data files, sequence length and sample limits shared by all fine-tuning tasks."""
 
     data_dir: str | None = field(
@@ -100,6 +146,7 @@ class FineTuningArguments:
     )
 
     def __post_init__(self):
+        super().__post_init__()
         check_arguments(self)  # the declared ranges, for arguments built in Python too
 
 

@@ -126,7 +126,14 @@ def build_config(model_args: ModelArguments, **task_fields: Any) -> AlbertConfig
     if model_args.attn_implementation:
         overrides["attn_implementation"] = model_args.attn_implementation
     if model_args.model_name_or_path:
-        return AlbertConfig.from_pretrained(model_args.model_name_or_path, **overrides)
+        # from_pretrained sets only the fields its saved config holds and hands the others back: a checkpoint saved
+        # before fine-tuning has no `finetuning_task`, which the job's results are then read by (the task's metric).
+        config, unused = AlbertConfig.from_pretrained(
+            model_args.model_name_or_path, return_unused_kwargs=True, **overrides
+        )
+        for name, value in unused.items():
+            setattr(config, name, value)
+        return config
     return AlbertConfig.preset(model_args.config_preset, **overrides)
 
 
@@ -139,10 +146,48 @@ def config_source(model_args: ModelArguments) -> str:
 
 
 def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
-    """Load the checkpoint into `model_class`, or build it from `config` with fresh weights."""
+    """Load the checkpoint into `model_class`, or build it from `config` with fresh weights. A fine-tuned model given
+    as the start of another task (`--init_from_task_model`, which `start_from_task_model` made the job's
+    `--model_name_or_path`) gives its encoder alone: the head is fresh (`encoder_with_fresh_head`)."""
+    if model_args.model_name_or_path and getattr(model_args, TASK_MODEL_ATTRIBUTE, None):
+        return encoder_with_fresh_head(model_class, model_args.model_name_or_path, config)
     if model_args.model_name_or_path:
         return model_class.from_pretrained(model_args.model_name_or_path, config=config)
     return model_from_config(model_class, config)
+
+
+# Set on ModelArguments by `tasks.finetuning.start_from_task_model`: the model folder (or Hub id) whose encoder the
+# job starts from, with a head of its own.
+TASK_MODEL_ATTRIBUTE = "_albert_hf_task_model"
+
+
+def encoder_with_fresh_head(model_class, source: str, config: AlbertConfig):
+    """A `model_class` of `config` whose encoder (`albert.*`: embeddings, shared layers and the pooler) holds the
+    weights of the model saved at `source`, and whose head is freshly initialized, as a task started from another
+    task's fine-tuned model (the paper's RTE, MRPC and STS-B from MNLI) needs: the head of `source` answered
+    another question, also where its size would fit (MNLI's three classes for a three-class task).
+
+    The encoder is read by `AlbertModel.from_pretrained` (any head class's checkpoint, whole or sharded, leaves its
+    head out), and the model is then built by `from_pretrained` with those weights as its state dict, so transformers
+    initializes what they lack (the head) as it initializes any missing weights, and says so.
+    """
+    import transformers
+
+    from ..modeling import AlbertModel
+
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its load report would list the head it leaves out, as is meant
+    try:
+        encoder = AlbertModel.from_pretrained(source)
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    prefix = model_class.base_model_prefix
+    weights = {f"{prefix}.{name}": tensor for name, tensor in encoder.state_dict().items()}
+    del encoder
+    model = model_class.from_pretrained(None, config=config, state_dict=weights)
+    fresh = sorted({name.split(".")[0] for name, _ in model.named_parameters() if not name.startswith(f"{prefix}.")})
+    logger.info("Started from the encoder of %s; the head (%s) is fresh.", source, ", ".join(fresh))
+    return model
 
 
 def model_from_config(model_class, config: AlbertConfig):

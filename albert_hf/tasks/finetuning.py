@@ -6,6 +6,7 @@ tokenizer, fingerprint the training run, then train, save, evaluate and write th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -16,16 +17,22 @@ from transformers import Trainer, TrainingArguments
 
 from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
+from ..metrics import task_metric
+from ..training.model_selection import kept_checkpoint
 from ..training.preemption import train_or_checkpoint_on_signal
 from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from .arguments import FineTuningArguments
 from .common import (
+    TASK_MODEL_ATTRIBUTE,
     ModelArguments,
     build_config,
+    check_model_arguments,
     config_source,
+    given_options,
     is_given,
     parse_args,
+    read_config_file,
     read_options_file,
     recipe_file,
 )
@@ -38,19 +45,44 @@ def preset_key(name: str) -> str:
     return re.sub(r"[-_\s]|v(?=\d)", "", name.lower())
 
 
-def paper_preset(kind: str):
+def paper_preset(kind: str, given: frozenset[str] = frozenset()):
     """The recipe reader of `common.parse_args` for `--preset`: a row of the paper's Table 14 as a YAML file of
     options (albert_hf/recipes/<kind>/<name>.yaml: "finetune" for GLUE and RACE, "squad" for SQuAD), in any spelling
-    of its name (`preset_key`), or the path of the user's own file."""
+    of its name (`preset_key`), or the path of the user's own file. `given`: the options of the command line, for
+    `without_turned_off_selection`."""
 
     def read(options) -> tuple[str, dict[str, Any]]:
         if not options.preset:
             return "", {}
         source = f"--preset {options.preset}"
         path = recipe_file(kind, options.preset, "--preset", spelling=preset_key)
-        return source, read_options_file(path, {f"--{name}" for name in vars(options)}, source)
+        values = read_options_file(path, {f"--{name}" for name in vars(options)}, source)
+        in_file = set(read_config_file(options.config)) if options.config else set()
+        return source, without_turned_off_selection(values, options, given | in_file)
 
     return read
+
+
+# The options of a preset's best-dev selection that give way in a run that does not evaluate, or when the user turns
+# evaluation, saving or the selection itself off: Trainer refuses `load_best_model_at_end` without them.
+SELECTION_SWITCHES = ("eval_strategy", "save_strategy", "load_best_model_at_end")
+
+
+def without_turned_off_selection(values: dict[str, Any], options, given: set[str] | frozenset[str]) -> dict[str, Any]:
+    """A preset's `values` without its best-dev selection (`SELECTION_SWITCHES`) when the run does not evaluate
+    (neither --do_eval nor an --eval_strategy given) or the user gave `--eval_strategy no`, `--save_strategy no` or
+    `--load_best_model_at_end false`: such a run keeps its last step's model, as before the presets selected the best
+    one, and needs no dev set."""
+    off = {"eval_strategy": "no", "save_strategy": "no", "load_best_model_at_end": "false"}
+    turned_off = [
+        name
+        for name, value in off.items()
+        if name in given and str(getattr(getattr(options, name), "value", getattr(options, name))).lower() == value
+    ]
+    evaluates = bool(options.do_eval) or "eval_strategy" in given
+    if evaluates and not turned_off:
+        return values
+    return {name: value for name, value in values.items() if name not in SELECTION_SWITCHES}
 
 
 def apply_total_batch_size(data_args: FineTuningArguments, training_args: TrainingArguments) -> None:
@@ -124,12 +156,14 @@ def train_and_evaluate(
     """
     results: dict[str, dict[str, float]] = {}
     if training_args.do_train:
+        select_by_task_metric(trainer)
         # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts.
         checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
         # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
         train_result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
         trainer.save_model()
         metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
+        metrics.update(selected_checkpoint_results(trainer))  # best-dev selection: which step's model was kept
         _report(trainer, "train", metrics)
         trainer.save_state()
         results["train"] = metrics
@@ -145,6 +179,45 @@ def train_and_evaluate(
     elif training_args.should_save:
         trainer.create_model_card()  # README.md in output_dir
     return results
+
+
+def select_by_task_metric(trainer: Trainer) -> None:
+    """With --load_best_model_at_end and no --metric_for_best_model (nor a preset's), choose the best checkpoint by
+    the task's own metric (`albert_hf.metrics.task_metric`: GLUE's per task, SQuAD's F1, seqeval's F1, ...), higher
+    being better, rather than by Trainer's default, the evaluation loss, which is not what a dev figure reports."""
+    args = trainer.args
+    if (
+        not args.load_best_model_at_end
+        or args.metric_for_best_model != "loss"
+        or is_given(args, "metric_for_best_model")
+    ):
+        return
+    config = getattr(trainer.accelerator.unwrap_model(trainer.model), "config", None)
+    metric = task_metric(getattr(config, "finetuning_task", None), getattr(config, "problem_type", None))
+    if metric is None:
+        return
+    args.metric_for_best_model = metric
+    if not is_given(args, "greater_is_better"):
+        args.greater_is_better = True
+    logger.info("The best checkpoint is the one of the best eval_%s (the task's metric).", metric)
+
+
+def selected_checkpoint_results(trainer: Trainer) -> dict[str, Any]:
+    """`best_step`, `best_<metric>` and `best_of_evaluations` when the run kept its best checkpoint
+    (`albert_hf.training.model_selection`); nothing when it kept its last step's model, with a warning when the
+    selection was asked but no checkpoint was evaluated."""
+    kept = kept_checkpoint(trainer.state, trainer.args)
+    if kept is not None:
+        logger.info("Kept the model of %s.", kept.describe())
+        return kept.results()
+    if trainer.args.load_best_model_at_end:
+        logger.warning(
+            "--load_best_model_at_end: no checkpoint was evaluated during training (--eval_steps %s, %d steps), so "
+            "the model is the last step's.",
+            trainer.args.eval_steps,
+            trainer.state.global_step,
+        )
+    return {}
 
 
 def _report(trainer: Trainer, split: str, metrics: dict[str, float]) -> None:
@@ -166,10 +239,67 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
 def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None, presets: str = "finetune") -> tuple:
     """The dataclasses of a fine-tuning command line (`common.parse_args`: ModelArguments first, the data arguments
     second, TrainingArguments last), `--preset` (a row of Table 14 from albert_hf/recipes/<presets>/) read as the
-    parser's defaults, then --per_device_train_batch_size set from --total_train_batch_size."""
-    parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets))
+    parser's defaults, then --per_device_train_batch_size set from --total_train_batch_size, and
+    --init_from_task_model made the model to start from (`start_from_task_model`)."""
+    import sys
+
+    given = given_options(dataclass_types, list(sys.argv[1:] if argv is None else argv))
+    parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets, given))
     apply_total_batch_size(parsed[1], parsed[-1])
+    start_from_task_model(parsed[0], parsed[1])
     return parsed
+
+
+def start_from_task_model(model_args: ModelArguments, data_args: FineTuningArguments) -> None:
+    """--init_from_task_model PATH: the job starts from that fine-tuned model's encoder with a fresh head
+    (`common.encoder_with_fresh_head`). PATH becomes the job's `--model_name_or_path`, so its config (with this
+    task's labels), its tokenizer (unless --tokenizer_name_or_path), the checks of the output folder and the model
+    card's base model follow from it as they do for any checkpoint. Refused, in one line, before any work: with
+    --model_name_or_path too, a PATH that is no model (a file, a folder without weights or config, no such folder),
+    a model of another architecture."""
+    path = data_args.init_from_task_model
+    if not path:
+        return
+    if model_args.model_name_or_path:
+        raise OptionError(
+            f"--init_from_task_model {path} and --model_name_or_path {model_args.model_name_or_path}: the job starts "
+            "from one model; give --init_from_task_model alone to start from its encoder with a fresh head."
+        )
+    check_task_model(path)
+    model_args.model_name_or_path = path
+    setattr(model_args, TASK_MODEL_ATTRIBUTE, path)
+    check_model_arguments(model_args)  # --config_preset and --config_overrides, against that model's config now
+
+
+def check_task_model(path: str) -> None:
+    """Raise a `UserError` naming --init_from_task_model when `path` holds no ALBERT model to take an encoder from."""
+    from ..training.checkpoints import check_pretrained_source
+
+    option = "--init_from_task_model"
+    expanded = os.path.expanduser(path)
+    if os.path.isfile(expanded):
+        raise UserError(f"{option} {path}: a file, not a model folder; pass the output_dir of a fine-tuning run.")
+    summary = os.path.join(expanded, "seeds_summary.json")
+    if os.path.isfile(summary):  # a set of seeds (`albert_hf.tasks.seeds`): one model per seed, none at its top
+        with open(summary, encoding="utf-8") as handle:
+            median = json.load(handle).get("median_folder", "seed-<N>")
+        raise UserError(
+            f"{option} {path}: a set of seeds, one model per seed; pass one of them, e.g. the median seed's "
+            f"{os.path.join(path, median)}."
+        )
+    check_pretrained_source(path, option=option)  # no such folder, no weights, unreadable weights, a bad Hub id
+    if not os.path.isdir(expanded):
+        return  # a Hub id: its config is read when the model is built
+    config_file = os.path.join(expanded, "config.json")
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            model_type = json.load(handle).get("model_type")
+    except FileNotFoundError:
+        raise UserError(f"{option} {path}: no config.json; pass the output_dir of a fine-tuning run.") from None
+    except (OSError, ValueError, AttributeError) as error:
+        raise UserError(f"{option} {path}: config.json is not a readable model config ({error}).") from error
+    if model_type not in ("albert", "albert_hf"):
+        raise UserError(f"{option} {path}: a {model_type!r} model, not an ALBERT; its encoder cannot start this job.")
 
 
 def sample_limit(split: str, data_args: FineTuningArguments) -> int | None:

@@ -46,6 +46,7 @@ from ..modeling import AlbertPreTrainedModel
 from .callbacks import CompleteCheckpoints, UploadCompleteCheckpoints
 from .divergence import DivergenceGuard, RollbackDivergedSteps, StopOnNonFiniteLoss
 from .model_files import load_checkpoint_weights, save_full_model
+from .model_selection import kept_checkpoint
 from .reliability import (
     MODEL_STAGING_DIR_NAME,
     STREAM_POSITION_NAME,
@@ -520,6 +521,18 @@ def write_trainer_model_card(
         dataset_args=dataset_args,
     )
     model = trainer.accelerator.unwrap_model(trainer.model)
+    # The run as trained: the optimizer and schedule objects that ran (pretraining builds LAMB itself, so
+    # `--optim` need not name it), the steps taken, and which evaluated step's model was kept; before training,
+    # what the arguments say.
+    recipe = training_recipe(
+        trainer.args,
+        optimizer=trainer.optimizer,
+        lr_scheduler=trainer.lr_scheduler,
+        steps_trained=trainer.state.global_step or None,
+    )
+    kept = kept_checkpoint(trainer.state, trainer.args)
+    if kept is not None:
+        recipe["model_kept"] = kept.describe()
     write_model_card(
         trainer.args.output_dir,
         model,
@@ -529,14 +542,7 @@ def write_trainer_model_card(
         # Every evaluation the run logged (eval_results.json holds the last); the card's model-index reports them
         # only against a Hub dataset, its text always.
         eval_metrics=latest_eval_metrics(trainer.state.log_history),
-        # The run as trained: the optimizer and schedule objects that ran (pretraining builds LAMB itself, so
-        # `--optim` need not name it), and the steps taken; before training, what the arguments say.
-        recipe=training_recipe(
-            trainer.args,
-            optimizer=trainer.optimizer,
-            lr_scheduler=trainer.lr_scheduler,
-            steps_trained=trainer.state.global_step or None,
-        ),
+        recipe=recipe,
         tokenizer=trainer.processing_class if isinstance(trainer.processing_class, PreTrainedTokenizerBase) else None,
     )
 
