@@ -428,7 +428,18 @@ class AlbertPreTrainedModel(PreTrainedModel):
         if type(self)._auto_class is not None:
             auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
             self.config.auto_map = {"AutoConfig": "configuration.AlbertConfig", **auto_map}
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        # FSDP2's `fully_shard` swaps the model's class for a subclass `FSDP<name>` defined in torch, whose source
+        # `save_pretrained` would copy as the folder's remote code: the model is saved under its own class, every
+        # save (checkpoints, final saves, a user's) alike.
+        sharded = type(self)
+        own = next(
+            (cls for cls in sharded.__mro__[1:] if cls.__name__ == sharded.__name__.removeprefix("FSDP")), sharded
+        )
+        self.__class__ = own
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.__class__ = sharded
 
     def _init_weights(self, module: nn.Module) -> None:
         from transformers import initialization as init

@@ -1,4 +1,4 @@
-"""albert_hf's reliability callbacks on a plain `transformers.Trainer`: real processes killed with SIGKILL in the middle
+"""albert_hf's reliability plugin on a plain `transformers.Trainer`: real processes killed with SIGKILL in the middle
 of a step, inside a save and between a save and its completion marker resume exactly; a resume that
 changes the run, or starts from an unmarked folder, is refused before a step is trained.
 
@@ -179,8 +179,8 @@ def run_job_alone(output_dir: Path, *options: str) -> None:
 
 @pytest.mark.slow  # two whole runs, each in a fresh process
 def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path):
-    """A plain `transformers.Trainer` given albert_hf's callbacks (`CompleteCheckpoints`, and the divergence guard
-    through `guard_divergence`, snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The
+    """A plain `transformers.Trainer` given albert_hf's reliability plugin (`attach_reliability`, with the divergence
+    guard: snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The
     guard undoes steps 3 and 4 (back to the snapshot of step 2), skips their two batches, and the run ends exactly as
     one that never had them: the reference, trained on the batches minus those two, with neither the guard nor the
     NaN. Each run in a fresh process on one thread."""

@@ -41,7 +41,7 @@ class ModelArguments:
         default=None, metadata={"help": "eager, sdpa, flash_attention_2, flex_attention (default: sdpa)."}
     )
     # transformers 5 dropped TrainingArguments.overwrite_output_dir; albert_hf's jobs keep the option, with the
-    # meaning of `albert_hf.run_folder`.
+    # meaning of `albert_hf.training.run_folder`.
     overwrite_output_dir: bool = field(
         default=False,
         metadata={

@@ -456,12 +456,12 @@ def start_job(
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
     all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: no pinned
     memory, and the advice for a busy machine), then check the model and tokenizer sources and lock and check
-    --output_dir (`albert_hf.run_folder.open_run_folder`)."""
+    --output_dir (`albert_hf.training.run_folder.open_run_folder`)."""
     import torch
 
     from ..distributed import init_distributed
-    from ..run_folder import open_run_folder
     from ..training.job_logs import warn_if_busy
+    from ..training.run_folder import open_run_folder
 
     sync_deepspeed_config(training_args)
     init_distributed(training_args)

@@ -16,8 +16,8 @@ from transformers import Trainer, TrainingArguments
 
 from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
-from ..training.preemption import train_or_checkpoint_on_signal
-from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
+from ..training.callbacks import resume_training, save_final_model
+from ..training.reliability import data_files_fingerprint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 from .arguments import FineTuningArguments
 from .common import (
@@ -125,10 +125,9 @@ def train_and_evaluate(
     results: dict[str, dict[str, float]] = {}
     if training_args.do_train:
         # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts.
-        checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
         # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
-        train_result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
-        trainer.save_model()
+        train_result = resume_training(trainer, training_args.resume_from_checkpoint)
+        save_final_model(trainer)  # atomic, not uploaded: the push below comes after the evaluation
         metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
         _report(trainer, "train", metrics)
         trainer.save_state()

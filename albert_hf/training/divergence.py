@@ -53,7 +53,8 @@ import torch
 from transformers import DefaultFlowCallback, TrainerCallback
 
 from ..errors import UserError
-from .reliability import NonFiniteLossError, non_finite_message
+from .preemption import agree_on_step
+from .reliability import NonFiniteLossError, non_finite_message, non_finite_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -186,9 +187,8 @@ class DivergenceGuard:
                 "--divergence_guard: the model returned no loss in this training step (the guard reads the `loss` "
                 "of the model's output): train a model that computes its loss, or turn the guard off."
             )
-        if trainer.accelerator.num_processes > 1:
-            loss = trainer.accelerator.reduce(loss, reduction="mean")
-        value = loss.item()
+        # One reduction and one transfer to the host for the step, the stop signals agreed on in it too.
+        (value,) = agree_on_step(trainer, loss, reduction="mean")
         median = statistics.median(self.history) if len(self.history) >= self.config.min_history else None
         if not math.isfinite(value):
             self._bad = f"non-finite loss {value}"
@@ -555,7 +555,8 @@ class StopOnNonFiniteLoss(TrainerCallback):
     spread it to the weights. The micro-batches' losses are read by [`TrainingLosses`] and judged once the step's last
     backward is done: never inside the forward pass, which under DDP must run to its end. With several processes the
     verdict is summed over all of them, so that every process stops together (one waiting in the next all-reduce
-    would hang until a timeout): one device sync per step."""
+    would hang until a timeout): one reduction and one device sync per step, shared with the stop signals
+    (`agree_on_step`)."""
 
     def __init__(self, trainer):
         self.trainer = trainer
@@ -581,12 +582,34 @@ class StopOnNonFiniteLoss(TrainerCallback):
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
         loss, self.step_loss = self.step_loss, None
-        if loss is None:
-            return
-        accelerator = self.trainer.accelerator
-        non_finite = (~torch.isfinite(loss)).float()
-        if accelerator.num_processes > 1:
-            non_finite = accelerator.reduce(non_finite, reduction="sum")
-        if non_finite.item() > 0:
+        # The step's one reduction and transfer to the host, with the stop signals (also when there is no loss).
+        non_finite = agree_on_step(self.trainer, None if loss is None else (~torch.isfinite(loss)).float())
+        if non_finite and non_finite[0] > 0:
             self.losses.detach()
-            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {loss.item()}"))
+            shown = f"{loss.item()}" if not torch.isfinite(loss) else "finite here, non-finite on another process"
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {shown}"))
+
+
+class RefuseNonFiniteCheckpoints(TrainerCallback):
+    """No checkpoint ever holds NaN/inf weights: before a step is saved, its parameters are checked (one device sync
+    per save), and [`NonFiniteLossError`] names them, the global step and the last complete checkpoint. Weights can
+    turn non-finite without a non-finite loss (overflowing gradients without a loss scaler), and the next save would
+    write them over the last good checkpoint's slot. Put it after every callback that decides to save a step (the
+    reliability plugin adds it last)."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if control.should_save:
+            self.check()
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        if control.should_save:
+            self.check()
+
+    def check(self) -> None:
+        bad = non_finite_parameters(self.trainer.model)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"parameters {shown} hold NaN/inf", saving=True))
