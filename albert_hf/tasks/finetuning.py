@@ -14,17 +14,14 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from ..distributed import launched_world_size
-from ..errors import OptionError, UserError
 from ..training.callbacks import resume_training, save_final_model
 from ..training.reliability import data_files_fingerprint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
-from .arguments import FineTuningArguments
+from .arguments import TRAINER_DEFAULTS, FineTuningArguments
 from .common import (
     ModelArguments,
     build_config,
     config_source,
-    is_given,
     parse_args,
     read_options_file,
     recipe_file,
@@ -51,33 +48,6 @@ def paper_preset(kind: str):
         return source, read_options_file(path, {f"--{name}" for name in vars(options)}, source)
 
     return read
-
-
-def apply_total_batch_size(data_args: FineTuningArguments, training_args: TrainingArguments) -> None:
-    """Set --per_device_train_batch_size from --total_train_batch_size (a preset gives the paper's), over the
-    launcher's processes and the accumulation steps; a --per_device_train_batch_size the user gave wins over a preset's
-    total and must agree with a total the user gave too."""
-    total = data_args.total_train_batch_size
-    if total is None:
-        return
-    # The launcher's process count, as --global_batch_size of pretraining reads it: the job joins the process group
-    # later (`start_job`), which refuses a launch where it and Trainer's world size differ.
-    world_size = launched_world_size()
-    shards = world_size * training_args.gradient_accumulation_steps
-    per_device = training_args.per_device_train_batch_size
-    if is_given(training_args, "per_device_train_batch_size"):
-        if is_given(data_args, "total_train_batch_size") and per_device * shards != total:
-            raise OptionError(
-                f"--total_train_batch_size {total} and --per_device_train_batch_size {per_device} x {world_size} "
-                f"processes x {training_args.gradient_accumulation_steps} accumulation steps disagree; give one of them."
-            )
-        return
-    if total % shards != 0:
-        raise UserError(
-            f"--total_train_batch_size {total} does not split over {world_size} processes x "
-            f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
-        )
-    training_args.per_device_train_batch_size = total // shards
 
 
 def requested_splits(training_args: TrainingArguments) -> list[str]:
@@ -165,10 +135,9 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
 def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None, presets: str = "finetune") -> tuple:
     """The dataclasses of a fine-tuning command line (`common.parse_args`: ModelArguments first, the data arguments
     second, TrainingArguments last), `--preset` (a row of Table 14 from albert_hf/recipes/<presets>/) read as the
-    parser's defaults, then --per_device_train_batch_size set from --total_train_batch_size."""
-    parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets))
-    apply_total_batch_size(parsed[1], parsed[-1])
-    return parsed
+    parser's defaults; --global_batch_size (a preset gives the paper's) sets the per-device batch or the accumulation
+    steps (`common.split_global_batch`)."""
+    return parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
 
 
 def sample_limit(split: str, data_args: FineTuningArguments) -> int | None:
