@@ -56,11 +56,13 @@ def check_inputs(
     attention_mask: torch.Tensor | None,
     token_type_ids: torch.Tensor | None,
     position_ids: torch.Tensor | None,
+    values: bool = True,
 ) -> None:
     """Raise a ValueError that names the problem for inputs the model cannot process correctly.
 
-    Shape checks are free; value checks (ids in range) read the tensors, so they are skipped while torch.compile
-    traces the model (they would break the graph) and otherwise cost one small reduction per input.
+    Shape checks are free. Value checks (ids in range) read the tensors on the host: with `values` only (the model asks
+    for them on its first batch, see `AlbertModel.check_input_values`), never while torch.compile traces the model
+    (they would break the graph).
     """
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("Pass exactly one of input_ids or inputs_embeds (got both or neither).")
@@ -87,7 +89,7 @@ def check_inputs(
     if position_ids is not None and (position_ids.dim() != 2 or position_ids.shape[-1] != seq_len):
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (batch_size or 1, {seq_len}).")
 
-    if torch.compiler.is_compiling():
+    if not values or torch.compiler.is_compiling():
         return
     ranges = (
         ("input_ids", input_ids, config.vocab_size, "vocab_size"),
@@ -480,10 +482,20 @@ def _model_kwargs(kwargs: dict) -> dict:
 
 
 class AlbertModel(AlbertPreTrainedModel):
-    """Embeddings + encoder (+ tanh pooler on [CLS]): the backbone every head calls once."""
+    """Embeddings + encoder (+ tanh pooler on [CLS]): the backbone every head calls once.
+
+    `check_input_values`: whether every forward pass checks that its ids lie in their tables (`check_inputs`: a
+    reduction per id tensor read on the host, a sync that stalls an accelerator), or only the model's first one
+    (False, the default). After it, an id out of range still fails with the named error on the CPU (the lookup's
+    IndexError is turned into it); on a GPU the lookup's device assertion comes first, so set it to True to find a
+    bad batch.
+    """
+
+    check_input_values: bool = False
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
         super().__init__(config)
+        self.input_values_checked = False
         self.embeddings = AlbertEmbeddings(config)
         self.encoder = AlbertTransformer(config)
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
@@ -506,15 +518,27 @@ class AlbertModel(AlbertPreTrainedModel):
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Checked inputs -> embeddings (B, T, E) and the one attention mask every layer application reads."""
-        check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
-        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        checked = (input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+        check_inputs(self.config, *checked, values=self.check_input_values or not self.input_values_checked)
+        if not torch.compiler.is_compiling():
+            self.input_values_checked = True
+        try:
+            embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        except IndexError:  # an id out of its table (CPU): say which one
+            check_inputs(self.config, *checked, values=True)
+            raise
         # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
-        # transformers builds for the others (None when nothing is padded).
+        # transformers builds for the others. Always built from the attention mask given: transformers would otherwise
+        # read it on the host to see whether anything is padded (a sync per forward that stalls an accelerator); a
+        # batch without padding can pass no attention mask, and the kernel then runs without one.
         if attention_implementation(self.config, output_attentions) == "eager":
             mask = additive_mask(attention_mask, embeddings.dtype)
         else:
             mask = create_bidirectional_mask(
-                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+                config=self.config,
+                inputs_embeds=embeddings,
+                attention_mask=attention_mask,
+                allow_is_bidirectional_skip=False,
             )
         return embeddings, mask
 

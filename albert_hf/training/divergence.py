@@ -436,8 +436,10 @@ class TrainingLosses:
     smoothing) is refused: the hook would judge another number than the one trained on.
     """
 
-    def __init__(self, trainer, on_loss):
+    def __init__(self, trainer, on_loss, finite_for_trainer: bool = False):
         self.trainer, self.on_loss = trainer, on_loss
+        # Whether a non-finite loss reaches Trainer as 0 (see `_read`).
+        self.finite_for_trainer = finite_for_trainer
         self.handle = None
 
     def attach(self) -> None:
@@ -459,13 +461,23 @@ class TrainingLosses:
             self.handle.remove()
             self.handle = None
 
-    def _read(self, module, args, kwargs, output) -> None:
+    def _read(self, module, args, kwargs, output):
         if not (module.training and torch.is_grad_enabled()):
-            return
+            return None
         loss = output.get("loss") if isinstance(output, dict) else output[0] if isinstance(output, tuple) else None
         if not torch.is_tensor(loss):
-            return
+            return None
         self.on_loss(self.as_trainer_returns(loss.detach(), kwargs.get("num_items_in_batch")), loss.detach())
+        if not self.finite_for_trainer:
+            return None
+        # With a rollback to come, the loss Trainer sums for its log is 0 where it is not finite, on the device: a
+        # NaN would stay in Trainer's running sum for good, which `logging_nan_inf_filter` prevents only with two host
+        # syncs per micro-batch. The step is undone whatever its gradients, and its log corrected (`LossBook`).
+        finite = torch.where(torch.isfinite(loss), loss, torch.zeros_like(loss))
+        if isinstance(output, dict):
+            output["loss"] = finite
+            return output
+        return (finite, *output[1:])
 
     def as_trainer_returns(self, loss: torch.Tensor, num_items_in_batch) -> torch.Tensor:
         trainer = self.trainer
@@ -492,7 +504,9 @@ class RollbackDivergedSteps(TrainerCallback):
     def __init__(self, trainer, config: DivergenceGuardConfig):
         self.trainer, self.config = trainer, config
         self.guard = DivergenceGuard(config)
-        self.losses = TrainingLosses(trainer, lambda loss, model_loss: self.guard.add_micro_batch(loss))
+        self.losses = TrainingLosses(
+            trainer, lambda loss, model_loss: self.guard.add_micro_batch(loss), finite_for_trainer=True
+        )
 
     @staticmethod
     def of(trainer) -> RollbackDivergedSteps | None:
