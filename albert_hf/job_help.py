@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .options import HELP_ALL, job_parser
+from .options import HELP_ALL, job_parser, shown
 from .pretraining.recipes import (
     QUICKSTART_ALIASES,
     RECIPES,
@@ -155,13 +155,6 @@ def help_parser(command: str, job: JobHelp) -> argparse.ArgumentParser:
     )
 
 
-def _shown(value: Any) -> str:
-    """A value as it is typed on the command line."""
-    if isinstance(value, (list, tuple)):
-        return " ".join(map(str, value)) if value else "none"
-    return str(value)
-
-
 def _trainer_lines(command: str, job: JobHelp, recipe: Mapping[str, Any]) -> list[str]:
     """The lines on Trainer's options: the values the job gives some of them, and where the others are listed."""
     own = {item.name for dataclass_type in job.argument_types for item in dataclasses.fields(dataclass_type)}
@@ -169,7 +162,7 @@ def _trainer_lines(command: str, job: JobHelp, recipe: Mapping[str, Any]) -> lis
     lines = []
     if values:
         source = f" (with the {job.recipe} recipe)" if job.recipe else ""
-        listed = ", ".join(f"--{name} {_shown(value)}" for name, value in values.items())
+        listed = ", ".join(f"--{name} {shown(value)}" for name, value in values.items())
         lines.append(f"Trainer options this job sets{source}, unless given: {listed}.")
     lines.append(
         "Each option may also be written with hyphens (--output-dir). Trainer's options (transformers' "

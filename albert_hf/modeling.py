@@ -603,16 +603,19 @@ class AlbertMLMHead(nn.Module):
         self.dense = nn.Linear(config.hidden_size, config.embedding_size)
         self.decoder = nn.Linear(config.embedding_size, config.vocab_size, bias=False)
         self.activation = activation_function(config.hidden_act)
+        self.register_load_state_dict_pre_hook(_drop_tied_decoder_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.LayerNorm(self.activation(self.dense(hidden_states)))  # (..., E)
         return self.decoder(hidden_states) + self.bias  # (..., V)
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        tied_copy = state_dict.pop(prefix + "decoder.bias", None)
-        if tied_copy is not None and prefix + "bias" not in state_dict:
-            state_dict[prefix + "bias"] = tied_copy
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+def _drop_tied_decoder_bias(module, state_dict, prefix, *args) -> None:
+    """Before `AlbertMLMHead` loads its part of a state dict: the tied copy `decoder.bias` of transformers' ALBERT
+    dropped, or standing in for `bias` where that is missing (in place, as torch's pre-hooks may)."""
+    tied_copy = state_dict.pop(prefix + "decoder.bias", None)
+    if tied_copy is not None and prefix + "bias" not in state_dict:
+        state_dict[prefix + "bias"] = tied_copy
 
 
 class AlbertSOPHead(nn.Module):

@@ -256,7 +256,7 @@ def _declaring_class(dataclass_type: type, name: str) -> type:
     return next(cls for cls in dataclass_type.__mro__ if name in vars(cls).get("__annotations__", {}))
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A value as it is typed on the command line."""
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value)) if value else "none"
@@ -293,12 +293,12 @@ def add_dataclass_options(
         _add_field_option(groups[owner], item, hints[item.name], shown_defaults, recipe)
 
 
-def _add_field_option(group, item: dataclasses.Field, hint: Any, shown: Mapping[str, Any], recipe: str | None):
+def _add_field_option(group, item: dataclasses.Field, hint: Any, defaults: Mapping[str, Any], recipe: str | None):
     kind = _without_none(hint)
     aliases = item.metadata.get("aliases", [])
     names = [f"--{item.name}", *([aliases] if isinstance(aliases, str) else aliases)]
     default = _field_default(item)
-    options: dict[str, Any] = {"dest": item.name, "help": _option_help(item, shown, recipe), "default": default}
+    options: dict[str, Any] = {"dest": item.name, "help": _option_help(item, defaults, recipe), "default": default}
     choices = item.metadata.get("choices")
     if typing.get_origin(kind) is typing.Literal:
         choices = choices or typing.get_args(kind)
@@ -334,18 +334,18 @@ def _add_field_option(group, item: dataclasses.Field, hint: Any, shown: Mapping[
         group.add_argument(f"--no-{item.name.replace('_', '-')}", help=argparse.SUPPRESS, **switch)
 
 
-def _option_help(item: dataclasses.Field, shown: Mapping[str, Any], recipe: str | None) -> str:
+def _option_help(item: dataclasses.Field, defaults: Mapping[str, Any], recipe: str | None) -> str:
     """The field's help, then its range and its default for this job (the recipe's value where the recipe sets it).
     The field's help is written for argparse (a `%` doubled); what is added is escaped."""
     text = (item.metadata.get("help") or "").rstrip()
     if RANGE in item.metadata:
         text += _escaped(f" ({item.metadata[RANGE].describe()})")
-    default = shown[item.name] if item.name in shown else _field_default(item)
+    default = defaults[item.name] if item.name in defaults else _field_default(item)
     if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
         text += " (required)"
     elif default is not None and default is not False:
-        source = f", from the {recipe} recipe" if item.name in shown and item.name != "recipe" else ""
-        text += _escaped(f" (default: {_shown(default)}{source})")
+        source = f", from the {recipe} recipe" if item.name in defaults and item.name != "recipe" else ""
+        text += _escaped(f" (default: {shown(default)}{source})")
     return text.strip()
 
 
