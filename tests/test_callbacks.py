@@ -31,7 +31,7 @@ from helpers.trainer import (
 from transformers import Trainer
 from transformers.trainer_utils import get_last_checkpoint
 
-from albert_hf.training.callbacks import resume_checkpoint
+from albert_hf.training.callbacks import resume_checkpoint, resume_training
 from albert_hf.training.divergence import RollbackDivergedSteps
 from albert_hf.training.reliability import CheckpointError, latest_checkpoint
 
@@ -164,6 +164,17 @@ def test_latest_with_nothing_marked_starts_fresh_and_a_missing_path_is_named(tmp
     assert resume_checkpoint(trainer, None) is None
     with pytest.raises(CheckpointError, match=re.escape(f"no checkpoint folder at {tmp_path / 'checkpoint-9'}")):
         resume_checkpoint(trainer, tmp_path / "checkpoint-9")
+
+
+def test_a_fresh_start_over_another_run_is_refused_and_its_resume_is_not(reference_run):
+    """The folder guard of the plugin on a plain Trainer: `resume_training` checks the output folder the job did not
+    check itself; a fresh start would write over the finished run's checkpoints."""
+    from albert_hf.training.run_folder import OutputFolderError
+
+    trainer, _ = plain_trainer_job.build(["--output_dir", str(reference_run)])
+    with pytest.raises(OutputFolderError, match=r"holds another run's files \(checkpoint-2, checkpoint-4"):
+        resume_training(trainer, None)
+    assert resume_training(trainer, "latest").global_step == 6  # the finished run, relaunched: nothing to train
 
 
 def run_job_alone(output_dir: Path, *options: str) -> None:

@@ -31,7 +31,8 @@
     and stop the job, non-zero.
 
 It also takes the lease on `--output_dir` (training/run_folder.py: one writer per folder, renewed while the process
-runs), unless this process holds it already (a job's `start_job` takes it before any data or model work).
+runs), unless this process holds it already (a job's `start_job` takes it, and checks the folder, before any data or
+model work); `resume_training` checks the folder then, if the job has not.
 
 [`resume_training`] is `trainer.train()` resumed from `--resume_from_checkpoint` ([`resume_checkpoint`]: "latest" or
 True is the newest marked checkpoint of `output_dir`, or a fresh start when there is none, so one command starts a job
@@ -85,7 +86,7 @@ from .reliability import (
     move_files_in,
     rotate_checkpoints,
 )
-from .run_folder import hold_output_folder
+from .run_folder import guard_output_folder, hold_output_folder
 from .stream_resume import ResumableStream
 from .transformers_internals import (
     load_checkpoint_weights,
@@ -397,6 +398,9 @@ def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | 
     """`trainer.train()`, resumed from the checkpoint a `--resume_from_checkpoint` value names ([`resume_checkpoint`]:
     checked against the model and the run's fingerprint before anything is loaded), or from the start.
 
+      * The output folder is checked first, unless the job checked it at its start (`guard_output_folder`): a fresh
+        start into a folder holding another run's model or checkpoints is refused.
+
       * A run that already reached `--max_steps` in that checkpoint is not trained further: its weights and state are
         loaded (so that a following save writes the trained model) and its `TrainOutput` returned. Trainer itself
         would train one step past `max_steps` (tests/test_reliability.py shows it).
@@ -405,6 +409,7 @@ def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | 
         raised, before anything final is written (a `CheckpointOnSignal` is added for the call if none is attached).
     """
     warn_about_missing_internal_names()
+    guard_output_folder(trainer.args, resume_from_checkpoint)
     checkpoint = resume_checkpoint(trainer, resume_from_checkpoint)
     if checkpoint is not None:
         step = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step

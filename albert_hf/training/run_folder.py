@@ -261,6 +261,7 @@ class FolderLock:
     path: str
     created_folder: bool = False  # the folder did not exist before this job took the lock
     holder: dict = field(default_factory=dict)  # what this process wrote into the lock file; never changes
+    checked: bool = False  # the folder was checked for another run's files since this lease was taken
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -641,6 +642,30 @@ def hold_output_folder(training_args) -> None:
         raise error
 
 
+def guard_output_folder(training_args, resume_from_checkpoint) -> None:
+    """The checks of `open_run_folder` on a folder this process holds the lease on but has not checked (a Trainer of
+    one's own with the reliability plugin, `resume_training` asks): a folder holding another run's model or
+    checkpoints is refused unless the run resumes (`resume_from_checkpoint`), and "latest" over a finished model with
+    no complete checkpoint is refused (`check_resume_target`). Nothing when the job checked it at its start. Every
+    process raises the main process's error, if any."""
+    error = None
+    if training_args.process_index == 0:
+        lock = _HELD.get(os.path.join(training_args.output_dir, LOCK_NAME))
+        if lock is None or not lock.checked:
+            resume = resume_from_checkpoint not in (None, False)
+            try:
+                if resume:
+                    check_resume_target(training_args.output_dir, resume_from_checkpoint)
+                check_output_folder(training_args.output_dir, resume=resume)
+            except UserError as raised:
+                error = raised
+            if lock is not None and error is None:
+                lock.checked = True
+    error = _main_process_verdict(error, training_args)
+    if error is not None:
+        raise error
+
+
 def _lock_and_prepare(training_args, model_args, model_source, tokenizer_source) -> None:
     resume = training_args.resume_from_checkpoint
     overwrite = bool(getattr(model_args, "overwrite_output_dir", False))
@@ -668,6 +693,7 @@ def open_output_folder(
         raise
     if to_remove:
         remove_run_files(output_dir, writes)
+    lock.checked = True
     return lock
 
 
