@@ -83,6 +83,7 @@ from .reliability import (
     fsync_tree,
     hand_hub_token_to_environment,
     latest_checkpoint,
+    marker_problem,
     move_files_in,
     rotate_checkpoints,
 )
@@ -228,12 +229,18 @@ def find_resume_checkpoint(
     if not os.path.isdir(checkpoint):
         raise CheckpointError(f"resume_from_checkpoint: no checkpoint folder at {checkpoint}.")
     problem = checkpoint_problem(checkpoint, world_size=world_size)
-    if problem is None and checkpoint_problem(checkpoint, world_size=world_size, marked=True) is not None:
-        if latest_checkpoint(os.path.dirname(os.path.abspath(checkpoint)), marked=True) is not None:
-            problem = checkpoint_problem(checkpoint, world_size=world_size, marked=True)
+    if problem is None and marker_problem(checkpoint) is not None:
+        run_dir = os.path.dirname(os.path.abspath(checkpoint))
+        if any(marker_problem(os.path.join(run_dir, name)) is None for name in checkpoints_of(run_dir)):
+            problem = marker_problem(checkpoint)  # this run marks its checkpoints: a killed save
     if problem is not None:
         raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
     return checkpoint
+
+
+def checkpoints_of(run_dir: str) -> list[str]:
+    """The names of the `checkpoint-N` folders of `run_dir`."""
+    return [name for name in os.listdir(run_dir) if checkpoint_step(name) is not None]
 
 
 def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike | None) -> str | None:
