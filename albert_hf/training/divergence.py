@@ -480,6 +480,11 @@ class TrainingLosses:
         return (finite, *output[1:])
 
     def as_trainer_returns(self, loss: torch.Tensor, num_items_in_batch) -> torch.Tensor:
+        """The model's loss scaled as Trainer's `training_step` scales it. A copy of Trainer's arithmetic, kept because
+        Trainer hands that value to no public hook (it sums it into its private running loss; no callback event
+        carries it), and the guard must judge, and correct in the logs, the numbers Trainer logs.
+        tests/test_trainer_public_ways.py compares it with what `training_step` returns, with and without the model's
+        own normalization."""
         trainer = self.trainer
         counted = num_items_in_batch is not None
         if counted and trainer.args.average_tokens_across_devices and trainer.model_accepts_loss_kwargs:
