@@ -381,7 +381,7 @@ def attach_reliability(
     hand_hub_token_to_environment(trainer.args)
     if lease:
         hold_output_folder(trainer.args)
-    if divergence_guard == FROM_ARGUMENTS:
+    if divergence_guard is FROM_ARGUMENTS:
         from_arguments = getattr(trainer.args, "divergence_guard_config", None)
         divergence_guard = from_arguments() if from_arguments is not None else None
     complete = CompleteCheckpoints.of(trainer)
@@ -407,7 +407,6 @@ def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | 
 
       * The output folder is checked first, unless the job checked it at its start (`guard_output_folder`): a fresh
         start into a folder holding another run's model or checkpoints is refused.
-
       * A run that already reached `--max_steps` in that checkpoint is not trained further: its weights and state are
         loaded (so that a following save writes the trained model) and its `TrainOutput` returned. Trainer itself
         would train one step past `max_steps` (tests/test_reliability.py shows it).
