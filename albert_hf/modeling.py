@@ -528,9 +528,9 @@ class AlbertModel(AlbertPreTrainedModel):
             check_inputs(self.config, *checked, values=True)
             raise
         # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
-        # transformers builds for the others. Always built from the attention mask given: transformers would otherwise
-        # read it on the host to see whether anything is padded (a sync per forward that stalls an accelerator); a
-        # batch without padding can pass no attention mask, and the kernel then runs without one.
+        # transformers builds for the others: none without an attention mask, and from an attention mask always, which
+        # transformers would otherwise read on the host to see whether anything is padded (a sync per forward that
+        # stalls an accelerator). A batch without padding can pass no attention mask: the kernel runs without one.
         if attention_implementation(self.config, output_attentions) == "eager":
             mask = additive_mask(attention_mask, embeddings.dtype)
         else:
@@ -538,7 +538,7 @@ class AlbertModel(AlbertPreTrainedModel):
                 config=self.config,
                 inputs_embeds=embeddings,
                 attention_mask=attention_mask,
-                allow_is_bidirectional_skip=False,
+                allow_is_bidirectional_skip=attention_mask is None,
             )
         return embeddings, mask
 
