@@ -45,7 +45,8 @@ _PUBLIC_MODULES = {
     "get_albert_polynomial_decay_schedule": "training.schedules",
     "train_tokenizer": "vocabulary",
 }
-# The Trainers (albert_hf/training/trainer.py, albert_hf/pretraining/trainer.py) import transformers' Trainer and
+# The Trainers (albert_hf/training/trainer.py, albert_hf/pretraining/trainer.py) and the reliability plugin
+# (albert_hf/training/callbacks.py) import transformers' Trainer and
 # accelerate, which loading a model or a tokenizer does not need: they are imported on first access in every process,
 # so that `import albert_hf` stays as light as loading a model.
 _TRAINER_MODULES = {
@@ -53,6 +54,10 @@ _TRAINER_MODULES = {
     "AlbertTrainer": "training.trainer",
     "PretrainingArguments": "pretraining.trainer",
     "SquadTrainer": "tasks.squad",  # SQuAD's evaluation lives with its task
+    # The reliability plugin any Trainer attaches in one line, its resume function and its atomic final save.
+    "attach_reliability": "training.callbacks",
+    "resume_training": "training.callbacks",
+    "save_final_model": "training.callbacks",
 }
 _TRAINER_NAMES = tuple(_TRAINER_MODULES)
 

@@ -172,7 +172,7 @@ def run_command(command: str, function, argv: list[str] | None = None, debug: bo
     argv = list(sys.argv[1:] if argv is None else argv)
     if debug is None:  # read as after the command, where `--debug <value>` is TrainingArguments' own option
         debug, (_, *argv) = debug_wanted([command, *argv])
-    from .run_folder import release_held_locks
+    from .training.run_folder import release_held_locks
 
     try:
         result = function(argv)

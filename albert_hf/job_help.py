@@ -1,16 +1,12 @@
 """`albert-hf <job> --help`: what the job does and its own options, at once; `--help-all` adds Trainer's.
 
-A job parses its argument dataclasses together with transformers' `TrainingArguments` (`HfArgumentParser`), and its
-help used to be that parser's: torch and transformers loaded first, then some 700 lines, Trainer's options first.
-Here the job's own dataclasses (`albert_hf.tasks.arguments`, `albert_hf.pretraining.recipes`, which import neither
-library) become a plain argparse parser used only to print: one group per dataclass that declares the fields, each
-option as `HfArgumentParser` spells it (`--foo`, and `--no_foo` for a switch that is on by default), with the job's
-own default (the recipe's value where the job applies a recipe of its own). `--help-all` then loads transformers and
-prints `TrainingArguments`' options with the defaults this job gives them. The commands that parse with argparse
-(train-tokenizer, export, import) print their own parser's help.
-
-The options listed are exactly those the job's real parser accepts besides `TrainingArguments`'
-(tests/test_cli_help.py compares them).
+A job's parser is `albert_hf.options.job_parser`: its own dataclasses' options, then transformers' `TrainingArguments`
+through `HfArgumentParser`. `--help` prints that same parser without Trainer's options, made from the job's dataclasses
+(`albert_hf.tasks.arguments`, `albert_hf.pretraining.recipes`, which import neither torch nor transformers), so it
+answers at once; the defaults it shows are the job's own (the recipe's value where the job applies a recipe of its own,
+the Trainer options it sets). `--help-all` then loads transformers and prints `TrainingArguments`' options with the
+defaults this job gives them. The commands that parse with argparse (train-tokenizer, export, import) print their own
+parser's help. tests/test_cli_help.py compares the options listed with those of the parser the job runs with.
 """
 
 from __future__ import annotations
@@ -19,54 +15,32 @@ import argparse
 import dataclasses
 import shutil
 import textwrap
-import types
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .options import CONFIG_HELP, CONFIG_OPTION, RANGE
+from .options import HELP_ALL, job_parser, shown
 from .pretraining.recipes import (
     QUICKSTART_ALIASES,
     RECIPES,
-    TRAINER_DEFAULTS,
     PretrainingDataArguments,
     PretrainingOptions,
     QuickstartArguments,
     RecipeArguments,
 )
+from .pretraining.recipes import TRAINER_DEFAULTS as PRETRAINING_DEFAULTS
 from .tasks.arguments import (
+    TRAINER_DEFAULTS,
     ClassifyArguments,
-    EarlyExitArguments,
     FineTuningArguments,
     GlueArguments,
     ModelArguments,
     MultipleChoiceArguments,
     NerArguments,
-    ProtocolArguments,
     SquadArguments,
 )
 from .tasks.folder_commands import export_command_parser, train_tokenizer_command_parser
 from .tasks.import_command import import_command_parser
-
-HELP_ALL = "--help-all"
-
-# The group of each dataclass that declares options, by the class that declares the field.
-GROUP_TITLES = {
-    ModelArguments: "model and tokenizer",
-    ProtocolArguments: "fine-tuning protocol (seeds, starting model)",
-    FineTuningArguments: "data",
-    EarlyExitArguments: "adaptive depth (early exit)",
-    GlueArguments: "GLUE",
-    ClassifyArguments: "table",
-    NerArguments: "NER",
-    SquadArguments: "SQuAD",
-    MultipleChoiceArguments: "multiple choice",
-    PretrainingDataArguments: "pretraining data",
-    RecipeArguments: "recipe",
-    PretrainingOptions: "optimizer, schedule, checks and divergence guard",
-    QuickstartArguments: "quickstart",
-}
 
 
 @dataclass(frozen=True)
@@ -74,7 +48,7 @@ class JobHelp:
     """What `albert-hf <job> --help` says of a job that parses dataclasses with Trainer's arguments."""
 
     description: str
-    argument_types: tuple[type, ...]  # the job's dataclasses, as its parser reads them (TrainingArguments after them)
+    argument_types: tuple[type, ...]  # the job's own option dataclasses, as its parser reads them
     recipe: str | None = None  # the recipe the job applies when no --recipe is given
     trainer_defaults: Mapping[str, Any] = field(default_factory=dict)  # Trainer options the job gives other defaults
     notes: tuple[str, ...] = ()
@@ -93,7 +67,7 @@ JOBS: dict[str, JobHelp] = {
         "schedule, on Trainer. A --recipe (paper, laptop, tiny, quickstart, smoke) fills every option not given; "
         "saves the model and tokenizer to --output_dir.",
         PRETRAINING,
-        trainer_defaults=TRAINER_DEFAULTS,
+        trainer_defaults=PRETRAINING_DEFAULTS,
     ),
     "quickstart": JobHelp(
         "Train a SentencePiece tokenizer and a small ALBERT from scratch on an offline corpus (the prose shipped "
@@ -102,7 +76,7 @@ JOBS: dict[str, JobHelp] = {
         "warm-up, logging and evaluation steps follow --max_steps.",
         (*PRETRAINING, QuickstartArguments),
         recipe="quickstart",
-        trainer_defaults={**TRAINER_DEFAULTS, "output_dir": "quickstart-output"},
+        trainer_defaults={**PRETRAINING_DEFAULTS, "output_dir": "quickstart-output"},
         notes=("Also: " + ", ".join(f"{old} is {new}" for old, new in QUICKSTART_ALIASES.items()) + ".",),
     ),
     "glue": JobHelp(
@@ -110,6 +84,7 @@ JOBS: dict[str, JobHelp] = {
         "--train_file/--validation_file/--test_file, or from the Hub; evaluate with the task's metrics, and with "
         "--do_predict write the leaderboard file.",
         (ModelArguments, FineTuningArguments, GlueArguments),
+        trainer_defaults=TRAINER_DEFAULTS,
         notes=(FINE_TUNING_NOTE,),
     ),
     "classify": JobHelp(
@@ -117,6 +92,7 @@ JOBS: dict[str, JobHelp] = {
         "--dataset_name): the training split's labels decide between a classification (accuracy, macro-F1) and a "
         "regression (Pearson, Spearman); --do_predict writes predictions_test.tsv.",
         (ModelArguments, FineTuningArguments, ClassifyArguments),
+        trainer_defaults=TRAINER_DEFAULTS,
         notes=(FINE_TUNING_NOTE,),
     ),
     "ner": JobHelp(
@@ -124,6 +100,7 @@ JOBS: dict[str, JobHelp] = {
         "lines in the Hub layout, a Hub dataset or tables read by column; entity-level evaluation (seqeval), and "
         "with --do_predict predictions_test.txt.",
         (ModelArguments, FineTuningArguments, NerArguments),
+        trainer_defaults=TRAINER_DEFAULTS,
         notes=(FINE_TUNING_NOTE,),
     ),
     "squad": JobHelp(
@@ -131,6 +108,7 @@ JOBS: dict[str, JobHelp] = {
         "layout; evaluation answers every question from all its windows, writes predictions.json and reports the "
         "official exact match and F1.",
         (ModelArguments, SquadArguments),
+        trainer_defaults=TRAINER_DEFAULTS,
         notes=("--preset squad1.1 or squad2.0 fills the paper's Table 14 row for the options not given.",),
     ),
     "multiple-choice": JobHelp(
@@ -138,6 +116,7 @@ JOBS: dict[str, JobHelp] = {
         "--context_column and --choice_columns); the metric is accuracy, and --do_predict writes "
         "predictions_test.jsonl.",
         (ModelArguments, FineTuningArguments, MultipleChoiceArguments),
+        trainer_defaults=TRAINER_DEFAULTS,
         notes=(FINE_TUNING_NOTE,),
     ),
 }
@@ -163,106 +142,17 @@ def job_help(command: str, everything: bool = False) -> str:
 
 
 def help_parser(command: str, job: JobHelp) -> argparse.ArgumentParser:
-    """A parser that prints the job's own options (it parses nothing: the job's `HfArgumentParser` does)."""
+    """The job's parser without Trainer's options (`job_parser`), with the job's description and defaults."""
     recipe = RECIPES[job.recipe] if job.recipe else {}
-    set_by_recipe = {**recipe, **({"recipe": job.recipe} if job.recipe else {})}
-    parser = argparse.ArgumentParser(
+    return job_parser(
+        job.argument_types,
+        with_trainer=False,
         prog=f"albert-hf {command}",
-        usage=f"albert-hf {command} [options]",
         description=_paragraphs(job.description),
         epilog=_paragraphs(*job.notes, *_trainer_lines(command, job, recipe)),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        add_help=False,
+        shown_defaults={**recipe, **({"recipe": job.recipe} if job.recipe else {})},
+        recipe=job.recipe,
     )
-    parser.add_argument("-h", "--help", action="help", help="this help, then exit")
-    parser.add_argument(HELP_ALL, action="help", help="this help and Trainer's options (TrainingArguments), then exit")
-    parser.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
-    groups: dict[type, Any] = {}
-    for dataclass_type in job.argument_types:
-        hints = typing.get_type_hints(dataclass_type)
-        for item in dataclasses.fields(dataclass_type):
-            if not item.init:
-                continue
-            owner = _declaring_class(dataclass_type, item.name)
-            if owner not in groups:
-                groups[owner] = parser.add_argument_group(f"{GROUP_TITLES.get(owner, owner.__name__)} options")
-            _add_option(groups[owner], item, hints[item.name], set_by_recipe, job.recipe)
-    return parser
-
-
-def _declaring_class(dataclass_type: type, name: str) -> type:
-    """The class of `dataclass_type`'s hierarchy whose own annotations declare field `name` (the last to do so)."""
-    return next(cls for cls in dataclass_type.__mro__ if name in vars(cls).get("__annotations__", {}))
-
-
-def _add_option(group, item: dataclasses.Field, kind: Any, recipe: Mapping[str, Any], recipe_name: str | None):
-    """`item` as `HfArgumentParser` declares it: its option strings (aliases and `--no_<name>` included), its value
-    and its help, ending with its range and its default."""
-    kind = _without_none(kind)
-    aliases = item.metadata.get("aliases", [])
-    names = [f"--{item.name}", *([aliases] if isinstance(aliases, str) else aliases)]
-    options: dict[str, Any] = {"help": _option_help(item, kind, recipe, recipe_name), "dest": item.name}
-    if kind is bool:
-        options.update(nargs="?", metavar="true|false")
-    elif typing.get_origin(kind) is list:
-        options.update(nargs="+", metavar=item.name.upper())
-    choices = item.metadata.get("choices") or (
-        typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
-    )
-    if choices:
-        listed = ",".join(map(str, choices))
-        if len(listed) < 40:
-            options["metavar"] = "{" + listed + "}"
-        else:  # too long to repeat for each value of a list
-            options["help"] += _escaped(f" Choices: {', '.join(map(str, choices))}.")
-    group.add_argument(*names, **options)
-    if kind is bool and item.default is True:
-        group.add_argument(f"--no_{item.name}", action="store_true", help=f"turn off --{item.name}")
-
-
-def _option_help(item: dataclasses.Field, kind: Any, recipe: Mapping[str, Any], recipe_name: str | None) -> str:
-    """The field's help, then its range and its default for this job (the recipe's value where the recipe sets it).
-    The field's help is written for argparse (a `%` doubled), as the job's parser reads it; what is added is
-    escaped."""
-    text = (item.metadata.get("help") or "").rstrip()
-    if RANGE in item.metadata:
-        text += _escaped(f" ({item.metadata[RANGE].describe()})")
-    default = recipe[item.name] if item.name in recipe else _default(item)
-    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-        text += " (required)"
-    elif default is not None and not (kind is bool and default is False):
-        source = f", from the {recipe_name} recipe" if item.name in recipe and item.name != "recipe" else ""
-        text += _escaped(f" (default: {_shown(default)}{source})")
-    return text.strip()
-
-
-def _escaped(text: str) -> str:
-    """`text` as argparse prints it verbatim (it formats help strings with `%`)."""
-    return text.replace("%", "%%")
-
-
-def _without_none(kind: Any) -> Any:
-    """`X` for `X | None` (what `HfArgumentParser` reads such a field as)."""
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        rest = [arg for arg in typing.get_args(kind) if arg is not type(None)]
-        if len(rest) == 1:
-            return rest[0]
-    return kind
-
-
-def _default(item: dataclasses.Field) -> Any:
-    if item.default is not dataclasses.MISSING:
-        return item.default
-    if item.default_factory is not dataclasses.MISSING:
-        return item.default_factory()
-    return None
-
-
-def _shown(value: Any) -> str:
-    """A value as it is typed on the command line."""
-    if isinstance(value, (list, tuple)):
-        return " ".join(map(str, value)) if value else "none"
-    return str(value)
 
 
 def _trainer_lines(command: str, job: JobHelp, recipe: Mapping[str, Any]) -> list[str]:
@@ -272,7 +162,7 @@ def _trainer_lines(command: str, job: JobHelp, recipe: Mapping[str, Any]) -> lis
     lines = []
     if values:
         source = f" (with the {job.recipe} recipe)" if job.recipe else ""
-        listed = ", ".join(f"--{name} {_shown(value)}" for name, value in values.items())
+        listed = ", ".join(f"--{name} {shown(value)}" for name, value in values.items())
         lines.append(f"Trainer options this job sets{source}, unless given: {listed}.")
     lines.append(
         "Each option may also be written with hyphens (--output-dir). Trainer's options (transformers' "

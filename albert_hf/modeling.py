@@ -57,11 +57,13 @@ def check_inputs(
     attention_mask: torch.Tensor | None,
     token_type_ids: torch.Tensor | None,
     position_ids: torch.Tensor | None,
+    values: bool = True,
 ) -> None:
     """Raise a ValueError that names the problem for inputs the model cannot process correctly.
 
-    Shape checks are free; value checks (ids in range) read the tensors, so they are skipped while torch.compile
-    traces the model (they would break the graph) and otherwise cost one small reduction per input.
+    Shape checks are free. Value checks (ids in range) read the tensors on the host: with `values` only (the model asks
+    for them on its first batch, see `AlbertModel.check_input_values`), never while torch.compile traces the model
+    (they would break the graph).
     """
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("Pass exactly one of input_ids or inputs_embeds (got both or neither).")
@@ -88,7 +90,7 @@ def check_inputs(
     if position_ids is not None and (position_ids.dim() != 2 or position_ids.shape[-1] != seq_len):
         raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}; expected (batch_size or 1, {seq_len}).")
 
-    if torch.compiler.is_compiling():
+    if not values or torch.compiler.is_compiling():
         return
     ranges = (
         ("input_ids", input_ids, config.vocab_size, "vocab_size"),
@@ -436,7 +438,18 @@ class AlbertPreTrainedModel(PreTrainedModel):
         if type(self)._auto_class is not None:
             auto_map = {name: f"modeling.{cls.__name__}" for name, cls in ALBERT_AUTO_CLASSES.items()}
             self.config.auto_map = {"AutoConfig": "configuration.AlbertConfig", **auto_map}
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        # FSDP2's `fully_shard` swaps the model's class for a subclass `FSDP<name>` defined in torch, whose source
+        # `save_pretrained` would copy as the folder's remote code: the model is saved under its own class, every
+        # save (checkpoints, final saves, a user's) alike.
+        sharded = type(self)
+        own = next(
+            (cls for cls in sharded.__mro__[1:] if cls.__name__ == sharded.__name__.removeprefix("FSDP")), sharded
+        )
+        self.__class__ = own
+        try:
+            return super().save_pretrained(save_directory, *args, **kwargs)
+        finally:
+            self.__class__ = sharded
 
     def _init_weights(self, module: nn.Module) -> None:
         from transformers import initialization as init
@@ -493,10 +506,20 @@ def _model_kwargs(kwargs: dict) -> dict:
 
 
 class AlbertModel(AlbertPreTrainedModel):
-    """Embeddings + encoder (+ tanh pooler on [CLS]): the backbone every head calls once."""
+    """Embeddings + encoder (+ tanh pooler on [CLS]): the backbone every head calls once.
+
+    `check_input_values`: whether every forward pass checks that its ids lie in their tables (`check_inputs`: a
+    reduction per id tensor read on the host, a sync that stalls an accelerator), or only the model's first one
+    (False, the default). After it, an id out of range still fails with the named error on the CPU (the lookup's
+    IndexError is turned into it); on a GPU the lookup's device assertion comes first, so set it to True to find a
+    bad batch.
+    """
+
+    check_input_values: bool = False
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
         super().__init__(config)
+        self.input_values_checked = False
         self.embeddings = AlbertEmbeddings(config)
         self.encoder = AlbertTransformer(config)
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
@@ -519,15 +542,27 @@ class AlbertModel(AlbertPreTrainedModel):
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Checked inputs -> embeddings (B, T, E) and the one attention mask every layer application reads."""
-        check_inputs(self.config, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
-        embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        checked = (input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+        check_inputs(self.config, *checked, values=self.check_input_values or not self.input_values_checked)
+        if not torch.compiler.is_compiling():
+            self.input_values_checked = True
+        try:
+            embeddings = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)  # (B, T, E)
+        except IndexError:  # an id out of its table (CPU): say which one
+            check_inputs(self.config, *checked, values=True)
+            raise
         # One mask for every layer, in the layout of the kernel they will run: additive (B, 1, 1, T) for eager, what
-        # transformers builds for the others (None when nothing is padded).
+        # transformers builds for the others: none without an attention mask, and from an attention mask always, which
+        # transformers would otherwise read on the host to see whether anything is padded (a sync per forward that
+        # stalls an accelerator). A batch without padding can pass no attention mask: the kernel runs without one.
         if attention_implementation(self.config, output_attentions) == "eager":
             mask = additive_mask(attention_mask, embeddings.dtype)
         else:
             mask = create_bidirectional_mask(
-                config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask
+                config=self.config,
+                inputs_embeds=embeddings,
+                attention_mask=attention_mask,
+                allow_is_bidirectional_skip=attention_mask is None,
             )
         return embeddings, mask
 
@@ -592,16 +627,19 @@ class AlbertMLMHead(nn.Module):
         self.dense = nn.Linear(config.hidden_size, config.embedding_size)
         self.decoder = nn.Linear(config.embedding_size, config.vocab_size, bias=False)
         self.activation = activation_function(config.hidden_act)
+        self.register_load_state_dict_pre_hook(_drop_tied_decoder_bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.LayerNorm(self.activation(self.dense(hidden_states)))  # (..., E)
         return self.decoder(hidden_states) + self.bias  # (..., V)
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        tied_copy = state_dict.pop(prefix + "decoder.bias", None)
-        if tied_copy is not None and prefix + "bias" not in state_dict:
-            state_dict[prefix + "bias"] = tied_copy
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+def _drop_tied_decoder_bias(module, state_dict, prefix, *args) -> None:
+    """Before `AlbertMLMHead` loads its part of a state dict: the tied copy `decoder.bias` of transformers' ALBERT
+    dropped, or standing in for `bias` where that is missing (in place, as torch's pre-hooks may)."""
+    tied_copy = state_dict.pop(prefix + "decoder.bias", None)
+    if tied_copy is not None and prefix + "bias" not in state_dict:
+        state_dict[prefix + "bias"] = tied_copy
 
 
 class AlbertSOPHead(nn.Module):

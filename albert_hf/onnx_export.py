@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from .errors import MissingFileError, UserError
-from .modeling import AlbertForSequenceClassification, AlbertPreTrainedModel
+from .modeling import AlbertForSequenceClassification, AlbertPreTrainedModel, attention_implementation
 from .options import QUANTIZE_CHOICES
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -327,8 +327,8 @@ def export_exit_onnx(model, folder: str | Path, batch_size: int = 2, seq_len: in
         ),
     }
     written = {}
-    implementation = model.config._attn_implementation
-    model.config._attn_implementation = "eager"
+    implementation = attention_implementation(model.config, output_attentions=False)
+    model.set_attn_implementation("eager")
     try:
         for stem, (module, example, inputs, outputs, dynamic) in graphs.items():
             path = folder / f"{stem}.onnx"
@@ -348,7 +348,7 @@ def export_exit_onnx(model, folder: str | Path, batch_size: int = 2, seq_len: in
             deduplicate_initializers(path)
             written[stem] = path
     finally:
-        model.config._attn_implementation = implementation
+        model.set_attn_implementation(implementation)
     return written
 
 

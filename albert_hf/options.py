@@ -1,4 +1,4 @@
-"""Options checked before any work, from one declaration.
+"""Options checked before any work, from one declaration, and the one parser of every job.
 
 Every numeric option declares its range once, where the option is declared: in the dataclass field's metadata
 (`field(default=1, metadata={RANGE: COUNT, "help": ...})`) for the jobs' own arguments, in
@@ -8,6 +8,12 @@ One function, [`check_ranges`], asks every declared range of every dataclass a j
 again on those a preset or recipe fills: a value out of range is an [`OptionError`] naming the option, its range and
 the value, before any data or model work. An unknown option names the closest known one ([`unknown_options`]).
 
+[`job_parser`] makes a job's parser: its own dataclasses' options (one group per declaring dataclass, each option as
+transformers' `HfArgumentParser` spells it: `--foo`, `--foo-bar`, `--no_foo` for a switch that is on by default),
+then transformers' `TrainingArguments` through `HfArgumentParser`, imported only then. `albert-hf <job> --help` prints
+the same parser without Trainer's options, so it loads neither torch nor transformers (`albert_hf.job_help`), as TRL's
+`make_parser` builds its scripts' parsers.
+
 This module imports nothing of the package but `errors`, so every command can ask it.
 """
 
@@ -16,7 +22,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import enum
 import math
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -199,6 +208,204 @@ class RefusingParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise OptionError(message)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The parser of every job: its dataclasses' options, then Trainer's
+# --------------------------------------------------------------------------------------------------------------------
+
+# A job's own file of options, read as the parser's defaults.
+HELP_ALL = "--help-all"
+# The value of every option in the namespace a command line is parsed into, until the command line sets it: what
+# is left is what was not typed (argparse leaves an attribute already in the namespace alone unless it is given).
+NOT_TYPED = object()
+
+
+def string_to_bool(text: str) -> bool:
+    """A switch's value as `HfArgumentParser` reads it (`--fp16 false`, `--streaming yes`)."""
+    if isinstance(text, bool):
+        return text
+    if text.lower() in ("yes", "true", "t", "y", "1"):
+        return True
+    if text.lower() in ("no", "false", "f", "n", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean (true or false), got {text!r}")
+
+
+def _without_none(kind: Any) -> Any:
+    """`X` for `X | None`."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        rest = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return kind
+
+
+def _choice(choices: tuple) -> Any:
+    """An argparse `type` giving back the choice a typed word names (`HfArgumentParser`'s reading of choices)."""
+    by_name = {str(choice): choice for choice in choices}
+
+    def parse(text: str):
+        return by_name.get(text, text)
+
+    return parse
+
+
+def _declaring_class(dataclass_type: type, name: str) -> type:
+    """The class of `dataclass_type`'s hierarchy whose own annotations declare field `name` (the last to do so)."""
+    return next(cls for cls in dataclass_type.__mro__ if name in vars(cls).get("__annotations__", {}))
+
+
+def shown(value: Any) -> str:
+    """A value as it is typed on the command line."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value)) if value else "none"
+    return str(getattr(value, "value", value))
+
+
+def _field_default(item: dataclasses.Field) -> Any:
+    if item.default is not dataclasses.MISSING:
+        return item.default
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return None
+
+
+def add_dataclass_options(
+    parser: argparse.ArgumentParser,
+    dataclass_type: type,
+    shown_defaults: Mapping[str, Any] | None = None,
+    recipe: str | None = None,
+) -> None:
+    """The options of `dataclass_type`'s fields on `parser`, as `HfArgumentParser` declares them (option strings,
+    types, `--no_<name>` for a switch on by default, lists, choices), in one group per declaring class (its
+    `option_group` names it). Each help ends with the field's range and its default for this job: `shown_defaults`
+    (the values of the job's own recipe, `recipe`) where they set the field."""
+    shown_defaults = shown_defaults or {}
+    hints = typing.get_type_hints(dataclass_type)
+    groups: dict[type, Any] = {}
+    for item in dataclasses.fields(dataclass_type):
+        if not item.init:
+            continue
+        owner = _declaring_class(dataclass_type, item.name)
+        if owner not in groups:
+            groups[owner] = parser.add_argument_group(f"{vars(owner).get('option_group', owner.__name__)} options")
+        _add_field_option(groups[owner], item, hints[item.name], shown_defaults, recipe)
+
+
+def _add_field_option(group, item: dataclasses.Field, hint: Any, defaults: Mapping[str, Any], recipe: str | None):
+    kind = _without_none(hint)
+    aliases = item.metadata.get("aliases", [])
+    names = [f"--{item.name}", *([aliases] if isinstance(aliases, str) else aliases)]
+    default = _field_default(item)
+    options: dict[str, Any] = {"dest": item.name, "help": _option_help(item, defaults, recipe), "default": default}
+    choices = item.metadata.get("choices")
+    if typing.get_origin(kind) is typing.Literal:
+        choices = choices or typing.get_args(kind)
+    elif isinstance(kind, type) and issubclass(kind, enum.Enum):
+        choices = choices or tuple(member.value for member in kind)
+    if kind is bool:
+        options.update(type=string_to_bool, nargs="?", const=True, metavar="true|false")
+    elif typing.get_origin(kind) is list:
+        options.update(type=typing.get_args(kind)[0], nargs="+", metavar=item.name.upper())
+    elif (
+        choices and typing.get_origin(kind) is typing.Literal or isinstance(kind, type) and issubclass(kind, enum.Enum)
+    ):
+        options.update(type=_choice(tuple(choices)))
+    else:
+        options.update(type=kind)
+    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+        options["required"] = True
+    if choices:
+        options["choices"] = list(choices)
+        listed = ",".join(map(str, choices))
+        if len(listed) < 40:
+            options["metavar"] = "{" + listed + "}"
+        else:  # too long to repeat for each value of a list
+            options["help"] += _escaped(f" Choices: {', '.join(map(str, choices))}.")
+    group.add_argument(*names, **options)
+    # Written with hyphens too, as `HfArgumentParser` accepts them (listed once in the help, which says so).
+    if "_" in item.name:
+        hidden = {**options, "help": argparse.SUPPRESS, "required": False}
+        group.add_argument(f"--{item.name.replace('_', '-')}", **hidden)
+    if kind is bool and item.default is True:
+        switch = dict(action="store_false", dest=item.name, default=False)
+        group.add_argument(f"--no_{item.name}", help=f"turn off --{item.name}", **switch)
+        group.add_argument(f"--no-{item.name.replace('_', '-')}", help=argparse.SUPPRESS, **switch)
+
+
+def _option_help(item: dataclasses.Field, defaults: Mapping[str, Any], recipe: str | None) -> str:
+    """The field's help, then its range and its default for this job (the recipe's value where the recipe sets it).
+    The field's help is written for argparse (a `%` doubled); what is added is escaped."""
+    text = (item.metadata.get("help") or "").rstrip()
+    if RANGE in item.metadata:
+        text += _escaped(f" ({item.metadata[RANGE].describe()})")
+    default = defaults[item.name] if item.name in defaults else _field_default(item)
+    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+        text += " (required)"
+    elif default is not None and default is not False:
+        source = f", from the {recipe} recipe" if item.name in defaults and item.name != "recipe" else ""
+        text += _escaped(f" (default: {shown(default)}{source})")
+    return text.strip()
+
+
+def _escaped(text: str) -> str:
+    """`text` as argparse prints it verbatim (it formats help strings with `%`)."""
+    return text.replace("%", "%%")
+
+
+def own_fields(trainer_type: type) -> tuple[type, ...]:
+    """The dataclasses a `TrainingArguments` subclass adds its own fields with (e.g. `PretrainingOptions` of
+    `PretrainingArguments`): its dataclass bases that are not `TrainingArguments` or below it."""
+    return tuple(
+        base
+        for base in trainer_type.__mro__[1:]
+        if dataclasses.is_dataclass(base) and not any(cls.__name__ == "TrainingArguments" for cls in base.__mro__)
+    )
+
+
+def job_parser(
+    option_types: tuple[type, ...],
+    with_trainer: bool = True,
+    prog: str | None = None,
+    description: str | None = None,
+    epilog: str | None = None,
+    shown_defaults: Mapping[str, Any] | None = None,
+    recipe: str | None = None,
+    trainer_defaults: Mapping[str, Any] | None = None,
+) -> RefusingParser:
+    """The parser of a job: the options of `option_types` ([`add_dataclass_options`]) and `--config FILE`, then,
+    `with_trainer`, those of transformers' `TrainingArguments` (through `HfArgumentParser`: transformers is imported
+    here only), whose defaults `trainer_defaults` changes. Without Trainer's options it is what `albert-hf <job> --help`
+    prints, with `--help-all` to ask for them."""
+    own = RefusingParser(
+        prog=prog,
+        usage=f"{prog} [options]" if prog else None,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    if not with_trainer:
+        own.add_argument("-h", "--help", action="help", help="this help, then exit")
+        own.add_argument(HELP_ALL, action="help", help="this help and Trainer's options (TrainingArguments), then exit")
+    own.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
+    for dataclass_type in option_types:
+        add_dataclass_options(own, dataclass_type, shown_defaults, recipe)
+    if not with_trainer:
+        return own
+    from transformers import HfArgumentParser, TrainingArguments
+
+    trainer = HfArgumentParser(TrainingArguments, add_help=False)
+    parser = RefusingParser(
+        prog=prog,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[own, trainer],
+    )
+    parser.set_defaults(**(trainer_defaults or {}))
+    return parser
 
 
 # --------------------------------------------------------------------------------------------------------------------

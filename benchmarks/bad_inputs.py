@@ -601,7 +601,7 @@ def load_cases() -> list[Case]:
 # Running and classifying
 # --------------------------------------------------------------------------------------------------------------------
 
-LOCK_HOLDER = "import sys; from albert_hf.run_folder import acquire_lock; acquire_lock(sys.argv[1]); print('locked', flush=True); sys.stdin.read()"
+LOCK_HOLDER = "import sys; from albert_hf.training.run_folder import acquire_lock; acquire_lock(sys.argv[1]); print('locked', flush=True); sys.stdin.read()"
 
 
 def run_case(case: Case, work: Path) -> Outcome:

@@ -131,7 +131,6 @@ def pretraining_run(
     train_dataset, eval_dataset, stats = prepare_datasets(job.data, tokenizer, job.training.seed, documents=documents)
     logger.info("Pretraining data: %s", stats.describe())
     model = build_pretraining_model(job.model, tokenizer, job.data.max_seq_length, job.training.sanity_checks)
-    trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset)
-    trainer.run_fingerprint_extra = run_fingerprint(job)
+    trainer = build_trainer(model, tokenizer, job.data, job.training, train_dataset, eval_dataset, run_fingerprint(job))
     check_first_instances(trainer, job.data, stats.word_boundaries)
     return PretrainingRun(job, tokenizer, train_dataset, eval_dataset, model, trainer, stats)

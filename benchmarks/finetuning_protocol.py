@@ -13,7 +13,7 @@ Every run is the real command line (`albert-hf quickstart`, `albert-hf glue`), p
    preset's best-dev selection stays (the dev set scored with the task's metric at every `--eval_steps`, the best
    checkpoint kept); its step budget and learning rate, the paper's for ALBERT-base and larger, are replaced by a
    budget this model trains in minutes: `--max_steps 300 --eval_steps 30 --learning_rate 3e-4 --warmup_steps 30
-   --total_train_batch_size 32 --max_seq_length 128`.
+   --global_batch_size 32 --max_seq_length 128`.
 3. RTE again, from the median MRPC model (`--init_from_task_model <mrpc>/seed-<median>`), with the same options:
    MNLI, which the paper started RTE from, is not available offline; MRPC is the other sentence-pair classification
    task here.
@@ -78,7 +78,7 @@ def finetune(args, task: str, start: list[str], name: str) -> dict:
         *("--preset", task, "--do_train", "--do_eval", "--seeds", args.seeds, "--output_dir", str(folder)),
         *("--max_steps", str(args.max_steps), "--eval_steps", str(args.eval_steps)),
         *("--learning_rate", str(args.learning_rate), "--warmup_steps", str(args.warmup_steps)),
-        *("--total_train_batch_size", "32", "--max_seq_length", str(args.max_seq_length)),
+        *("--global_batch_size", "32", "--max_seq_length", str(args.max_seq_length)),
         *("--per_device_eval_batch_size", "128", "--report_to", "none", "--disable_tqdm", "true"),
     ]
     seconds = run(command, args.output_dir / f"{name}.log", args.output_dir / "commands.txt")

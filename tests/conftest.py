@@ -192,7 +192,7 @@ def release_output_folder_locks():
     """A job run in process (`main(argv)`) holds the lock of its --output_dir until its command ends, which `albert-hf`
     marks and a test does not: release the locks after each test, so a later process may write into the folder."""
     yield
-    from albert_hf.run_folder import release_held_locks
+    from albert_hf.training.run_folder import release_held_locks
 
     release_held_locks()
 
@@ -210,3 +210,22 @@ def restore_logger_settings():
         logger.setLevel(level)
         logger.propagate, logger.disabled, logger.handlers = propagate, disabled, handlers
     logging.root.setLevel(root_level)
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    """`fake_hub(fail=None)`: a `helpers.hub.FakeHfApi` in place of transformers' Hub client, for every call Trainer
+    makes (no network)."""
+    import transformers.trainer as trainer_module
+    from helpers.hub import FakeHfApi
+
+    def install(**kwargs) -> FakeHfApi:
+        api = FakeHfApi(**kwargs)
+        if hasattr(trainer_module, "hf_api"):  # transformers >= 5.12: one client for every call
+            monkeypatch.setattr(trainer_module, "hf_api", lambda: api)
+        else:  # before: huggingface_hub's functions, imported into the module
+            monkeypatch.setattr(trainer_module, "create_repo", api.create_repo)
+            monkeypatch.setattr(trainer_module, "upload_folder", api.upload_folder)
+        return api
+
+    return install

@@ -1,4 +1,4 @@
-"""albert_hf's reliability callbacks on a plain `transformers.Trainer`: real processes killed with SIGKILL in the middle
+"""albert_hf's reliability plugin on a plain `transformers.Trainer`: real processes killed with SIGKILL in the middle
 of a step, inside a save and between a save and its completion marker resume exactly; a resume that
 changes the run, or starts from an unmarked folder, is refused before a step is trained.
 
@@ -31,7 +31,7 @@ from helpers.trainer import (
 from transformers import Trainer
 from transformers.trainer_utils import get_last_checkpoint
 
-from albert_hf.training.callbacks import resume_checkpoint
+from albert_hf.training.callbacks import resume_checkpoint, resume_training
 from albert_hf.training.divergence import RollbackDivergedSteps
 from albert_hf.training.reliability import CheckpointError, latest_checkpoint
 
@@ -166,6 +166,17 @@ def test_latest_with_nothing_marked_starts_fresh_and_a_missing_path_is_named(tmp
         resume_checkpoint(trainer, tmp_path / "checkpoint-9")
 
 
+def test_a_fresh_start_over_another_run_is_refused_and_its_resume_is_not(reference_run):
+    """The folder guard of the plugin on a plain Trainer: `resume_training` checks the output folder the job did not
+    check itself; a fresh start would write over the finished run's checkpoints."""
+    from albert_hf.training.run_folder import OutputFolderError
+
+    trainer, _ = plain_trainer_job.build(["--output_dir", str(reference_run)])
+    with pytest.raises(OutputFolderError, match=r"holds another run's files \(checkpoint-2, checkpoint-4"):
+        resume_training(trainer, None)
+    assert resume_training(trainer, "latest").global_step == 6  # the finished run, relaunched: nothing to train
+
+
 def run_job_alone(output_dir: Path, *options: str) -> None:
     """The plain Trainer job to its end in a fresh process, on one thread (no state shared with this process or
     another run)."""
@@ -179,8 +190,8 @@ def run_job_alone(output_dir: Path, *options: str) -> None:
 
 @pytest.mark.slow  # two whole runs, each in a fresh process
 def test_plain_trainer_with_the_divergence_guard_rolls_a_nan_step_back(tmp_path):
-    """A plain `transformers.Trainer` given albert_hf's callbacks (`CompleteCheckpoints`, and the divergence guard
-    through `guard_divergence`, snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The
+    """A plain `transformers.Trainer` given albert_hf's reliability plugin (`attach_reliability`, with the divergence
+    guard: snapshots every 2 steps): the batch of step 4 has no label, so its loss is NaN. The
     guard undoes steps 3 and 4 (back to the snapshot of step 2), skips their two batches, and the run ends exactly as
     one that never had them: the reference, trained on the batches minus those two, with neither the guard nor the
     NaN. Each run in a fresh process on one thread."""

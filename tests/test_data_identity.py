@@ -16,6 +16,7 @@ from helpers.data import FIXTURES
 from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
 from albert_hf.training import reliability
+from albert_hf.training.callbacks import CompleteCheckpoints
 from albert_hf.training.reliability import data_file_identity, data_files_fingerprint
 
 
@@ -119,7 +120,7 @@ def test_fine_tuning_jobs_fingerprint_the_files_of_their_training_data(tmp_path,
     argv += ["--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_TWO_LAYER_OVERRIDES]
     argv += ["--max_seq_length", "64"]
     assert glue.main([*argv, "--report_to", "none", "--use_cpu", "true"]) == 0
-    fingerprint = trainers[0].run_fingerprint_extra
+    fingerprint = CompleteCheckpoints.of(trainers[0]).fingerprint_extra
     train = data_dir / "train.tsv"
     assert fingerprint[f"data file {train}"] == "sha256 " + hashlib.sha256(train.read_bytes()).hexdigest()
     assert fingerprint["train_data"]["data_dir"] == str(data_dir)

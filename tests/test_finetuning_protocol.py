@@ -34,11 +34,11 @@ from transformers import TrainingArguments
 from albert_hf.errors import UserError
 from albert_hf.metrics import task_metric
 from albert_hf.metrics.glue import glue_metric
-from albert_hf.run_folder import LOCK_NAME
 from albert_hf.tasks.arguments import FineTuningArguments, ModelArguments, SquadArguments
 from albert_hf.tasks.common import build_config, build_model
 from albert_hf.tasks.finetuning import parse_finetuning_args, select_by_task_metric
 from albert_hf.tasks.seeds import SEED_RUN_NAME, publish_summary, summarize_seeds
+from albert_hf.training.run_folder import LOCK_NAME
 
 FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)
 
@@ -334,7 +334,7 @@ def test_best_dev_selection_keeps_the_checkpoint_of_the_best_logged_evaluation(s
     argv = [
         *("--task_name", "rte", "--train_file", str(train), "--validation_file", str(dev), "--do_train", "--do_eval"),
         *("--preset", "rte", "--max_steps", "32", "--eval_steps", "4", "--learning_rate", "1e-2"),
-        *("--warmup_steps", "0", "--lr_scheduler_type", "constant", "--total_train_batch_size", "8"),
+        *("--warmup_steps", "0", "--lr_scheduler_type", "constant", "--global_batch_size", "8"),
         *("--train_sampling_strategy", "sequential"),  # the file's order: the rule first, its contrary after
         *quiet(output_dir, spiece_model),
         # No dropout (the preset's RTE row has 0.1 inside the encoder): the rule is learned in fewer steps.

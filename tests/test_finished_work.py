@@ -1,5 +1,5 @@
 """Finished work is never overwritten: every command that writes a folder goes through one guard
-(`albert_hf.run_folder.open_output_folder`), and `--resume_from_checkpoint latest` over a finished model without a
+(`albert_hf.training.run_folder.open_output_folder`), and `--resume_from_checkpoint latest` over a finished model without a
 checkpoint is refused instead of training from step 0 over it.
 
 Each refusal is checked through the real `albert-hf` command line (one error line, exit status 2) and by the bytes of
@@ -16,7 +16,7 @@ from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import FIXTURES
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.run_folder import OutputFolderError, check_resume_target
+from albert_hf.training.run_folder import OutputFolderError, check_resume_target
 
 SPIECE = FIXTURES / "spiece" / "albert-30k-clean.model"
 CORPUS = FIXTURES / "corpus" / "botchan.txt"

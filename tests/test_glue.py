@@ -404,7 +404,7 @@ def test_paper_preset_keeps_flags_given_with_their_default_value(tmp_path):
 def test_paper_preset_errors(tmp_path):
     with pytest.raises(UserError, match=r"--preset 'squad': .*choose one of \['cola'"):
         preset_args(tmp_path, "--preset", "squad")
-    with pytest.raises(UserError, match="--total_train_batch_size 16 does not split over 1 processes x 3"):
+    with pytest.raises(UserError, match="--global_batch_size 16 does not split over 1 processes x 3"):
         preset_args(tmp_path, "--preset", "cola", "--gradient_accumulation_steps", "3")
     model_args, _, training_args = preset_args(tmp_path)
     assert model_args.config_overrides is None and training_args.per_device_train_batch_size == 8

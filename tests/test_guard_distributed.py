@@ -33,6 +33,7 @@ import albert_hf.training.divergence as divergence
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
 from albert_hf.training.divergence import unsupported_engine
 
 GLOBAL_BATCH, STEPS, SEQ_LEN, BAD_STEP = 8, 6, 12, 4
@@ -125,6 +126,7 @@ def test_the_pretraining_trainer_refuses_the_guard_on_such_an_engine(monkeypatch
     monkeypatch.setattr(divergence, "unsupported_engine", lambda trainer: "FSDP1 is not supported")
     arguments = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
     with pytest.raises(UserError, match=r"^--divergence_guard: FSDP1 is not supported; or turn the guard off with"):
-        AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments)
+        attach_reliability(AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments))
     guard_off = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[], divergence_guard=False)
-    assert AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=guard_off).divergence_guard is None
+    trainer = attach_reliability(AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=guard_off))
+    assert divergence_guard_of(trainer) is None

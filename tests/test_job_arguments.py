@@ -1,8 +1,10 @@
 """The one argument-parsing path of every job (`albert_hf.tasks.common`): what the user gave wins over a preset or
-recipe, and the values a preset or recipe sets after parsing reach DeepSpeed."""
+recipe, and the values derived from them (the batch of --global_batch_size) are computed before TrainingArguments is
+built, so that DeepSpeed's view of it holds them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,19 +18,22 @@ from transformers import TrainingArguments
 
 from albert_hf.errors import UserError
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.tasks.common import ModelArguments, given_options, is_given, parse_config_overrides
+from albert_hf.tasks.common import ModelArguments, is_given, parse_config_overrides
 from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)
 
 
-def test_given_options_reads_the_command_line_as_argparse_does(tmp_path):
+def test_what_was_typed_is_read_as_argparse_reads_the_command_line(tmp_path):
+    """`is_given` after one parse: abbreviated options, `--no_<switch>`, hyphens, and a value equal to the default."""
     argv = ["--output_dir", str(tmp_path), "--max_step", "10", "--no_remove_unused_columns", "--learning-rate", "0.1"]
-    given = given_options((ModelArguments, TrainingArguments), argv)
-    assert given == {"output_dir", "max_steps", "remove_unused_columns", "learning_rate"}
-    # A value equal to the default is given too.
-    assert given_options((ModelArguments, TrainingArguments), ["--max_steps", "-1"]) == {"max_steps"}
+    model_args, data_args, args = parse_finetuning_args(FINE_TUNING, [*argv, "--max_seq_length", "128"])
+    typed = {"output_dir", "max_steps", "remove_unused_columns", "learning_rate", "max_seq_length"}
+    fields = {item.name: part for part in (model_args, data_args, args) for item in dataclasses.fields(part)}
+    assert {name for name, part in fields.items() if is_given(part, name)} == typed
+    assert is_given(data_args, "max_seq_length") and data_args.max_seq_length == 128  # the default, typed
+    assert not is_given(model_args, "config_preset") and args.remove_unused_columns is False
 
 
 def test_recipe_and_preset_fill_only_what_was_not_given(tmp_path):
@@ -136,20 +141,29 @@ def test_a_recipe_of_ones_own_is_a_file_and_a_mistake_in_one_is_named(tmp_path):
         parse_pretraining_args(["--recipe", "papr", "--output_dir", str(tmp_path)])
 
 
-def test_a_total_batch_size_splits_over_accumulation_and_a_given_per_device_size_must_agree(tmp_path):
+def test_a_global_batch_size_is_split_by_the_factor_not_given_and_three_given_must_agree(tmp_path):
+    """One name, one rule for pretraining and fine-tuning: --global_batch_size (a preset's or recipe's, or given) sets
+    whichever of the per-device batch and the accumulation steps was not given."""
     base = ["--output_dir", str(tmp_path), "--use_cpu"]
     args = parse_finetuning_args(FINE_TUNING, [*base, "--preset", "rte", "--gradient_accumulation_steps", "4"])[-1]
-    assert args.per_device_train_batch_size == 8  # RTE's 32 over 4 accumulation steps
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (8, 4)  # RTE's 32 over 4 steps
     args = parse_finetuning_args(FINE_TUNING, [*base, "--preset", "rte", "--per_device_train_batch_size", "4"])[-1]
-    assert args.per_device_train_batch_size == 4  # given: wins over the preset's total
-    with pytest.raises(UserError, match=r"--total_train_batch_size 32 and --per_device_train_batch_size 4"):
-        parse_finetuning_args(
-            FINE_TUNING, [*base, "--total_train_batch_size", "32", "--per_device_train_batch_size", "4"]
-        )
-    with pytest.raises(UserError, match=r"--total_train_batch_size 30 does not split over 1 processes x 4"):
-        parse_finetuning_args(
-            FINE_TUNING, [*base, "--total_train_batch_size", "30", "--gradient_accumulation_steps", "4"]
-        )
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (4, 8)  # the paper's 32 kept
+    args = parse_finetuning_args(
+        FINE_TUNING, [*base, "--global_batch_size", "32", "--per_device_train_batch_size", "4"]
+    )
+    assert (args[-1].per_device_train_batch_size, args[-1].gradient_accumulation_steps) == (4, 8)
+    # The paper recipe's per-device batch stays, its global batch of 4096 comes from accumulation.
+    _, _, _, args = parse_pretraining_args(["--recipe", "paper", "--output_dir", str(tmp_path)])
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (32, 128)
+    # Both factors given: they win over a preset's global batch, and must agree with a given one.
+    both = ["--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2"]
+    args = parse_finetuning_args(FINE_TUNING, [*base, "--preset", "rte", *both])[-1]
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (4, 2)
+    with pytest.raises(UserError, match=r"--global_batch_size 32 and --per_device_train_batch_size 4 x "):
+        parse_finetuning_args(FINE_TUNING, [*base, "--global_batch_size", "32", *both])
+    with pytest.raises(UserError, match=r"--global_batch_size 30 does not split over 1 processes x 4"):
+        parse_finetuning_args(FINE_TUNING, [*base, "--global_batch_size", "30", "--gradient_accumulation_steps", "4"])
 
 
 @pytest.mark.parametrize(
@@ -199,7 +213,7 @@ def test_every_fine_tuning_job_refuses_a_sequence_longer_than_the_model_before_t
 @pytest.mark.distributed
 @pytest.mark.needs("deepspeed")
 def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
-    """--global_batch_size sets the accumulation after TrainingArguments filled DeepSpeed's "auto" values."""
+    """--global_batch_size sets the accumulation before TrainingArguments fills DeepSpeed's "auto" values from it."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "ACCELERATE_USE_CPU"):
         env.pop(name, None)

@@ -1,4 +1,4 @@
-"""The output folder's lock as a lease (`albert_hf.run_folder`): renewed by its holder, taken over on any host once
+"""The output folder's lock as a lease (`albert_hf.training.run_folder`): renewed by its holder, taken over on any host once
 not renewed for the duration it states, refused while renewed; one winner when jobs race for it.
 
 The holders are real processes (a Python snippet calling `acquire_lock`), some claiming another host's name, killed
@@ -23,9 +23,9 @@ import pytest
 from helpers import processes
 from helpers.command_line import CLI_ENV
 
-from albert_hf import run_folder
 from albert_hf.errors import UserError
-from albert_hf.run_folder import LOCK_NAME, FolderInUseError, acquire_lock, read_lock, release_held_locks
+from albert_hf.training import run_folder
+from albert_hf.training.run_folder import LOCK_NAME, FolderInUseError, acquire_lock, read_lock, release_held_locks
 
 # Takes the lock of each folder of argv in turn and prints "locked" or "refused <message>"; after each, waits for a
 # line on stdin before releasing it. FAKE_HOST makes it claim another machine's name; with RACE set it first waits
@@ -35,7 +35,7 @@ import os, socket, sys, time
 if os.environ.get("FAKE_HOST"):
     socket.gethostname = lambda: os.environ["FAKE_HOST"]
 from albert_hf.errors import UserError
-from albert_hf.run_folder import acquire_lock, release_held_locks
+from albert_hf.training.run_folder import acquire_lock, release_held_locks
 print("ready", flush=True)
 for folder in sys.argv[1:]:
     while os.environ.get("RACE") and not os.path.exists(folder + ".go"):
@@ -94,7 +94,7 @@ def test_a_stale_lease_of_another_host_is_taken_over_naming_the_old_holder(tmp_p
     renewed = int(time.time()) - 120
     write_lease(tmp_path, renewed, lease=60)
     monkeypatch.setenv("ALBERT_HF_LEASE_SECONDS", "2")
-    with caplog.at_level("WARNING", logger="albert_hf.run_folder"):
+    with caplog.at_level("WARNING", logger="albert_hf.training.run_folder"):
         lock = acquire_lock(str(tmp_path))
     try:
         found = read_lock(str(tmp_path / LOCK_NAME))
@@ -135,7 +135,7 @@ def test_a_renewed_lease_is_refused_on_any_host_and_expires_once_its_holder_is_k
         holder.wait(timeout=300)
         last_renewal = path.stat().st_mtime  # SIGKILL runs no exit handler: the lock stays, renewed no more
         refusals = 0
-        with caplog.at_level("WARNING", logger="albert_hf.run_folder"):
+        with caplog.at_level("WARNING", logger="albert_hf.training.run_folder"):
             while time.time() < last_renewal + lease + 10:
                 try:
                     acquire_lock(str(tmp_path))

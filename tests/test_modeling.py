@@ -700,6 +700,30 @@ def test_bad_inputs_raise_clear_errors(inputs, message):
         model(**inputs)
 
 
+def test_ids_are_read_on_the_host_on_the_first_batch_only_and_still_named_after_it(monkeypatch):
+    """The value checks read the ids on the host (a sync that stalls an accelerator): on the model's first batch
+    only, unless `check_input_values`. A bad id in a later batch is still named (the lookup's IndexError, on the
+    CPU, turned into the same message)."""
+    reads = []
+    to_int = torch.Tensor.__int__
+    monkeypatch.setattr(torch.Tensor, "__int__", lambda tensor: reads.append(1) or to_int(tensor))
+    model = albert_hf.AlbertModel(tiny_config()).eval()
+    batch = dict(input_ids=torch.tensor([[2, 5, 3]]), token_type_ids=torch.tensor([[0, 0, 1]]))
+    model(**batch)
+    assert len(reads) == 4  # min and max of input_ids and token_type_ids
+    reads.clear()
+    model(**batch)
+    assert reads == []
+    with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 99\) \(vocab_size\), found values in \[2, 99\]"):
+        model(input_ids=torch.tensor([[2, 99, 3]]))
+    with pytest.raises(ValueError, match=r"token_type_ids must lie in \[0, 2\)"):
+        model(input_ids=torch.tensor([[2, 5, 3]]), token_type_ids=torch.tensor([[0, 2, 0]]))
+    reads.clear()
+    model.check_input_values = True
+    model(**batch)
+    assert len(reads) == 4
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Gradient checkpointing and torch.compile
 # --------------------------------------------------------------------------------------------------------------------

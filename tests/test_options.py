@@ -99,7 +99,14 @@ def pretrain(tmp_path, *options):
         (["--config_overrides", "hidden_size=abc"], ["AlbertConfig.hidden_size is int, not 'abc'"]),
         (["--config_overrides", "hidden_size=-3"], ["--config_overrides", "hidden_size must be a positive integer"]),
         (["--config_preset", "bse-v2"], ["--config_preset 'bse-v2': did you mean 'base-v2'?"]),
-        (["--global_batch_size", "64", "--gradient_accumulation_steps", "3"], ["disagree"]),
+        (["--global_batch_size", "64", "--gradient_accumulation_steps", "3"], ["64 does not split over", "x 3"]),
+        (
+            ["--global_batch_size", "64", "--gradient_accumulation_steps", "4", "--per_device_train_batch_size", "8"],
+            [
+                "--global_batch_size 64 and --per_device_train_batch_size 8 x --gradient_accumulation_steps 4",
+                "disagree",
+            ],
+        ),
     ],
 )
 def test_pretraining_options_are_refused_before_any_work(tmp_path, options, fragments):

@@ -38,7 +38,8 @@ from transformers import Trainer, TrainerCallback
 from transformers.trainer_utils import get_last_checkpoint
 
 from albert_hf.errors import StoppedBySignal, UserError
-from albert_hf.training.preemption import CheckpointOnSignal, train_or_checkpoint_on_signal
+from albert_hf.training.callbacks import resume_training
+from albert_hf.training.preemption import CheckpointOnSignal
 from albert_hf.training.reliability import checkpoint_problem
 
 # What a job writes only when it finished: none of it may be in the output folder of a stopped one.
@@ -354,6 +355,44 @@ def test_handlers_exist_only_during_train_and_a_signal_after_the_last_step_is_ra
     assert sorted(path.name for path in tmp_path.glob("checkpoint-*")) == ["checkpoint-3"]  # the end-of-training save
 
 
+class Fails(TrainerCallback):
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == 1:
+            raise RuntimeError("a failing step")
+
+
+def test_a_signal_after_a_train_that_raised_reaches_the_previous_handler(tmp_path, recorded_sigterm):
+    """Trainer calls no `on_train_end` when `train()` raises, so the handlers of a callback attached for good (the
+    reliability plugin's) stay in place: the first signal after it goes to the previous handler all the same, which
+    is put back, and a later `train()` chains to the previous handler, not to the stale one."""
+    recorder = signal.getsignal(signal.SIGTERM)
+
+    def raising_run() -> CheckpointOnSignal:
+        stop_on_signal = CheckpointOnSignal()
+        trainer = Trainer(
+            model=tiny_classifier(),
+            args=tiny_arguments(tmp_path, max_steps=3, save_steps=100),
+            train_dataset=RandomSequences(),
+            callbacks=[Fails(), stop_on_signal],
+        )
+        with pytest.raises(RuntimeError, match="a failing step"):
+            trainer.train()
+        assert signal.getsignal(signal.SIGTERM) == stop_on_signal._note  # left in place by the raise
+        return stop_on_signal
+
+    stale = raising_run()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert recorded_sigterm == [signal.SIGTERM] and stale.received is None
+    assert signal.getsignal(signal.SIGTERM) is recorder
+
+    raising_run()
+    later = CheckpointOnSignal()
+    later.install_handlers()  # a later run's: chains past the stale handler
+    assert later._previous[signal.SIGTERM] is recorder
+    later.restore_handlers()
+    assert signal.getsignal(signal.SIGTERM) is recorder
+
+
 def test_sigusr1_stops_with_status_138_after_the_checkpoint_of_its_step(tmp_path, recorded_sigterm):
     trainer = Trainer(
         model=tiny_classifier(),
@@ -362,7 +401,7 @@ def test_sigusr1_stops_with_status_138_after_the_checkpoint_of_its_step(tmp_path
         callbacks=[SendSignal(signal.SIGUSR1, step=2)],
     )
     with pytest.raises(StoppedBySignal) as stopped:
-        train_or_checkpoint_on_signal(trainer)
+        resume_training(trainer)
     assert stopped.value.exit_status == 138 and stopped.value.step == 2
     assert str(stopped.value) == (
         f"stopped by SIGUSR1 at step 2: {tmp_path / 'checkpoint-2'} written; resume with --resume_from_checkpoint latest"

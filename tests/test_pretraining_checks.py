@@ -17,6 +17,7 @@ from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.scripts.pretrain import main
 from albert_hf.tokenization import AlbertHFTokenizer
+from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
 from albert_hf.training.divergence import TrainingDivergedError
 from albert_hf.training.sanity import (
     PretrainingSetupError,
@@ -283,7 +284,7 @@ def guarded_run(tokenizer, features: list[dict], tmp_path, callbacks=(), **args)
         train_dataset=Dataset.from_list(features),
         callbacks=list(callbacks),
     )
-    trainer.train()
+    attach_reliability(trainer).train()  # the divergence guard of the arguments
     return trainer
 
 
@@ -302,7 +303,7 @@ def features(instances) -> list[dict]:
 @pytest.fixture(scope="module")
 def undisturbed(tokenizer, features, tmp_path_factory):
     trainer = guarded_run(tokenizer, features[: 4 * STEPS], tmp_path_factory.mktemp("undisturbed"))
-    assert trainer.divergence_guard.rollbacks == 0  # the guard never fires on a healthy run
+    assert divergence_guard_of(trainer).rollbacks == 0  # the guard never fires on a healthy run
     return trainer
 
 
@@ -319,7 +320,7 @@ def test_learning_rate_jump_is_rolled_back(tokenizer, features, undisturbed, tmp
         tmp_path / "jump",
         callbacks=[LearningRateJump(BAD_STEP, 1000.0), recorder],
     )
-    guard = trainer.divergence_guard
+    guard = divergence_guard_of(trainer)
     # The jump's update shows in the next step's loss; both steps' batches are skipped, back to before the jump.
     assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in guard.events] == [
         (BAD_STEP + 1, BAD_STEP - 1)
@@ -330,7 +331,7 @@ def test_learning_rate_jump_is_rolled_back(tokenizer, features, undisturbed, tmp
     assert_states_equal(recorder.after_rollback[0], recorder.at_step)
     # ... and the run ends exactly as one that never read those two batches.
     skipped = guarded_run(tokenizer, without_batches(features, [BAD_STEP, BAD_STEP + 1]), tmp_path / "skipped")
-    assert skipped.divergence_guard.rollbacks == 0
+    assert divergence_guard_of(skipped).rollbacks == 0
     assert trainer.state.global_step == skipped.state.global_step == STEPS
     assert_states_equal(state_copy(trainer.model, trainer.optimizer), state_copy(skipped.model, skipped.optimizer))
     assert_logs_cover_the_kept_steps(trainer, skipped, BAD_STEP + 1)
@@ -377,7 +378,7 @@ def test_lr_factor_lowers_the_learning_rate_at_each_rollback(tokenizer, features
         divergence_lr_factor=0.5,
         callbacks=[LearningRateJump(BAD_STEP, 1000.0)],
     )
-    event = trainer.divergence_guard.events[0]
+    event = divergence_guard_of(trainer).events[0]
     # Linear decay to 0 over STEPS: the rate of step BAD_STEP - 1 restored, then halved.
     assert event["learning_rate"] == pytest.approx(0.5 * 2e-3 * (1 - (BAD_STEP - 1) / STEPS))
 
@@ -424,7 +425,7 @@ def test_corrupted_batch_is_rolled_back(tokenizer, instances, tmp_path):
     trainer = guarded_run(
         tokenizer, disturbed, tmp_path / "corrupted", callbacks=[recorder], max_steps=CYCLE_STEPS, **CYCLE_ARGS
     )
-    guard = trainer.divergence_guard
+    guard = divergence_guard_of(trainer)
     # The corrupted batch's loss is judged before its update: the step before it (whose update that loss judged) and
     # the corrupted one are undone and their batches skipped.
     assert [(e["divergence_rollback_from_step"], e["divergence_rollback_to_step"]) for e in guard.events] == [
@@ -440,7 +441,7 @@ def test_corrupted_batch_is_rolled_back(tokenizer, instances, tmp_path):
         max_steps=CYCLE_STEPS,
         **CYCLE_ARGS,
     )
-    assert skipped.divergence_guard.rollbacks == 0
+    assert divergence_guard_of(skipped).rollbacks == 0
     assert trainer.state.global_step == skipped.state.global_step == CYCLE_STEPS
     assert_states_equal(state_copy(trainer.model, trainer.optimizer), state_copy(skipped.model, skipped.optimizer))
     assert_logs_cover_the_kept_steps(trainer, skipped, CORRUPTED_STEP)
@@ -449,5 +450,5 @@ def test_corrupted_batch_is_rolled_back(tokenizer, instances, tmp_path):
     undisturbed = guarded_run(
         tokenizer, cycle[: 4 * CYCLE_STEPS], tmp_path / "undisturbed", max_steps=CYCLE_STEPS, **CYCLE_ARGS
     )
-    assert undisturbed.divergence_guard.rollbacks == 0
+    assert divergence_guard_of(undisturbed).rollbacks == 0
     assert final_loss(trainer) == pytest.approx(final_loss(undisturbed), rel=0.05)

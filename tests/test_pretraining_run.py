@@ -4,6 +4,7 @@ own losses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,24 @@ def test_the_pretraining_card_is_written_by_the_trainer(tmp_path, spiece_model, 
     card = ModelCard.load(output_dir / "README.md")
     assert card.data.language == ["en", "fr"]
     assert "model-index" not in card.content  # a user's corpus names no dataset to report results against
+
+
+def test_the_card_pushed_to_the_hub_holds_the_evaluation(tmp_path, spiece_model, wikitext_articles, fake_hub):
+    """With --push_to_hub the job pushes once it has evaluated: every upload of the output folder sends a card that
+    reports the held-out figures (the fake Hub records the README.md each upload would send). A push inside the final
+    save, before the evaluation, would send a card without them."""
+    api = fake_hub()
+    output_dir = tmp_path / "out"
+    argv = job_argv(wikitext_articles(4), spiece_model, output_dir, "--validation_documents", "1")
+    assert main([*argv, "--push_to_hub", "--hub_model_id", "someone/tiny-albert"]) == 0
+    pushed = [upload for upload in api.uploads if upload["folder"] == output_dir]
+    assert pushed, api.uploads
+    evaluated = json.loads((output_dir / "eval_results.json").read_text())
+    rows = [f"| {name} | {evaluated[f'eval_{name}']:.4f} |" for name in ("mlm_accuracy", "sop_accuracy", "loss")]
+    for upload in pushed:
+        card = upload["readme"] or ""
+        assert "No evaluation results were recorded" not in card, upload["commit_message"]
+        assert all(row in card for row in rows), (upload["commit_message"], rows, card)
 
 
 # ---- logged sums -----------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
 from albert_hf.errors import OptionError
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.pretraining.arguments import RECIPES, accumulation_steps, parse_pretraining_args
+from albert_hf.pretraining.arguments import RECIPES, parse_pretraining_args
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.scripts.pretrain import main
 from albert_hf.scripts.quickstart import main as quickstart_main
@@ -224,9 +224,9 @@ def test_recipes_are_defaults_that_the_command_line_overrides(tmp_path):
     assert (args.learning_rate, args.warmup_steps, args.optimizer) == (0.00176, 3125, "lamb")
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 4096
     assert (data_args.max_seq_length, model_args.config_preset, args.max_steps) == (512, paper["config_preset"], 10)
-    assert accumulation_steps(4096, 32, 4) == 32
-    with pytest.raises(ValueError, match="not a multiple"):
-        accumulation_steps(100, 32, 1)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (32, 128)
+    with pytest.raises(OptionError, match=r"--global_batch_size 100 does not split over per_device_train_batch_size"):
+        parse_pretraining_args(["--recipe", "paper", "--output_dir", str(tmp_path), "--global_batch_size", "100"])
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------------------------

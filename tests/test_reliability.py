@@ -41,6 +41,12 @@ from transformers.trainer_utils import get_last_checkpoint
 
 import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.modeling import AlbertForSequenceClassification, AlbertModel
+from albert_hf.training.callbacks import (
+    attach_reliability,
+    find_resume_checkpoint,
+    resume_training,
+    save_final_model,
+)
 from albert_hf.training.reliability import (
     FINGERPRINT_NAME,
     MODEL_STAGING_DIR_NAME,
@@ -49,7 +55,6 @@ from albert_hf.training.reliability import (
     check_checkpoint_matches_model,
     checkpoint_problem,
     latest_checkpoint,
-    resolve_resume_checkpoint,
 )
 from albert_hf.training.trainer import AlbertTrainer
 
@@ -202,6 +207,7 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
         args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
     )
+    attach_reliability(trainer)
     with pytest.raises(SaveCrash):
         trainer.train()
     # Only complete checkpoints are marked; rotation did not delete checkpoint-2 for the broken one.
@@ -218,7 +224,7 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
         args=tiny_arguments(tmp_path, save_total_limit=save_total_limit),
         train_dataset=RandomSequences(),
     )
-    resumed.train(resume_from_checkpoint=latest_checkpoint(tmp_path, marked=True))
+    resume_training(attach_reliability(resumed), latest_checkpoint(tmp_path, marked=True))
     expected = ["checkpoint-6"] if save_total_limit == 1 else ["checkpoint-2", "checkpoint-4", "checkpoint-6"]
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == expected
     for checkpoint in tmp_path.glob("checkpoint-*"):
@@ -228,8 +234,10 @@ def test_crash_during_a_save_leaves_no_checkpoint_that_is_taken_as_latest(tmp_pa
 
 
 def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_path):
-    AlbertTrainer(
-        model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+    attach_reliability(
+        AlbertTrainer(
+            model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+        )
     ).train()
     first_save = (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns
 
@@ -238,11 +246,13 @@ def test_resuming_from_an_older_checkpoint_replaces_the_later_ones_whole(tmp_pat
             self.marked = (tmp_path / "checkpoint-4" / FINGERPRINT_NAME).exists()
 
     seen = MarkerGoneAtBegin()
-    resumed = AlbertTrainer(
-        model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+    resumed = attach_reliability(
+        AlbertTrainer(
+            model=tiny_classifier(), args=tiny_arguments(tmp_path, max_steps=4), train_dataset=RandomSequences()
+        )
     )
     resumed.add_callback(seen)  # after CompleteCheckpoints: sees what it left
-    resumed.train(resume_from_checkpoint=str(tmp_path / "checkpoint-2"))
+    resume_training(resumed, str(tmp_path / "checkpoint-2"))
     assert seen.marked is False  # unmarked before Trainer wrote over it
     assert (tmp_path / "checkpoint-4" / "optimizer.pt").stat().st_mtime_ns > first_save  # written again
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
@@ -260,6 +270,37 @@ def test_same_crash_with_a_plain_trainer_is_taken_as_latest(tmp_path):
     assert latest_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")  # ours skips it
 
 
+class CrashInOnSave(TrainerCallback):
+    """Raises in `on_save` of `step`: after Trainer wrote the checkpoint and rotated, before it is marked complete."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise SaveCrash(f"injected crash before checkpoint-{self.step} is marked")
+
+
+@pytest.mark.parametrize("plugin", [False, True], ids=["plain Trainer", "with the plugin"])
+def test_trainer_rotates_before_a_checkpoint_is_complete_and_the_plugin_after(tmp_path, plugin):
+    """Why `rotate_checkpoints` stays beside Trainer's own rotation: Trainer rotates inside its checkpoint save, before
+    `on_save`, where a checkpoint is marked complete. Killed in between, with save_total_limit=1 it has deleted the
+    last complete checkpoint for one that is not. The plugin rotates only after marking."""
+    trainer = Trainer(
+        model=tiny_classifier(),
+        args=tiny_arguments(tmp_path, save_total_limit=1),
+        train_dataset=RandomSequences(),
+        callbacks=[CrashInOnSave(4)],  # before the plugin's callbacks: called first
+    )
+    if plugin:
+        attach_reliability(trainer)
+    with pytest.raises(SaveCrash):
+        trainer.train()
+    kept = sorted(path.name for path in tmp_path.glob("checkpoint-*"))
+    assert kept == (["checkpoint-2", "checkpoint-4"] if plugin else ["checkpoint-4"])
+    assert latest_checkpoint(tmp_path, marked=True) == (str(tmp_path / "checkpoint-2") if plugin else None)
+
+
 def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
     arguments = tiny_arguments(
         tmp_path,
@@ -273,7 +314,7 @@ def test_best_checkpoint_is_recorded_under_its_final_name(tmp_path):
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=arguments, train_dataset=RandomSequences(), eval_dataset=RandomSequences(size=8)
     )
-    trainer.train()
+    attach_reliability(trainer).train()
     best = trainer.state.best_model_checkpoint
     assert best == str(tmp_path / f"checkpoint-{trainer.state.best_global_step}") and Path(best).is_dir()
     for checkpoint in tmp_path.glob("checkpoint-*"):
@@ -286,6 +327,7 @@ def test_nan_loss_stops_training_naming_the_step(tmp_path):
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(3)]
     )
+    attach_reliability(trainer)
     with pytest.raises(NonFiniteLossError, match=r"training loss is nan at global step 4\b.*checkpoint-2"):
         trainer.train()
     assert trainer.state.global_step == 3
@@ -297,6 +339,7 @@ def test_nan_weights_are_never_saved(tmp_path):
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(2)]
     )
+    attach_reliability(trainer)
     with pytest.raises(NonFiniteLossError, match=r"classifier\.weight hold NaN/inf at global step 2\b"):
         trainer.train()
     assert not list(tmp_path.glob("checkpoint-*")) and latest_checkpoint(tmp_path) is None
@@ -306,6 +349,7 @@ def test_nan_message_reports_the_fp16_loss_scale(tmp_path):
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences(), callbacks=[PoisonAt(1)]
     )
+    attach_reliability(trainer)
     # CPU training has no scaler; give the accelerator one (scale 1024) to see it reported.
     trainer.accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
     with pytest.raises(NonFiniteLossError, match=r"global step 2, fp16 loss scale 1024\b"):
@@ -375,22 +419,29 @@ def test_latest_checkpoint_skips_incomplete_and_staged_folders(tmp_path, safeten
     assert latest_checkpoint(tmp_path) == str(sharded)
 
 
-def test_resolve_resume_checkpoint(tmp_path, safetensors_bytes):
-    assert resolve_resume_checkpoint(None, str(tmp_path)) is None
-    assert resolve_resume_checkpoint("latest", str(tmp_path)) is None  # first start: nothing to resume yet
+def test_find_resume_checkpoint(tmp_path, safetensors_bytes):
+    assert find_resume_checkpoint(None, tmp_path) is None
+    assert find_resume_checkpoint("latest", tmp_path) is None  # first start: nothing to resume yet
+    # A folder where no checkpoint is marked: a plain Trainer's run, taken by its path (its options cannot be checked).
+    plain = fake_checkpoint(tmp_path / "plain" / "checkpoint-5", weights=safetensors_bytes)
+    assert find_resume_checkpoint(str(plain), tmp_path / "plain") == str(plain)
+    assert find_resume_checkpoint("latest", tmp_path / "plain") is None  # "latest" takes marked checkpoints only
     good = fake_checkpoint(tmp_path / "checkpoint-2", weights=safetensors_bytes)
     (good / FINGERPRINT_NAME).write_text("{}")  # marked complete
-    # Complete files but no marker: a save killed before its end, which "latest" never takes.
+    # Complete files but no marker beside a marked checkpoint: a save killed before its end.
     unmarked = fake_checkpoint(tmp_path / "checkpoint-3", weights=safetensors_bytes)
-    assert resolve_resume_checkpoint(True, str(tmp_path)) == str(good)
-    assert resolve_resume_checkpoint("latest", str(tmp_path)) == str(good)
-    assert resolve_resume_checkpoint(str(good), str(tmp_path)) == str(good)
-    assert resolve_resume_checkpoint(str(unmarked), str(tmp_path)) == str(unmarked)  # a plain Trainer's, by path
+    assert find_resume_checkpoint(True, tmp_path) == str(good)
+    assert find_resume_checkpoint("latest", tmp_path) == str(good)
+    assert find_resume_checkpoint(str(good), tmp_path) == str(good)
+    with pytest.raises(
+        CheckpointError, match=r"checkpoint-3/run_fingerprint.json is missing \(the save did not finish"
+    ):
+        find_resume_checkpoint(str(unmarked), tmp_path)
     broken = fake_checkpoint(tmp_path / "checkpoint-4", state=False, weights=safetensors_bytes)
     with pytest.raises(CheckpointError, match=r"checkpoint-4/trainer_state.json is missing"):
-        resolve_resume_checkpoint(str(broken), str(tmp_path))
+        find_resume_checkpoint(str(broken), tmp_path)
     with pytest.raises(CheckpointError, match="no checkpoint folder at .*nowhere"):
-        resolve_resume_checkpoint(str(tmp_path / "nowhere"), str(tmp_path))
+        find_resume_checkpoint(str(tmp_path / "nowhere"), tmp_path)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -403,7 +454,7 @@ def trained_checkpoint(tmp_path) -> Path:
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
     )
-    trainer.train()
+    attach_reliability(trainer).train()
     return tmp_path / "run" / "checkpoint-2"
 
 
@@ -413,7 +464,7 @@ def resume(checkpoint: Path, tmp_path: Path, model: torch.nn.Module | None = Non
         args=tiny_arguments(tmp_path / "resumed", max_steps=4),
         train_dataset=RandomSequences(),
     )
-    trainer.train(resume_from_checkpoint=str(checkpoint))
+    resume_training(attach_reliability(trainer), str(checkpoint))
 
 
 def test_resume_from_truncated_weights_names_the_file(trained_checkpoint, tmp_path):
@@ -530,13 +581,14 @@ TWO_RANK_WORKER = textwrap.dedent(
     import torch
     sys.path.insert(0, sys.argv[1])  # the tests folder, for tests/helpers/trainer.py
     from helpers.trainer import PoisonAt, RandomSequences, tiny_arguments, tiny_classifier
+    from albert_hf.training.callbacks import attach_reliability
     from albert_hf.training.reliability import NonFiniteLossError
     from albert_hf.training.trainer import AlbertTrainer
 
     output = Path(sys.argv[2])
     trainer = AlbertTrainer(model=tiny_classifier(), args=tiny_arguments(output / "run", save_total_limit=1),
                               train_dataset=RandomSequences())
-    trainer.train()
+    attach_reliability(trainer).train()
 
     class PoisonOnRankOne(PoisonAt):
         def on_step_end(self, args, state, control, **kwargs):
@@ -545,6 +597,7 @@ TWO_RANK_WORKER = textwrap.dedent(
 
     poisoned = AlbertTrainer(model=tiny_classifier(), args=tiny_arguments(output / "poisoned"),
                                train_dataset=RandomSequences(), callbacks=[PoisonOnRankOne(3)])
+    attach_reliability(poisoned)
     try:
         poisoned.train()
         error = None
@@ -601,8 +654,8 @@ def test_two_processes_save_atomically_and_stop_together_on_nan(tmp_path):
 def two_checkpoints(tmp_path) -> Path:
     """A finished run of 4 steps: checkpoint-2 and checkpoint-4, each written by Trainer in full."""
     run = tmp_path / "run"
-    AlbertTrainer(
-        model=tiny_classifier(), args=tiny_arguments(run, max_steps=4), train_dataset=RandomSequences()
+    attach_reliability(
+        AlbertTrainer(model=tiny_classifier(), args=tiny_arguments(run, max_steps=4), train_dataset=RandomSequences())
     ).train()
     return run
 
@@ -632,7 +685,7 @@ def test_resume_from_a_truncated_training_state_file_names_it_before_training(tw
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
     with pytest.raises(CheckpointError, match=rf"checkpoint-4/{file_name} is truncated"):
-        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-4"))
+        resume_training(attach_reliability(trainer), str(two_checkpoints / "checkpoint-4"))
     assert trainer.state.global_step == 0 and not list((tmp_path / "resumed").glob("checkpoint-*"))  # nothing trained
 
 
@@ -658,7 +711,7 @@ def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog)
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "resumed", max_steps=6), train_dataset=RandomSequences()
     )
     with caplog.at_level(logging.INFO, logger="albert_hf.training"):
-        trainer.train(resume_from_checkpoint=str(two_checkpoints / "checkpoint-2"))
+        resume_training(attach_reliability(trainer), str(two_checkpoints / "checkpoint-2"))
     assert f"Resuming from {two_checkpoints / 'checkpoint-2'} (step 2)." in caplog.text
     assert trainer.state.global_step == 6
 
@@ -669,15 +722,13 @@ def test_resume_names_the_checkpoint_and_step(two_checkpoints, tmp_path, caplog)
 
 
 def resume_with(checkpoint: Path, output_dir: Path, **overrides) -> AlbertTrainer:
-    extra = overrides.pop("run_fingerprint_extra", None)
+    extra = overrides.pop("fingerprint_extra", None)
     trainer = AlbertTrainer(
         model=tiny_classifier(),
         args=tiny_arguments(output_dir, max_steps=6, **overrides),
         train_dataset=RandomSequences(),
     )
-    if extra is not None:
-        trainer.run_fingerprint_extra = extra
-    trainer.train(resume_from_checkpoint=str(checkpoint))
+    resume_training(attach_reliability(trainer, fingerprint_extra=extra), str(checkpoint))
     return trainer
 
 
@@ -698,7 +749,7 @@ def test_checkpoints_carry_the_fingerprint_of_their_run(two_checkpoints):
         ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}, None),  # same global batch: allowed
         ({"per_device_train_batch_size": 8}, "global_batch_size: 4 in the checkpoint, 8 now"),
         ({"adam_beta2": 0.98}, "optimizer.adam_beta2: 0.999 in the checkpoint, 0.98 now"),
-        ({"run_fingerprint_extra": {"train_files": ["b.txt"]}}, "job.train_files: absent in the checkpoint"),
+        ({"fingerprint_extra": {"train_files": ["b.txt"]}}, "job.train_files: absent in the checkpoint"),
     ],
 )
 def test_a_resume_that_changes_the_run_is_refused_naming_each_option(two_checkpoints, tmp_path, overrides, difference):
@@ -713,13 +764,12 @@ def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
     trainer = AlbertTrainer(
         model=tiny_classifier(), args=tiny_arguments(tmp_path / "run", max_steps=2), train_dataset=RandomSequences()
     )
-    trainer.run_fingerprint_extra = {"train_files": ["a.txt"], "tokenizer": "spiece.model"}
-    trainer.train()
+    attach_reliability(trainer, fingerprint_extra={"train_files": ["a.txt"], "tokenizer": "spiece.model"}).train()
     with pytest.raises(CheckpointError) as caught:
         resume_with(
             tmp_path / "run" / "checkpoint-2",
             tmp_path / "resumed",
-            run_fingerprint_extra={"train_files": ["b.txt"], "tokenizer": "other.model"},
+            fingerprint_extra={"train_files": ["b.txt"], "tokenizer": "other.model"},
         )
     message = str(caught.value)
     assert "would change 2 of the options" in message
@@ -728,7 +778,10 @@ def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
 
 
 def test_a_checkpoint_without_fingerprint_resumes_with_a_warning(two_checkpoints, tmp_path, caplog):
-    (two_checkpoints / "checkpoint-2" / "run_fingerprint.json").unlink()  # as an older version or Trainer wrote it
+    for marker in two_checkpoints.glob(
+        "checkpoint-*/run_fingerprint.json"
+    ):  # as an older version or Trainer wrote them
+        marker.unlink()
     with caplog.at_level(logging.WARNING, logger="albert_hf.training.reliability"):
         trainer = resume_with(two_checkpoints / "checkpoint-2", tmp_path / "resumed", learning_rate=2e-2)
     assert trainer.state.global_step == 6
@@ -764,7 +817,7 @@ def test_a_finished_run_relaunched_trains_no_step_past_max_steps(two_checkpoints
         model=tiny_classifier(), args=tiny_arguments(two_checkpoints, max_steps=4), train_dataset=dataset()
     )
     with caplog.at_level(logging.INFO, logger="albert_hf.training"):
-        result = relaunched.train(resume_from_checkpoint=latest_checkpoint(two_checkpoints))
+        result = resume_training(attach_reliability(relaunched), latest_checkpoint(two_checkpoints))
     assert "already trained for 4 steps (--max_steps 4): nothing to train" in caplog.text
     assert result.global_step == relaunched.state.global_step == 4
     assert sorted(p.name for p in two_checkpoints.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
@@ -787,15 +840,20 @@ KILLED_FINAL_SAVE = textwrap.dedent(
     import transformers.modeling_utils as modeling_utils
     from transformers import Trainer
     from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier
+    from albert_hf.training.callbacks import attach_reliability, save_final_model
     from albert_hf.training.trainer import AlbertTrainer
 
-    trainer_class = {"reliable": AlbertTrainer, "plain": Trainer}[sys.argv[3]]
+    reliable = sys.argv[3] == "reliable"
     output = Path(sys.argv[2])
-    trainer = trainer_class(model=tiny_classifier(), args=tiny_arguments(output, max_steps=2, save_strategy="no"),
-                            train_dataset=RandomSequences())
+    trainer = (AlbertTrainer if reliable else Trainer)(
+        model=tiny_classifier(), args=tiny_arguments(output, max_steps=2, save_strategy="no"),
+        train_dataset=RandomSequences())
+    if reliable:
+        attach_reliability(trainer)
+    save = save_final_model if reliable else Trainer.save_model
     trainer.train()
     if sys.argv[4] == "second":  # a complete model is there already; the next save of the same folder dies
-        trainer.save_model()
+        save(trainer)
         trainer.train()
     save_file = modeling_utils.safe_save_file
 
@@ -806,7 +864,7 @@ KILLED_FINAL_SAVE = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
     modeling_utils.safe_save_file = dies_half_way
-    trainer.save_model()
+    save(trainer)
     """
 )
 
@@ -843,8 +901,7 @@ def test_a_second_final_save_killed_midway_keeps_the_first_model_whole(tmp_path)
     model = AlbertForSequenceClassification.from_pretrained(output)  # the first save, complete
     assert model.config.hidden_size == 16
     # And a later save into the folder clears the leftover staging folder and completes.
-    trainer = AlbertTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no"))
-    trainer.save_model()
+    save_final_model(AlbertTrainer(model=model, args=tiny_arguments(output, max_steps=1, save_strategy="no")))
     assert not (output / MODEL_STAGING_DIR_NAME).exists()
     AlbertForSequenceClassification.from_pretrained(output)
 

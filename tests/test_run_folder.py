@@ -1,4 +1,4 @@
-"""Guarded output folders and one writer per folder (`albert_hf.run_folder`), and how the CLI reports user errors.
+"""Guarded output folders and one writer per folder (`albert_hf.training.run_folder`), and how the CLI reports user errors.
 
 The rules are checked on folders laid out by hand (the expected verdicts and the files to remove are listed here, not
 computed); the lock between real processes (subprocesses holding it, killed with SIGKILL, exiting through an
@@ -22,7 +22,8 @@ from helpers.data import FIXTURES
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
 from albert_hf.errors import MissingFileError, UserError
-from albert_hf.run_folder import (
+from albert_hf.training.checkpoints import check_pretrained_source
+from albert_hf.training.run_folder import (
     LOCK_NAME,
     FolderInUseError,
     OutputFolderError,
@@ -32,7 +33,6 @@ from albert_hf.run_folder import (
     release_held_locks,
     remove_run_files,
 )
-from albert_hf.training.checkpoints import check_pretrained_source
 
 
 def make(folder: Path, *names: str) -> Path:
@@ -95,7 +95,7 @@ def test_overwrite_removes_the_run_files_and_nothing_else(tmp_path, caplog):
     to_remove = check_output_folder(str(folder), overwrite=True)
     expected = {name.split("/")[0] for name in run}
     assert set(to_remove) == expected
-    with caplog.at_level("WARNING", logger="albert_hf.run_folder"):
+    with caplog.at_level("WARNING", logger="albert_hf.training.run_folder"):
         assert set(remove_run_files(str(folder))) == expected
     assert sorted(os.listdir(folder)) == sorted(["_albert_hf.lock", "README.md", "data", "notes.txt", "runs"])
     assert (folder / "runs/Dec02/events.out.tfevents.1").exists() and (folder / "data/train.tsv").exists()
@@ -150,7 +150,7 @@ def test_a_hub_id_while_the_hub_is_offline_is_called_missing(monkeypatch):
 LOCK_HOLDER = """
 import sys
 from albert_hf.errors import UserError
-from albert_hf.run_folder import acquire_lock
+from albert_hf.training.run_folder import acquire_lock
 try:
     acquire_lock(sys.argv[1])
 except UserError as error:

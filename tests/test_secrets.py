@@ -21,7 +21,7 @@ import transformers.trainer as trainer_module
 from helpers.data import FIXTURES
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.run_folder import LOCK_NAME, _command_line
+from albert_hf.training.run_folder import LOCK_NAME, _command_line
 
 FIRST = "hf_plantedFirstSpellingAAAA1111"  # --hub_token=..., overridden by the later spelling
 GIVEN = "hf_plantedSecondSpellingBBBB2222"  # --hub-token ..., the one the job uses

@@ -1,7 +1,7 @@
 """A resumed stream continues in the right pass through public Trainer hooks only (`ignore_data_skip`, a callback).
 
-`AlbertTrainer` resumes a positionable stream (no length) by starting it after the trained batches itself and telling
-Trainer to skip nothing; `ResumedStreamCounters` writes back Trainer's epoch, restores the RNG states after the first
+The reliability plugin (`ResumableStream`) resumes a positionable stream (no length) by starting it after the trained
+batches itself and telling Trainer to skip nothing; `ResumedStreamCounters` writes back Trainer's epoch, restores the RNG states after the first
 new batch and keeps training going when the resumed pass has nothing left. Here the stream is an in-memory one whose
 position is the index in its pass, and the tiny classifier has dropout, so the RNG states matter. Pass lengths put
 checkpoints at the end of a pass (16 instances: 4 batches, 2 steps of 2 micro-batches) and inside one, with a
@@ -25,6 +25,7 @@ from torch.utils.data import IterableDataset
 from transformers import TrainerCallback
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
+from albert_hf.training.callbacks import attach_reliability, resume_training
 from albert_hf.training.reliability import STREAM_POSITION_NAME
 from albert_hf.training.trainer import AlbertTrainer
 
@@ -87,7 +88,7 @@ def train(output_dir, size: int, checkpoint=None) -> tuple[AlbertTrainer, Positi
     stream, probe = PositionedSequences(size), TrainerCallsAccelerate()
     args = tiny_arguments(output_dir, gradient_accumulation_steps=ACCUMULATION)
     trainer = AlbertTrainer(model=tiny_classifier(), args=args, train_dataset=stream, callbacks=[probe])
-    trainer.train(resume_from_checkpoint=checkpoint)
+    resume_training(attach_reliability(trainer), checkpoint)
     return trainer, stream, probe
 
 

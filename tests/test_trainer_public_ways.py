@@ -1,7 +1,7 @@
 """Behaviour that albert_hf's Trainers keep through public transformers hooks where they once used private Trainer
 names: the ALBERT schedule rebuilt by each `train()`, a fresh model built from its config (partitioned under
 ZeRO-3, with the config's dtype and attention implementation), a finished run's checkpoint loaded in every weights
-layout, the final save of gathered weights, the loss the loss checks read (a forward hook, not a `training_step`
+layout and the final save of gathered weights by Trainer itself, the loss the loss checks read (a forward hook, not a `training_step`
 override), and the shape of the Trainer classes (no mixins)."""
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ import os
 import socket
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 from helpers import processes
 from safetensors.torch import save_file
-from transformers import Trainer, TrainerCallback
+from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.tasks.common import ModelArguments, build_model
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.model_files import load_checkpoint_weights, save_full_model
+from albert_hf.training.transformers_internals import load_checkpoint_weights, save_weights
 
 
 @pytest.fixture(autouse=True)
@@ -171,7 +170,8 @@ def test_a_class_of_ones_own_is_built_by_its_constructor_with_the_configs_dtype_
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# A Trainer's model written and read with public functions (albert_hf/training/model_files.py)
+# A Trainer's model written and read by Trainer itself (training/transformers_internals.py: `_load_from_checkpoint`,
+# `_save`), what albert_hf relies on them for
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -195,17 +195,19 @@ def checkpoint_layouts(model: AlbertForPreTraining, folder: Path) -> dict[str, P
     return layouts
 
 
-def test_a_checkpoint_of_every_layout_loads_the_trained_weights(tmp_path, caplog):
-    """Every tensor of the fresh model ends equal to the trained one's, the decoder tied to the word embeddings
-    (left out of the safetensors files) included, with no warning about missing tensors."""
+def plain_trainer(model, output_dir: Path, **kwargs) -> Trainer:
+    args = TrainingArguments(output_dir=str(output_dir), report_to=[], use_cpu=True)
+    return Trainer(model=model, args=args, **kwargs)
+
+
+def test_a_checkpoint_of_every_layout_loads_the_trained_weights(tmp_path):
+    """What a finished run relaunched relies on (`load_checkpoint_weights`: Trainer's `_load_from_checkpoint`): every
+    tensor of the fresh model ends equal to the trained one's, in every layout, the decoder tied to the word
+    embeddings (left out of the safetensors files) included."""
     trained = trained_pretraining_model()
     for layout, folder in checkpoint_layouts(trained, tmp_path).items():
         fresh = tiny_pretraining_model()
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            load_checkpoint_weights(SimpleNamespace(model=fresh), str(folder))
-        warnings = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
-        assert warnings == [], layout
+        load_checkpoint_weights(plain_trainer(fresh, tmp_path / "run"), str(folder))
         loaded, expected = fresh.state_dict(), trained.state_dict()
         assert loaded.keys() == expected.keys()
         for name in expected:
@@ -220,23 +222,23 @@ def test_a_checkpoint_missing_a_tensor_names_it(tmp_path, caplog):
     save_file(
         {k: v.contiguous() for k, v in weights.items() if "decoder.weight" not in k}, tmp_path / "model.safetensors"
     )
-    with caplog.at_level(logging.WARNING, logger="albert_hf.training.model_files"):
-        load_checkpoint_weights(SimpleNamespace(model=tiny_pretraining_model()), str(tmp_path))
-    assert "has no weights for sop_classifier.classifier.bias: they keep their initial values" in caplog.text
-    assert "decoder" not in caplog.text  # tied to the word embeddings, which were loaded
-    assert "has weights the model lacks, ignored: extra.weight" in caplog.text
-    with pytest.raises(ValueError, match="has no weights file"):
-        load_checkpoint_weights(SimpleNamespace(model=tiny_pretraining_model()), str(tmp_path / "missing"))
+    with caplog.at_level(logging.WARNING):
+        load_checkpoint_weights(plain_trainer(tiny_pretraining_model(), tmp_path / "run"), str(tmp_path))
+    assert "sop_classifier.classifier.bias" in caplog.text and "missing keys" in caplog.text
+    assert "unexpected keys" in caplog.text and "extra.weight" in caplog.text
+    with pytest.raises(ValueError, match="Can't find a valid checkpoint"):
+        load_checkpoint_weights(plain_trainer(tiny_pretraining_model(), tmp_path / "run"), str(tmp_path / "missing"))
 
 
 def test_the_gathered_model_is_saved_with_its_config_tokenizer_and_arguments(tmp_path, spiece_model):
-    """What Trainer's own final save writes, from the given full weights (under FSDP: those gathered from the shards,
-    tests/test_lamb_distributed.py checks them against one process): they load back equal, with the tokenizer."""
+    """What the final save under FSDP relies on (`save_weights`: Trainer's `_save` of given full weights, those gathered
+    from the shards; tests/test_lamb_distributed.py checks them against one process): they load back equal, with the
+    tokenizer and the training arguments."""
     tokenizer = AlbertHFTokenizer(vocab_file=str(spiece_model))
     trained = trained_pretraining_model()
     args = PretrainingArguments(output_dir=str(tmp_path / "run"), report_to=[], use_cpu=True)
     trainer = AlbertPretrainingTrainer(model=tiny_pretraining_model(), args=args, processing_class=tokenizer)
-    save_full_model(trainer, str(tmp_path / "final"), trained.state_dict())
+    save_weights(trainer, str(tmp_path / "final"), trained.state_dict())
     reloaded = AlbertForPreTraining.from_pretrained(tmp_path / "final")
     for name, tensor in trained.state_dict().items():
         assert torch.equal(reloaded.state_dict()[name], tensor), name

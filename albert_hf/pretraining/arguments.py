@@ -16,8 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..distributed import launched_world_size
-from ..errors import OptionError, UserError
+from ..errors import OptionError
 from ..tasks.common import (
     ModelArguments,
     fill_unset,
@@ -31,6 +30,7 @@ from .recipes import (
     ARCHITECTURE_FIELDS,
     QUICKSTART_ALIASES,
     RECIPES,  # noqa: F401  (the shipped recipes as read, for the callers of this module)
+    TRAINER_DEFAULTS,
     PretrainingDataArguments,
     QuickstartArguments,
     RecipeArguments,
@@ -74,14 +74,14 @@ class PretrainingJob:
 
 def parse_pretraining_args(argv: list[str] | None = None) -> PretrainingJob:
     """The arguments of `albert-hf pretrain`, parsed as every job parses them, with --recipe as the defaults
-    ([`pretraining_recipe`]) and the accumulation steps of --global_batch_size ([`apply_global_batch_size`])."""
-    model, data, recipe, training = parse_args(ARGUMENT_CLASSES, argv, recipe=pretraining_recipe)
-    job = PretrainingJob(model=model, data=data, recipe=recipe, training=training)
-    apply_global_batch_size(job)
-    return job
+    ([`pretraining_recipe`]); --global_batch_size sets the accumulation steps (`tasks.common.split_global_batch`)."""
+    model, data, recipe, training = parse_args(
+        ARGUMENT_CLASSES, argv, recipe=pretraining_recipe, trainer_defaults=TRAINER_DEFAULTS
+    )
+    return PretrainingJob(model=model, data=data, recipe=recipe, training=training)
 
 
-def pretraining_recipe(options) -> tuple[str, dict[str, Any]]:
+def pretraining_recipe(options, given: frozenset[str] = frozenset()) -> tuple[str, dict[str, Any]]:
     """The options of --recipe (a shipped name or a .yaml file), each an option of `albert-hf pretrain` or of the
     quickstart (a job without the quickstart's skips those); a model from --model_name_or_path keeps its own
     architecture, so the recipe's is left out."""
@@ -93,37 +93,6 @@ def pretraining_recipe(options) -> tuple[str, dict[str, Any]]:
     if options.model_name_or_path:  # continued pretraining: the checkpoint's architecture, not the recipe's
         values = {name: value for name, value in values.items() if name not in ARCHITECTURE_FIELDS}
     return source, values
-
-
-def apply_global_batch_size(job: PretrainingJob) -> None:
-    """Set the gradient accumulation steps from --global_batch_size (a given --gradient_accumulation_steps must
-    agree)."""
-    if not job.recipe.global_batch_size:
-        return
-    # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch where
-    # this count and Trainer's world size differ.
-    steps = accumulation_steps(
-        job.recipe.global_batch_size, job.training.per_device_train_batch_size, launched_world_size()
-    )
-    given = job.training.gradient_accumulation_steps
-    if is_given(job.training, "gradient_accumulation_steps") and given != steps:
-        raise OptionError(
-            f"--gradient_accumulation_steps {given} and --global_batch_size {job.recipe.global_batch_size} "
-            f"(which means {steps} accumulation steps of {job.training.per_device_train_batch_size} sequences on "
-            f"{launched_world_size()} devices) disagree; give one of them."
-        )
-    job.training.gradient_accumulation_steps = steps
-
-
-def accumulation_steps(global_batch_size: int, per_device_batch_size: int, world_size: int) -> int:
-    """Gradient accumulation steps that make `global_batch_size` from the per-device batches of all devices."""
-    per_step = per_device_batch_size * world_size
-    if global_batch_size % per_step:
-        raise UserError(
-            f"--global_batch_size {global_batch_size} is not a multiple of per_device_train_batch_size "
-            f"({per_device_batch_size}) x devices ({world_size})."
-        )
-    return global_batch_size // per_step
 
 
 def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
@@ -142,20 +111,29 @@ def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
     # argparse lists the options under their pretraining names only: the help ends with the quickstart's spellings.
     aliases = "Also: " + ", ".join(f"{old} is {new}" for old, new in QUICKSTART_ALIASES.items()) + "."
     model, data, recipe, training, quickstart = parse_args(
-        QUICKSTART_ARGUMENT_CLASSES, argv, epilog=aliases, recipe=pretraining_recipe
+        QUICKSTART_ARGUMENT_CLASSES,
+        argv,
+        epilog=aliases,
+        recipe=pretraining_recipe,
+        derive=quickstart_schedule,
+        trainer_defaults=TRAINER_DEFAULTS,
     )
-    job = PretrainingJob(model=model, data=data, recipe=recipe, training=training, quickstart=quickstart)
-    apply_global_batch_size(job)
-    if job.max_steps < 1:  # -1, "no limit", is Trainer's; the quickstart's schedule needs a number of steps
-        raise OptionError(f"--max_steps must be at least 1 for the quickstart (its schedule), got {job.max_steps}.")
+    return PretrainingJob(model=model, data=data, recipe=recipe, training=training, quickstart=quickstart)
+
+
+def quickstart_schedule(values: dict[str, Any], given: frozenset[str], kept: list[str]) -> None:
+    """The quickstart's schedule in proportion to --max_steps, for the options not given: a warm-up of
+    --warmup_fraction, 30 logs and --evaluations points on the held-out curve."""
+    steps = values["max_steps"]
+    if steps < 1:  # -1, "no limit", is Trainer's; the quickstart's schedule needs a number of steps
+        raise OptionError(f"--max_steps must be at least 1 for the quickstart (its schedule), got {steps}.")
     schedule = dict(
-        warmup_steps=max(1, round(job.max_steps * job.warmup_fraction)),
-        logging_steps=max(1, job.max_steps // 30),
+        warmup_steps=max(1, round(steps * values["warmup_fraction"])),
+        logging_steps=max(1, steps // 30),
         eval_strategy="steps",
-        eval_steps=max(1, job.max_steps // job.evaluations),
+        eval_steps=max(1, steps // values["evaluations"]),
     )
-    fill_unset(job.parts(), schedule, source="the schedule derived from --max_steps")
-    return job
+    fill_unset(values, given, schedule, "the schedule derived from --max_steps", kept)
 
 
 def _unalias(item: str) -> str:

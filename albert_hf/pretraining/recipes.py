@@ -3,6 +3,7 @@
 They live apart from the parsing (`albert_hf.pretraining.arguments`) and the Trainer (`albert_hf.pretraining.trainer`),
 in a module that imports neither torch nor transformers (nor `datasets`), so that `albert-hf pretrain --help` and
 `albert-hf quickstart --help` list them, with the defaults of the quickstart's recipe, at once (`albert_hf.job_help`).
+`option_group` names each one's group of options in the help.
 
 A recipe is data: each one lists its values in full, so that editing one never changes another.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..data.choices import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
 from ..options import COUNT, FRACTION, NON_NEGATIVE, POSITIVE, PROBABILITY, RANGE, SHARE, Range
@@ -40,6 +41,8 @@ ARCHITECTURE_FIELDS = frozenset({"config_preset", "config_overrides"})
 
 @dataclass
 class PretrainingDataArguments:
+    option_group: ClassVar[str] = "pretraining data"
+
     train_files: list[str] | None = field(
         default=None,
         metadata={
@@ -167,6 +170,8 @@ class PretrainingDataArguments:
 
 @dataclass
 class RecipeArguments:
+    option_group: ClassVar[str] = "recipe"
+
     recipe: str | None = field(
         default=None,
         metadata={
@@ -178,7 +183,8 @@ class RecipeArguments:
         default=None,
         metadata={
             RANGE: COUNT,
-            "help": "Sequences per optimizer step over all devices; sets --gradient_accumulation_steps.",
+            "help": "Sequences per optimizer step over all processes and accumulation steps: sets "
+            "--gradient_accumulation_steps (or, when that is given, --per_device_train_batch_size).",
         },
     )
 
@@ -187,6 +193,8 @@ class RecipeArguments:
 class QuickstartArguments:
     """What `albert-hf quickstart` adds to a pretraining run: its corpus, the tokenizer it trains when none is given,
     and a schedule in proportion to --max_steps."""
+
+    option_group: ClassVar[str] = "quickstart"
 
     corpus: str | None = field(
         default=None,
@@ -231,14 +239,23 @@ QUICKSTART_ALIASES = {
 
 
 # The defaults `PretrainingArguments` gives fields of transformers' `TrainingArguments`: ALBERT's optimizer settings,
-# and every column of the instances kept for the collator.
-TRAINER_DEFAULTS: dict[str, Any] = {"weight_decay": 0.01, "adam_epsilon": 1e-6, "remove_unused_columns": False}
+# and every column of the instances kept for the collator. And no `logging_nan_inf_filter`, which reads each
+# micro-batch's loss on the host twice: a non-finite loss stops the run before its optimizer step, or is rolled back
+# by the divergence guard, which gives Trainer's log a 0 in its place (`TrainingLosses`) and corrects the log.
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "weight_decay": 0.01,
+    "adam_epsilon": 1e-6,
+    "remove_unused_columns": False,
+    "logging_nan_inf_filter": False,
+}
 
 
 @dataclass
 class PretrainingOptions:
     """The options `PretrainingArguments` adds to `TrainingArguments`: ALBERT's optimizer and schedule, the checks
     before training and the divergence guard."""
+
+    option_group: ClassVar[str] = "optimizer, schedule, checks and divergence guard"
 
     optimizer: Literal["lamb", "adamw"] = field(
         default="lamb",

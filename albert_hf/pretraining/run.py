@@ -26,6 +26,7 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
 from ..tasks.common import ModelArguments, build_config, build_model, config_source, start_job
+from ..training.callbacks import attach_reliability
 from ..training.job_logs import TrainingProgressLog
 from ..training.reliability import data_files_fingerprint
 from ..training.sanity import (
@@ -68,7 +69,7 @@ FINGERPRINTED_DATA_OPTIONS = (
 
 
 def run_fingerprint(job: PretrainingJob) -> dict[str, Any]:
-    """What `--resume_from_checkpoint` refuses to change (`run_fingerprint_extra` of the Trainer): the text, how it
+    """What `--resume_from_checkpoint` refuses to change (the plugin's `fingerprint_extra`): the text, how it
     becomes instances and is masked, and the tokenizer; each local data file by its content
     (`data_files_fingerprint`), so that other data at the same path is refused too."""
     fingerprint = {name: getattr(job.data, name) for name in FINGERPRINTED_DATA_OPTIONS}
@@ -131,8 +132,10 @@ def build_trainer(
     training_args: PretrainingArguments,
     train_dataset,
     eval_dataset=None,
+    fingerprint_extra: dict[str, Any] | None = None,
 ) -> AlbertPretrainingTrainer:
-    """The Trainer of the run, with the masking collator of the arguments and the model card's language."""
+    """The Trainer of the run, with the masking collator of the arguments, the model card's language and the
+    reliability plugin (`attach_reliability`; `fingerprint_extra`: what a resume must not change, [`run_fingerprint`])."""
     collator = DataCollatorForSOP(
         tokenizer,
         masked_lm_prob=data_args.masked_lm_prob,
@@ -156,6 +159,9 @@ def build_trainer(
             dataset_name=", ".join(dict.fromkeys(Path(name).name for name in data_args.train_files or [])) or None,
         ),
     )
+    # Complete checkpoints, checked and exact resumption, the divergence guard of the arguments (or a stop at the first
+    # non-finite loss), the SIGTERM checkpoint; and what a resume must not change.
+    attach_reliability(trainer, fingerprint_extra=fingerprint_extra)
     # The loss every --logging_steps and the held-out figures at each evaluation, one line each as they happen,
     # in place of the dictionaries Trainer's progress bar prints.
     trainer.add_callback(TrainingProgressLog)

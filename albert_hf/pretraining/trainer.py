@@ -14,9 +14,9 @@
   trust ratio is that of a whole tensor (training/lamb_deepspeed.py).
 * The model card it writes (`create_model_card`, `--push_to_hub`) is albert_hf's, as for every albert_hf Trainer
   (`write_trainer_model_card`); `card_info=CardInfo(...)` holds its metadata.
-* It is an `AlbertTrainer` (training/trainer.py): complete checkpoints, checked resumption, and the divergence guard
-  of `PretrainingArguments` (`guard_divergence`, training/divergence.py) or, with the guard off, a stop at the first
-  non-finite loss.
+* It is an `AlbertTrainer` (training/trainer.py). The reliability plugin (`attach_reliability`, training/callbacks.py)
+  attaches complete checkpoints, checked resumption and the divergence guard of `PretrainingArguments`
+  (`divergence_guard_config`) or, with the guard off, a stop at the first non-finite loss.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 from transformers import TrainerCallback, TrainingArguments
 
 from ..errors import UserError
-from ..training.divergence import DivergenceGuardConfig, guard_divergence
+from ..training.divergence import DivergenceGuardConfig
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.schedules import get_albert_polynomial_decay_schedule
 from ..training.trainer import AlbertTrainer
@@ -108,9 +108,6 @@ class AlbertPretrainingTrainer(AlbertTrainer):
         self._metric_sums = {"train": None, "eval": None}
         if self.is_deepspeed_enabled:
             self.add_callback(RegisterZeroPartitionsWithLamb())
-        guard_config = self.args.divergence_guard_config() if hasattr(self.args, "divergence_guard_config") else None
-        if guard_config is not None:
-            guard_divergence(self, guard_config)
 
     def _check_columns_reach_the_collator(self) -> None:
         """Refuse to drop "word_starts" (the word boundaries of text without spaces): Trainer keeps only the columns

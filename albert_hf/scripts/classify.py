@@ -49,6 +49,7 @@ from albert_hf.tasks.finetuning import (
 )
 from albert_hf.tasks.glue import encode_texts
 from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
+from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, ClassifyArguments, TrainingArguments)
@@ -110,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         compute_metrics=label_metrics(label_space),
         card_info=classify_card_info(model_args, data_args, task_args),
     )
-    trainer.run_fingerprint_extra = training_fingerprint("classify", model_args, data_args, task_args)
+    # Complete checkpoints, checked and exact resumption, the loss checks, the SIGTERM checkpoint; and what a
+    # resume must not change.
+    attach_reliability(trainer, fingerprint_extra=training_fingerprint("classify", model_args, data_args, task_args))
 
     # 7. Train (a checkpoint on SIGTERM), save, evaluate, write the card (or push).
     train_and_evaluate(trainer, training_args, eval_sets)

@@ -45,6 +45,7 @@ from albert_hf.tasks.glue import (
     predict_test_sets,
 )
 from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
+from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, GlueArguments, TrainingArguments)
@@ -102,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         compute_metrics=glue_compute_metrics(task.name),
         card_info=glue_card_info(task, model_args),
     )
-    trainer.run_fingerprint_extra = training_fingerprint(task.name, model_args, data_args, task_args)
+    # Complete checkpoints, checked and exact resumption, the loss checks, the SIGTERM checkpoint; and what a
+    # resume must not change.
+    attach_reliability(trainer, fingerprint_extra=training_fingerprint(task.name, model_args, data_args, task_args))
 
     # 7. Train (a checkpoint on SIGTERM), save, evaluate every evaluation set, write the card (or push).
     train_and_evaluate(trainer, training_args, eval_sets)

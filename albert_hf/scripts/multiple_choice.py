@@ -42,6 +42,7 @@ from albert_hf.tasks.finetuning import (
 )
 from albert_hf.tasks.multiple_choice import accuracy_compute_metrics, card_info, load_splits, write_test_predictions
 from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
+from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, MultipleChoiceArguments, TrainingArguments)
@@ -95,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         compute_metrics=accuracy_compute_metrics,
         card_info=card_info(model_args, data_args, mc_args),
     )
-    trainer.run_fingerprint_extra = training_fingerprint("multiple_choice", model_args, data_args, mc_args)
+    # Complete checkpoints, checked and exact resumption, the loss checks, the SIGTERM checkpoint; and what a
+    # resume must not change.
+    attach_reliability(
+        trainer, fingerprint_extra=training_fingerprint("multiple_choice", model_args, data_args, mc_args)
+    )
 
     # 7. Train, save, evaluate, write the card (or push).
     train_and_evaluate(trainer, training_args, eval_sets)

@@ -50,6 +50,7 @@ from albert_hf.tasks.ner import (
     write_test_predictions,
 )
 from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
+from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 
 ARGUMENTS = (ModelArguments, FineTuningArguments, NerArguments, TrainingArguments)
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         compute_metrics=evaluation_metrics(labels, alignment, features, raw),
         card_info=card_info(model_args),
     )
-    trainer.run_fingerprint_extra = training_fingerprint("ner", model_args, data_args, ner_args)
+    # Complete checkpoints, checked and exact resumption, the loss checks, the SIGTERM checkpoint; and what a
+    # resume must not change.
+    attach_reliability(trainer, fingerprint_extra=training_fingerprint("ner", model_args, data_args, ner_args))
 
     # 7. Train, save, evaluate, write the card (or push).
     train_and_evaluate(trainer, training_args, eval_sets)

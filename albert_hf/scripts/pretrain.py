@@ -36,8 +36,7 @@ from albert_hf.pretraining.run import (
     start_pretraining_job,
 )
 from albert_hf.tasks.common import load_tokenizer
-from albert_hf.training.preemption import train_or_checkpoint_on_signal
-from albert_hf.training.reliability import resolve_resume_checkpoint
+from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)
 
@@ -59,16 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     # 4. Model: a fresh ALBERT sized to the tokenizer, or the checkpoint of --model_name_or_path.
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length, training_args.sanity_checks)
 
-    # 5. Trainer: the masking collator, the progress log, and what a resume must not change.
-    trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
-    trainer.run_fingerprint_extra = run_fingerprint(job)
+    # 5. Trainer: the masking collator, the progress log, and the reliability plugin with what a resume must not
+    # change.
+    trainer = build_trainer(
+        model, tokenizer, data_args, training_args, train_dataset, eval_dataset, run_fingerprint(job)
+    )
     check_first_instances(trainer, data_args, stats.word_boundaries)
 
     # 6. Train: from --resume_from_checkpoint (`latest`: the newest complete checkpoint of --output_dir). A SIGTERM
     # or SIGUSR1 checkpoints the step reached and raises StoppedBySignal, before anything final is written.
-    checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
-    trainer.save_model()  # model and tokenizer, loadable with from_pretrained
+    result = resume_training(trainer, training_args.resume_from_checkpoint)
+    save_final_model(trainer)  # model and tokenizer, loadable with from_pretrained
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)
 
@@ -78,9 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
 
-    # 8. Save the state and the model card (README.md beside the model, as --push_to_hub writes it).
+    # 8. Save the state and the model card with the evaluation's results (README.md beside the model); with
+    # --push_to_hub, one upload of all of it, after the evaluation.
     trainer.save_state()
-    trainer.create_model_card()
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    else:
+        trainer.create_model_card()
     if trainer.is_world_process_zero():
         print(f"Pretraining data: {stats.describe()}")
         print(f"Model and tokenizer saved to {training_args.output_dir}")

@@ -36,8 +36,7 @@ from albert_hf.pretraining.run import (
     train_quickstart_tokenizer,
 )
 from albert_hf.tasks.common import load_tokenizer
-from albert_hf.training.preemption import train_or_checkpoint_on_signal
-from albert_hf.training.reliability import resolve_resume_checkpoint
+from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)
 
@@ -78,15 +77,15 @@ def main(argv: list[str] | None = None) -> int:
 
     # 6. Model and Trainer, as `albert-hf pretrain` makes them.
     model = build_pretraining_model(model_args, tokenizer, data_args.max_seq_length, training_args.sanity_checks)
-    trainer = build_trainer(model, tokenizer, data_args, training_args, train_dataset, eval_dataset)
-    trainer.run_fingerprint_extra = run_fingerprint(job)
+    trainer = build_trainer(
+        model, tokenizer, data_args, training_args, train_dataset, eval_dataset, run_fingerprint(job)
+    )
     check_first_instances(trainer, data_args, stats.word_boundaries, say=indented)
 
     # 7. Train (a SIGTERM or SIGUSR1 checkpoints the step reached and stops), save, evaluate on the held-out set.
     print("[3/4] Pretraining a small ALBERT (MLM + SOP, LAMB)")
-    checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
-    trainer.save_model()
+    result = resume_training(trainer, training_args.resume_from_checkpoint)
+    save_final_model(trainer)
     trainer.log_metrics("train", result.metrics)
     trainer.save_metrics("train", result.metrics)
     metrics = trainer.evaluate()
@@ -100,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     plot_path = plot_learning_curves(
         trainer.state.log_history, Path(training_args.output_dir) / "learning_curves.png", baselines
     )
-    trainer.create_model_card()  # last, so that the card lists the curves and every other file of the folder
+    # Last, so that the card lists the curves and every other file of the folder; with --push_to_hub, one upload.
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    else:
+        trainer.create_model_card()
     print(quickstart_report(trainer, job, stats, metrics, baselines, plot_path, time.time() - started))
     return 0
 

@@ -43,6 +43,7 @@ from albert_hf.tasks.squad import (
     prepare_squad_examples,
     squad_card_info,
 )
+from albert_hf.training.callbacks import attach_reliability
 
 ARGUMENTS = (ModelArguments, SquadArguments, TrainingArguments)
 
@@ -98,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         eval_examples=examples.get("validation"),
         squad_args=squad_args,
     )
-    trainer.run_fingerprint_extra = training_fingerprint("squad", model_args, squad_args)
+    # Complete checkpoints, checked and exact resumption, the loss checks, the SIGTERM checkpoint; and what a
+    # resume must not change.
+    attach_reliability(trainer, fingerprint_extra=training_fingerprint("squad", model_args, squad_args))
 
     # 7. Train (a checkpoint on SIGTERM), save, evaluate, write the card. No 8th step: --do_predict was refused.
     eval_sets = {"eval": windows["validation"]} if "validation" in windows else {}

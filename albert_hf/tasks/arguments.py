@@ -9,15 +9,23 @@ They live apart from the jobs, in a module that imports neither torch nor transf
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from ..data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
 from ..data.glue_tasks import GLUE_TASKS
 from ..errors import OptionError, UserError
 from ..options import COUNT, RANGE, Range, check_arguments
 
+# The defaults of `TrainingArguments` the fine-tuning jobs change. No `logging_nan_inf_filter`: a non-finite loss stops
+# the run before its optimizer step (the reliability plugin's `StopOnNonFiniteLoss`), so Trainer's filter, which
+# reads each micro-batch's loss on the host twice, would have nothing to keep out of the log.
+TRAINER_DEFAULTS: dict[str, Any] = {"logging_nan_inf_filter": False}
+
 
 @dataclass
 class ModelArguments:
+    option_group: ClassVar[str] = "model and tokenizer"
+
     model_name_or_path: str | None = field(
         default=None,
         metadata={
@@ -41,7 +49,7 @@ class ModelArguments:
         default=None, metadata={"help": "eager, sdpa, flash_attention_2, flex_attention (default: sdpa)."}
     )
     # transformers 5 dropped TrainingArguments.overwrite_output_dir; albert_hf's jobs keep the option, with the
-    # meaning of `albert_hf.run_folder`.
+    # meaning of `albert_hf.training.run_folder`.
     overwrite_output_dir: bool = field(
         default=False,
         metadata={
@@ -68,6 +76,8 @@ def parse_seeds(value) -> list[int]:
 class ProtocolArguments:
     """How the paper fine-tuned (Lan et al., 2020, section 4.2.2 and Table 14): several seeds and their spread, and
     the small tasks started from another task's fine-tuned model. Options of every fine-tuning job."""
+
+    option_group: ClassVar[str] = "fine-tuning protocol (seeds, starting model)"
 
     seeds: str | None = field(
         default=None,
@@ -100,6 +110,8 @@ class ProtocolArguments:
 @dataclass
 class FineTuningArguments(ProtocolArguments):
     """Data files, sequence length and sample limits shared by all fine-tuning tasks."""
+
+    option_group: ClassVar[str] = "data"
 
     data_dir: str | None = field(
         default=None, metadata={"help": "Folder with the task's files in their original layout (e.g. glue_data/MRPC)."}
@@ -135,13 +147,13 @@ class FineTuningArguments(ProtocolArguments):
             "or the path of your own .yaml file of options. The command line wins."
         },
     )
-    total_train_batch_size: int | None = field(
+    global_batch_size: int | None = field(
         default=None,
         metadata={
             RANGE: COUNT,
-            "help": "Training examples per optimizer step over all processes and accumulation steps: sets "
-            "--per_device_train_batch_size to it / (processes x --gradient_accumulation_steps). A preset gives the "
-            "paper's; a --per_device_train_batch_size you give wins over a preset's.",
+            "help": "Training examples per optimizer step over all processes and accumulation steps (a preset gives "
+            "the paper's): sets --per_device_train_batch_size to it / (processes x --gradient_accumulation_steps), "
+            "or, when --per_device_train_batch_size is given, the accumulation steps.",
         },
     )
 
@@ -154,6 +166,8 @@ class FineTuningArguments(ProtocolArguments):
 class EarlyExitArguments:
     """Adaptive depth (`AlbertConfig.early_exit`): options of the sequence-classification and multiple-choice jobs,
     written into the saved config; an option not given keeps the checkpoint's (or the preset's) value."""
+
+    option_group: ClassVar[str] = "adaptive depth (early exit)"
 
     early_exit: bool = field(
         default=False,
@@ -181,6 +195,8 @@ class EarlyExitArguments:
 
 @dataclass
 class GlueArguments(EarlyExitArguments):
+    option_group: ClassVar[str] = "GLUE"
+
     task_name: str = field(metadata={"help": f"GLUE task: {', '.join(name for name in GLUE_TASKS if name != 'ax')}."})
     dataset_name: str = field(
         default="nyu-mll/glue", metadata={"help": "Hub dataset used when neither --data_dir nor files are given."}
@@ -198,6 +214,8 @@ class GlueArguments(EarlyExitArguments):
 @dataclass
 class ClassifyArguments(EarlyExitArguments):
     """Where the table's texts and labels are."""
+
+    option_group: ClassVar[str] = "table"
 
     dataset_name: str | None = field(
         default=None,
@@ -230,6 +248,8 @@ class ClassifyArguments(EarlyExitArguments):
 
 @dataclass
 class NerArguments:
+    option_group: ClassVar[str] = "NER"
+
     label_all_tokens: bool = field(
         default=False,
         metadata={
@@ -281,6 +301,8 @@ UNREAD_OPTIONS = ("data_dir", "test_file", "max_predict_samples")
 class SquadArguments(FineTuningArguments):
     """Data, windowing and answer-extraction options of the SQuAD job: the fine-tuning data arguments, with SQuAD's
     window length and preset rows, and its own options."""
+
+    option_group: ClassVar[str] = "SQuAD"
 
     train_file: str | None = field(
         default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
@@ -352,6 +374,8 @@ class SquadArguments(FineTuningArguments):
 
 @dataclass
 class MultipleChoiceArguments(EarlyExitArguments):
+    option_group: ClassVar[str] = "multiple choice"
+
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}
     )

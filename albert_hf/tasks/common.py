@@ -11,18 +11,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from ..configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
 from ..errors import OptionError, UserError
 from ..options import (
-    CONFIG_HELP,
     CONFIG_OPTION,
-    RANGE,
-    RefusingParser,
-    check_arguments,
+    NOT_TYPED,
     check_ranges,
     closest,
+    job_parser,
+    own_fields,
     unknown_options,
 )
 from .arguments import ModelArguments
@@ -45,54 +42,47 @@ def config_override_items(text: str | None) -> dict[str, str]:
 
 
 def parse_config_overrides(text: str | None) -> dict[str, Any]:
-    """'a=1,b=0.5,c=gelu' -> {'a': 1, 'b': 0.5, 'c': 'gelu'}: each key a field of AlbertConfig (an unknown one is an
-    error naming the closest field), each value read as the field's type."""
-    fields = config_fields()
-    overrides: dict[str, Any] = {}
+    """'a=1,b=0.5,c=gelu' -> {'a': 1, 'b': 0.5, 'c': 'gelu'}: each value read as its field of AlbertConfig
+    ([`apply_config_overrides`] on a default config), an unknown key an error naming the closest field."""
+    config = AlbertConfig()
+    items = config_override_items(text)
+    apply_config_overrides(config, text)
+    return {key: getattr(config, key) for key in items}
+
+
+def apply_config_overrides(config: AlbertConfig, text: str | None) -> None:
+    """`--config_overrides 'a=1,b=0.5,c=gelu'` onto `config`, through transformers' `update_from_string`, which reads
+    each value as the type of the field's current value (`true`/`false` for a switch). Around it: an unknown key is an
+    `OptionError` naming the closest field; `none`/`null` sets a field that may be None to None; a field that is None
+    now (which gives `update_from_string` no type to read by) takes the value as JSON reads it, else as text; a value
+    the field's type refuses names the field. The values are not validated here: build the config from them."""
+    fields = {item.name: item for item in dataclasses.fields(type(config))}
     for key, value in config_override_items(text).items():
-        if key not in fields:
-            guess = closest(key, fields)
-            hint = f"did you mean {guess!r}?" if guess else f"its fields: {', '.join(sorted(fields))}"
+        if key.startswith("_") or not hasattr(config, key):
+            known = [name for name in {*fields, *dir(type(config))} if not name.startswith("_")]
+            guess = closest(key, known)
+            hint = f"did you mean {guess!r}?" if guess else "it is not a field of AlbertConfig"
             raise OptionError(f"--config_overrides {key}={value}: AlbertConfig has no field {key!r} ({hint})")
-        overrides[key] = _typed_override(key, value, fields[key])
-    return overrides
-
-
-def config_fields() -> dict[str, str]:
-    """The names --config_overrides may set, with their annotations: AlbertConfig's fields and its public settable
-    properties (`num_labels`, `output_attentions`, ...)."""
-    import inspect
-
-    fields = {f.name: str(f.type) for f in dataclasses.fields(AlbertConfig)}
-    for name, member in inspect.getmembers(AlbertConfig):
-        if isinstance(member, property) and member.fset is not None and not name.startswith("_"):
-            annotation = inspect.signature(member.fget).return_annotation
-            unknown = annotation is inspect.Signature.empty
-            fields.setdefault(name, "bool | int | float | str | None" if unknown else str(annotation).replace("'", ""))
-    return fields
-
-
-def _typed_override(key: str, text: str, annotation: str) -> Any:
-    """`text` read as a value of a field annotated `annotation` ('int', 'int | float', 'str', 'int | None', ...)."""
-    kinds = [kind.strip() for kind in annotation.split("|")]
-    if "None" in kinds and text.lower() in ("none", "null"):
-        return None
-    if "bool" in kinds and text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for kind, read in (("int", int), ("float", float)):
-        if kind in kinds:
-            try:
-                return read(text)
-            except ValueError:
-                pass
-    if any(kind.startswith(("list", "dict")) for kind in kinds):
+        annotation = str(fields[key].type) if key in fields else ""
         try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass
-    if any(kind == "str" or kind.startswith("Literal") for kind in kinds):
+            if value.lower() in ("none", "null") and "None" in annotation:
+                setattr(config, key, None)
+            elif getattr(config, key) is None:
+                setattr(config, key, _json_or_text(value))
+            else:
+                config.update_from_string(f"{key}={value}")
+        except (ValueError, TypeError) as error:
+            kind = annotation or type(getattr(config, key)).__name__
+            raise OptionError(
+                f"--config_overrides {key}={value}: AlbertConfig.{key} is {kind}, not {value!r}"
+            ) from error
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
         return text
-    raise OptionError(f"--config_overrides {key}={text}: AlbertConfig.{key} is {annotation}, not {text!r}")
 
 
 def merge_config_overrides(base: str | None, given: str | None) -> tuple[str, list[str]]:
@@ -236,12 +226,16 @@ def load_tokenizer(model_args: ModelArguments):
 # One argument-parsing path for every job
 # --------------------------------------------------------------------------------------------------------------------
 #
-# `parse_args` reads the job's dataclasses from four layers, each over the one before it: the dataclasses' defaults,
-# the job's recipe (a YAML file: pretraining's --recipe, fine-tuning's --preset), the user's own --config file (YAML or
-# JSON, option names as keys), and the command line. The recipe and the config file become the parser's defaults
-# (`set_defaults`), so the command line wins by argparse's own rule; --config_overrides alone merges key by key, as
-# its keys are fields of one config. Parsing starts nothing: `start_job` joins the launcher's process group and sets
-# up logging once the arguments are final.
+# `parse_args` reads the job's dataclasses from four layers, each over the one before it: the dataclasses' defaults
+# (and the Trainer defaults the job changes), the job's recipe (a YAML file: pretraining's --recipe, fine-tuning's
+# --preset), the user's own --config file (YAML or JSON, option names as keys), and the command line. The command line
+# is parsed once, by the job's parser (`albert_hf.options.job_parser`, what `--help` prints too), into a namespace where
+# every option starts out as `NOT_TYPED`, so what was typed is what argparse set; the other layers fill the rest, so the
+# command line wins. --config_overrides alone merges key by key, as its keys are fields of one config. The values a
+# job derives from others (the accumulation or per-device batch of --global_batch_size, the quickstart's schedule) are
+# computed from those values before any dataclass is built, TrainingArguments (and DeepSpeed's view of it) included:
+# nothing is changed after it is built. Parsing starts nothing: `start_job` joins the launcher's process group and
+# sets up logging once the arguments are final.
 
 # Where the job's own recipes live: albert_hf/recipes/<kind>/<name>.yaml.
 RECIPE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes")
@@ -250,18 +244,6 @@ GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
 # Name of the attribute where `parse_args` keeps the lines naming each given value that differs from the recipe's;
 # `start_job` logs them once logging is set up.
 KEPT_VALUES_ATTRIBUTE = "_albert_hf_kept_values"
-UNSET = object()  # the default of every option while `given_options` reads a command line
-
-
-class JobArgumentParser(HfArgumentParser, RefusingParser):
-    """HfArgumentParser whose errors are `OptionError`s (one line, exit status 2) and which reads the `RANGE` of a
-    field's metadata (`albert_hf.options`) as part of its help instead of passing it to argparse."""
-
-    def add_argument(self, *args, **kwargs):
-        declared = kwargs.pop(RANGE, None)
-        if declared is not None:
-            kwargs["help"] = f"{kwargs.get('help') or ''} ({declared.describe()})".strip()
-        return super().add_argument(*args, **kwargs)
 
 
 def option_names(dataclass_types: tuple) -> set[str]:
@@ -278,15 +260,16 @@ def field_names(dataclass_types: tuple) -> set[str]:
     return {item.name for dataclass_type in dataclass_types for item in dataclasses.fields(dataclass_type)}
 
 
-def given_options(dataclass_types: tuple, argv: list[str]) -> frozenset[str]:
-    """The fields a command line sets, as the job's parser reads it: abbreviated flags and `--no_<field>` included, a
-    value equal to the default too. Read by a parser of its own whose every default is a marker no value can equal."""
-    parser = JobArgumentParser(dataclass_types)
-    parser.add_argument(CONFIG_OPTION)
-    names = field_names(dataclass_types)
-    parser.set_defaults(**dict.fromkeys(names, UNSET))
-    namespace, _ = parser.parse_known_args(argv)
-    return frozenset(name for name, value in vars(namespace).items() if name in names and value is not UNSET)
+def option_fields(dataclass_types: tuple) -> dict[str, str]:
+    """Option name (without "--", aliases included) -> the field it sets."""
+    fields = {}
+    for dataclass_type in dataclass_types:
+        for item in dataclasses.fields(dataclass_type):
+            aliases = item.metadata.get("aliases", [])
+            for alias in [aliases] if isinstance(aliases, str) else aliases:
+                fields[alias.lstrip("-")] = item.name
+            fields[item.name] = item.name
+    return fields
 
 
 def read_config_file(path: str) -> dict[str, Any]:
@@ -336,46 +319,64 @@ def parse_args(
     dataclass_types: tuple,
     argv: list[str] | None = None,
     epilog: str | None = None,
-    recipe: Callable[[argparse.Namespace], tuple[str, dict[str, Any]]] | None = None,
+    recipe: Callable[[argparse.Namespace, frozenset[str]], tuple[str, dict[str, Any]]] | None = None,
+    derive: Callable[[dict[str, Any], frozenset[str], list[str]], None] | None = None,
+    trainer_defaults: dict[str, Any] | None = None,
 ) -> tuple:
-    """The job's dataclasses from its layers of options (see above). `recipe` returns the name and the values of the
-    job's recipe for the options as read without it (which --recipe or --preset was chosen, whether a checkpoint is
-    given, ...), or ("", {}) for none; `epilog` closes the --help text. A single .json/.yaml argument is a --config
-    file.
+    """The job's dataclasses from its layers of options (see above), one of them `TrainingArguments` (or a subclass).
+    `recipe(options, given)` returns the name and the values of the job's recipe for the options as read without it
+    (which --recipe or --preset was chosen, whether a checkpoint is given, ...) and the names of the fields the user
+    gave, or ("", {}) for none. `derive(values, given, kept)`
+    sets, in `values` (field name -> value), what the job derives from the others before anything is built, never a
+    field in `given`; it appends to `kept` a line for each derived value the user's replaces. `trainer_defaults`: the
+    Trainer options the job gives other defaults. `epilog` closes the --help text. A single .json/.yaml argument is a
+    --config file.
 
     Every value is checked before any dataclass is built (and so before any work): an unknown option or config key
     names the closest one, a value outside its declared range (`albert_hf.options`) names the range, and what the
     dataclasses refuse themselves (TrainingArguments' combinations) becomes an `OptionError` too; then the model
-    options (`check_model_arguments`). Each returned dataclass records the fields the user gave (`is_given`): a value
-    the job derives from others (e.g. the steps of accumulation a global batch size needs) never replaces one of them.
+    options (`check_model_arguments`). Each returned dataclass records the fields the user gave (`is_given`).
     """
     import sys
+
+    from transformers import TrainingArguments
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         argv = [CONFIG_OPTION, argv[0]]
+    trainer_type = next((kind for kind in dataclass_types if issubclass(kind, TrainingArguments)), None)
+    # The parser's options: the dataclasses', those of a TrainingArguments subclass's own dataclass in its place.
+    option_types = tuple(
+        part for kind in dataclass_types for part in (own_fields(kind) if kind is trainer_type else (kind,))
+    )
+    parser = job_parser(
+        option_types, with_trainer=trainer_type is not None, epilog=epilog, trainer_defaults=trainer_defaults
+    )
     names = field_names(dataclass_types)
-    parser = JobArgumentParser(dataclass_types, epilog=epilog)
-    parser.add_argument(CONFIG_OPTION, metavar="FILE", help=CONFIG_HELP)
-    config = parser.parse_known_args(argv)[0].config
-    from_file = read_options_file(config, option_names(dataclass_types), CONFIG_OPTION) if config else {}
-    on_command_line = given_options(dataclass_types, argv)
-    given = on_command_line | frozenset(from_file)
-
-    parser.set_defaults(**from_file)
-    source, recipe_values = recipe(parser.parse_known_args(argv)[0]) if recipe else ("", {})
-    recipe_values = {name: value for name, value in recipe_values.items() if name in names}
-    parser.set_defaults(**{**recipe_values, **from_file})
-    namespace, unknown = parser.parse_known_args(argv)
+    namespace = argparse.Namespace(**dict.fromkeys([*names, "config"], NOT_TYPED))
+    namespace, unknown = parser.parse_known_args(argv, namespace)
     if unknown:
         raise OptionError(unknown_options(unknown, option_names(dataclass_types)))
-    values = vars(namespace)
+    typed = {name: getattr(namespace, name) for name in names if getattr(namespace, name) is not NOT_TYPED}
+    defaults = {name: parser.get_default(name) for name in names}
+    config = None if namespace.config is NOT_TYPED else namespace.config
+    from_file = _options_file(config, dataclass_types, CONFIG_OPTION) if config else {}
+    given = frozenset(typed) | frozenset(from_file)
+    source, recipe_values = (
+        recipe(argparse.Namespace(**{**defaults, **from_file, **typed}), given) if recipe else ("", {})
+    )
+    recipe_values = {name: value for name, value in recipe_values.items() if name in names}
+    values = {**defaults, **recipe_values, **from_file, **typed}
     kept = _kept_values(values, recipe_values, given, source)
     # --config_overrides of each layer merged key by key, each over the one before it.
-    layers = (recipe_values, from_file, {name: values[name] for name in on_command_line})
+    layers = (recipe_values, from_file, typed)
     overrides = [layer["config_overrides"] for layer in layers if layer.get("config_overrides") is not None]
     if overrides:
         values["config_overrides"] = functools.reduce(lambda base, top: merge_config_overrides(base, top)[0], overrides)
+    if trainer_type is not None:
+        derive_training_values(values, given, set(recipe_values), kept)
+    if derive is not None:
+        derive(values, given, kept)
     check_ranges((dataclass_type, values) for dataclass_type in dataclass_types)
     parsed = tuple(_build(dataclass_type, values) for dataclass_type in dataclass_types)
     for arguments in parsed:
@@ -384,6 +385,71 @@ def parse_args(
         if isinstance(arguments, ModelArguments):
             check_model_arguments(arguments)
     return parsed
+
+
+def _options_file(path: str, dataclass_types: tuple, option: str) -> dict[str, Any]:
+    """The values of a file of options (`read_options_file`) by field name (an alias read as its field)."""
+    fields = option_fields(dataclass_types)
+    values = read_options_file(path, option_names(dataclass_types), option)
+    return {fields[name.lstrip("-")]: value for name, value in values.items()}
+
+
+def derive_training_values(values: dict[str, Any], given: frozenset[str], recipe: set[str], kept: list[str]) -> None:
+    """What every job derives before `TrainingArguments` is built: the batch of --global_batch_size
+    ([`split_global_batch`]), no pinned memory without an accelerator (torch warns at every DataLoader otherwise), and
+    `--hub_token` moved into this process's `HF_TOKEN` (Trainer would pickle it into every `training_args.bin`; its
+    Hub calls read the variable)."""
+    split_global_batch(values, given, recipe, kept)
+    if "dataloader_pin_memory" not in given and not _accelerator_available():
+        values["dataloader_pin_memory"] = False
+    if values.get("hub_token"):
+        os.environ["HF_TOKEN"], values["hub_token"] = values["hub_token"], None
+
+
+def _accelerator_available() -> bool:
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6; before it, CUDA was the one torch pinned for
+    return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
+
+
+def split_global_batch(values: dict[str, Any], given: frozenset[str], recipe: set[str], kept: list[str]) -> None:
+    """The per-device batch or the accumulation steps that make --global_batch_size (sequences per optimizer step
+    over all processes and accumulation steps) on the launcher's processes: the one not given is derived from the
+    other; a per-device batch the recipe sets keeps it, else the per-device batch is derived. Given all three, they
+    must agree; given both factors, a recipe's or preset's global batch is left aside (logged)."""
+    from ..distributed import launched_world_size
+
+    total = values.get("global_batch_size")
+    if not total:
+        return
+    # The launcher's process count: the job joins the process group later (`start_job`), and refuses a launch where
+    # this count and Trainer's world size differ.
+    world_size = launched_world_size()
+    per_device, steps = values["per_device_train_batch_size"], values["gradient_accumulation_steps"]
+    per_device_given, steps_given = "per_device_train_batch_size" in given, "gradient_accumulation_steps" in given
+    if per_device_given and steps_given:
+        if per_device * steps * world_size == total:
+            return
+        if "global_batch_size" in given:
+            raise OptionError(
+                f"--global_batch_size {total} and --per_device_train_batch_size {per_device} x "
+                f"--gradient_accumulation_steps {steps} x {world_size} processes disagree; give two of them."
+            )
+        kept.append(
+            f"--per_device_train_batch_size {per_device} x --gradient_accumulation_steps {steps} (given) instead of "
+            f"--global_batch_size {total}"
+        )
+        return
+    if steps_given or not (per_device_given or "per_device_train_batch_size" in recipe):
+        name, shards = "per_device_train_batch_size", world_size * steps
+        how = f"{world_size} processes x {steps} accumulation steps; set --per_device_train_batch_size"
+    else:
+        name, shards = "gradient_accumulation_steps", world_size * per_device
+        how = f"per_device_train_batch_size ({per_device}) x processes ({world_size})"
+    if total % shards:
+        raise OptionError(f"--global_batch_size {total} does not split over {how}.")
+    values[name] = total // shards
 
 
 def _kept_values(
@@ -477,20 +543,14 @@ def is_given(arguments, name: str) -> bool:
     return getattr(arguments, name) != declared[name]
 
 
-def fill_unset(arguments: tuple, values: dict[str, Any], source: str) -> None:
-    """Set each field of `values` on the dataclass of `arguments` that declares it, unless the user gave it (in place):
-    values a job derives from others (the quickstart's schedule from --max_steps). A given value that differs from the
-    derived one is logged, naming both, when the job starts. The values set are checked as the given ones were."""
-    kept = getattr(arguments[0], KEPT_VALUES_ATTRIBUTE, [])
-    for name, value in values.items():
-        owner = next(a for a in arguments if name in {f.name for f in dataclasses.fields(a)})
-        if not is_given(owner, name):
-            setattr(owner, name, value)
-        elif getattr(owner, name) != value:
-            kept.append(f"--{name} {getattr(owner, name)!r} (given) instead of {value!r} of {source}")
-    for owner in arguments:
-        setattr(owner, KEPT_VALUES_ATTRIBUTE, kept)
-    check_arguments(*arguments)
+def fill_unset(values: dict[str, Any], given: frozenset[str], derived: dict[str, Any], source: str, kept: list[str]):
+    """Set each value of `derived` in `values` unless the user gave it (values a job derives from others: the
+    quickstart's schedule from --max_steps); a line in `kept` for a given value that differs, logged at the start."""
+    for name, value in derived.items():
+        if name not in given:
+            values[name] = value
+        elif values[name] != value:
+            kept.append(f"--{name} {values[name]!r} (given) instead of {value!r} of {source}")
 
 
 def start_job(
@@ -499,26 +559,19 @@ def start_job(
     model_args: ModelArguments | None = None,
     dataset_name: str | None = None,
 ) -> None:
-    """Start a job whose arguments are final: give DeepSpeed the final values, join the launcher's process group
+    """Start a job whose arguments are final: join the launcher's process group
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
-    all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: no pinned
-    memory, and the advice for a busy machine), then check the model and tokenizer sources and lock and check
-    --output_dir (`albert_hf.run_folder.open_run_folder`)."""
-    import torch
-
+    all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: the advice for
+    a busy machine), then check the model and tokenizer sources and lock and check --output_dir
+    (`albert_hf.training.run_folder.open_run_folder`)."""
     from ..distributed import init_distributed
-    from ..run_folder import open_run_folder
     from ..training.job_logs import warn_if_busy
+    from ..training.run_folder import open_run_folder
 
-    sync_deepspeed_config(training_args)
     init_distributed(training_args)
     setup_logging(training_args, transformers_level)
-    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6; before it, CUDA was the one torch pinned for
-    if not (accelerator.is_available() if accelerator is not None else torch.cuda.is_available()):
-        # Pinned memory speeds copies to an accelerator; without one torch warns at every DataLoader instead.
-        training_args.dataloader_pin_memory = False
-        if training_args.should_log:
-            warn_if_busy()
+    if training_args.should_log and not _accelerator_available():
+        warn_if_busy()
     for line in getattr(training_args, KEPT_VALUES_ATTRIBUTE, []):
         logger.info(line)
     if model_args is not None:  # before the output folder is made: a run that cannot start leaves none behind
@@ -566,23 +619,6 @@ def check_hub_reachable(model_args: ModelArguments, dataset_name: str | None = N
             f"no network: {option} {name} is a Hub name, and {target.hostname}:{port} cannot be reached ({error}). "
             "Pass a local folder, or set HF_HUB_OFFLINE=1 to load it from the local cache."
         ) from error
-
-
-def sync_deepspeed_config(training_args) -> None:
-    """Fill the "auto" values of a `--deepspeed` config again from the arguments as they are now.
-
-    TrainingArguments fills them (batch sizes, accumulation, learning rate, clipping) when it is built, and Trainer
-    keeps that copy: a preset, recipe or --global_batch_size applied after parsing would otherwise not reach DeepSpeed.
-    The same three steps as TrainingArguments' own (and Trainer's, when a hyperparameter search changes the values).
-    """
-    if not training_args.deepspeed:
-        return
-    from accelerate.utils import DeepSpeedPlugin
-    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
-
-    training_args.hf_deepspeed_config = HfTrainerDeepSpeedConfig(training_args.deepspeed)
-    training_args.hf_deepspeed_config.trainer_config_process(training_args)
-    training_args.deepspeed_plugin = DeepSpeedPlugin(hf_ds_config=training_args.hf_deepspeed_config)
 
 
 def setup_logging(training_args, transformers_level: int | None = None) -> None:

@@ -15,24 +15,21 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from ..distributed import launched_world_size
 from ..errors import OptionError, UserError
 from ..metrics import task_metric
+from ..training.callbacks import resume_training, save_final_model
 from ..training.model_selection import kept_checkpoint
-from ..training.preemption import train_or_checkpoint_on_signal
-from ..training.reliability import data_files_fingerprint, resolve_resume_checkpoint
+from ..training.reliability import data_files_fingerprint
 from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
-from .arguments import FineTuningArguments
+from .arguments import TRAINER_DEFAULTS, FineTuningArguments
 from .common import (
     TASK_MODEL_ATTRIBUTE,
     ModelArguments,
     build_config,
     check_model_arguments,
     config_source,
-    given_options,
     is_given,
     parse_args,
-    read_config_file,
     read_options_file,
     recipe_file,
 )
@@ -45,20 +42,19 @@ def preset_key(name: str) -> str:
     return re.sub(r"[-_\s]|v(?=\d)", "", name.lower())
 
 
-def paper_preset(kind: str, given: frozenset[str] = frozenset()):
+def paper_preset(kind: str):
     """The recipe reader of `common.parse_args` for `--preset`: a row of the paper's Table 14 as a YAML file of
     options (albert_hf/recipes/<kind>/<name>.yaml: "finetune" for GLUE and RACE, "squad" for SQuAD), in any spelling
-    of its name (`preset_key`), or the path of the user's own file. `given`: the options of the command line, for
-    `without_turned_off_selection`."""
+    of its name (`preset_key`), or the path of the user's own file; its best-dev selection left out where the run
+    does not select (`without_turned_off_selection`)."""
 
-    def read(options) -> tuple[str, dict[str, Any]]:
+    def read(options, given: frozenset[str]) -> tuple[str, dict[str, Any]]:
         if not options.preset:
             return "", {}
         source = f"--preset {options.preset}"
         path = recipe_file(kind, options.preset, "--preset", spelling=preset_key)
         values = read_options_file(path, {f"--{name}" for name in vars(options)}, source)
-        in_file = set(read_config_file(options.config)) if options.config else set()
-        return source, without_turned_off_selection(values, options, given | in_file)
+        return source, without_turned_off_selection(values, options, given)
 
     return read
 
@@ -83,33 +79,6 @@ def without_turned_off_selection(values: dict[str, Any], options, given: set[str
     if evaluates and not turned_off:
         return values
     return {name: value for name, value in values.items() if name not in SELECTION_SWITCHES}
-
-
-def apply_total_batch_size(data_args: FineTuningArguments, training_args: TrainingArguments) -> None:
-    """Set --per_device_train_batch_size from --total_train_batch_size (a preset gives the paper's), over the
-    launcher's processes and the accumulation steps; a --per_device_train_batch_size the user gave wins over a preset's
-    total and must agree with a total the user gave too."""
-    total = data_args.total_train_batch_size
-    if total is None:
-        return
-    # The launcher's process count, as --global_batch_size of pretraining reads it: the job joins the process group
-    # later (`start_job`), which refuses a launch where it and Trainer's world size differ.
-    world_size = launched_world_size()
-    shards = world_size * training_args.gradient_accumulation_steps
-    per_device = training_args.per_device_train_batch_size
-    if is_given(training_args, "per_device_train_batch_size"):
-        if is_given(data_args, "total_train_batch_size") and per_device * shards != total:
-            raise OptionError(
-                f"--total_train_batch_size {total} and --per_device_train_batch_size {per_device} x {world_size} "
-                f"processes x {training_args.gradient_accumulation_steps} accumulation steps disagree; give one of them."
-            )
-        return
-    if total % shards != 0:
-        raise UserError(
-            f"--total_train_batch_size {total} does not split over {world_size} processes x "
-            f"{training_args.gradient_accumulation_steps} accumulation steps; set --per_device_train_batch_size."
-        )
-    training_args.per_device_train_batch_size = total // shards
 
 
 def requested_splits(training_args: TrainingArguments) -> list[str]:
@@ -158,10 +127,9 @@ def train_and_evaluate(
     if training_args.do_train:
         select_by_task_metric(trainer)
         # --resume_from_checkpoint latest: the newest complete checkpoint of --output_dir, so one command restarts.
-        checkpoint = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
         # SIGTERM/SIGUSR1 (a preemption): checkpoint of the step reached, then StoppedBySignal, before any final save.
-        train_result = train_or_checkpoint_on_signal(trainer, resume_from_checkpoint=checkpoint)
-        trainer.save_model()
+        train_result = resume_training(trainer, training_args.resume_from_checkpoint)
+        save_final_model(trainer)  # atomic, not uploaded: the push below comes after the evaluation
         metrics = dict(train_result.metrics, train_samples=len(trainer.train_dataset))
         metrics.update(selected_checkpoint_results(trainer))  # best-dev selection: which step's model was kept
         _report(trainer, "train", metrics)
@@ -239,13 +207,11 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
 def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None, presets: str = "finetune") -> tuple:
     """The dataclasses of a fine-tuning command line (`common.parse_args`: ModelArguments first, the data arguments
     second, TrainingArguments last), `--preset` (a row of Table 14 from albert_hf/recipes/<presets>/) read as the
-    parser's defaults, then --per_device_train_batch_size set from --total_train_batch_size, and
-    --init_from_task_model made the model to start from (`start_from_task_model`)."""
-    import sys
-
-    given = given_options(dataclass_types, list(sys.argv[1:] if argv is None else argv))
-    parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets, given))
-    apply_total_batch_size(parsed[1], parsed[-1])
+    parser's defaults; --global_batch_size (a preset gives the paper's) sets the per-device batch or the accumulation
+    steps (`common.split_global_batch`); --init_from_task_model makes the model to start from
+    (`start_from_task_model`)."""
+    return parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
+    parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
     start_from_task_model(parsed[0], parsed[1])
     return parsed
 

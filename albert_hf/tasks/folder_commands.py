@@ -2,7 +2,7 @@
 
 Their work lives with the library (`albert_hf.vocabulary`, `albert_hf.onnx_export`, which build on the model and the
 data and import nothing of the jobs); here each command parses its options, then opens its `--output_dir` through the
-same guard as every training job (`albert_hf.run_folder.open_output_folder`: one writer at a time, and a folder
+same guard as every training job (`albert_hf.training.run_folder.open_output_folder`: one writer at a time, and a folder
 holding finished work, a model or the files the command would write, is refused unless `--overwrite_output_dir`),
 and only then does the work. A tokenizer trained into a model's folder would replace the `spiece.model` the model's
 embeddings were trained with, and an export would replace the config beside its weights.
@@ -53,7 +53,7 @@ def export_command_parser() -> argparse.ArgumentParser:
 
 def train_tokenizer_main(argv: list[str] | None = None) -> int:
     """`albert-hf train-tokenizer`: train a SentencePiece vocabulary with the ALBERT recipe into a guarded folder."""
-    from ..run_folder import open_output_folder
+    from ..training.run_folder import open_output_folder
     from ..vocabulary import run_train_tokenizer
 
     args = train_tokenizer_command_parser().parse_args(argv)
@@ -64,8 +64,8 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
     from ..onnx_export import run_export
-    from ..run_folder import open_output_folder
     from ..training.checkpoints import check_finite_weights, check_pretrained_source
+    from ..training.run_folder import open_output_folder
 
     args = export_command_parser().parse_args(argv)
     sentence_transformers = args.format == "sentence-transformers"

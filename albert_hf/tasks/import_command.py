@@ -3,7 +3,7 @@ as a complete albert_hf model folder: config, weights, tokenizer and a model car
 
 The work is `albert_hf.tf_import.import_tf_checkpoint` (reading the checkpoint with `albert_hf.tf_checkpoint`, no
 TensorFlow needed); here the command parses its options, finds the checkpoint, and opens its `--output_dir` through
-the guard every command uses (`albert_hf.run_folder.open_output_folder`: one writer at a time; a folder holding a
+the guard every command uses (`albert_hf.training.run_folder.open_output_folder`: one writer at a time; a folder holding a
 model, checkpoints or the files this command writes is refused unless `--overwrite_output_dir`). The checkpoint's own
 folder is refused as `--output_dir` even with `--overwrite_output_dir`: the release's files are the user's.
 """
@@ -90,9 +90,9 @@ def checkpoint_folders(prefix: str) -> list[str]:
 
 def import_main(argv: list[str] | None = None) -> int:
     """`albert-hf import`: write the albert_hf folder of an original TensorFlow checkpoint into a guarded folder."""
-    from ..run_folder import OutputFolderError, open_output_folder
     from ..tf_checkpoint import find_checkpoint
     from ..tf_import import import_tf_checkpoint
+    from ..training.run_folder import OutputFolderError, open_output_folder
 
     args = import_command_parser().parse_args(argv)
     prefix = find_checkpoint(args.checkpoint)

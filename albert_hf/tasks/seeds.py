@@ -24,7 +24,7 @@ Resumable per seed: the same command again skips the finished seeds, resumes a s
 checkpoint (`--resume_from_checkpoint latest`: the job checks its fingerprint), restarts one that left files but no
 complete checkpoint (`--overwrite_output_dir` on its own folder), and runs the others. A seed folder written with other
 options is refused, naming them, unless `--overwrite_output_dir` (then every seed is trained again). The output folder
-is locked for the whole set, and each seed's folder by its job, with the guard of any job (`albert_hf.run_folder`).
+is locked for the whole set, and each seed's folder by its job, with the guard of any job (`albert_hf.training.run_folder`).
 
 A job script calls `run_seeds` in one line once its arguments are parsed (albert_hf/scripts/glue.py):
 
@@ -52,7 +52,9 @@ from typing import Any
 from ..errors import OptionError, UserError
 from ..hub import quality_metrics
 from ..metrics import task_metric
-from ..run_folder import (
+from ..training.model_selection import logged_metric_name, training_log
+from ..training.reliability import latest_checkpoint
+from ..training.run_folder import (
     LOCK_NAME,
     OutputFolderError,
     acquire_lock,
@@ -60,8 +62,6 @@ from ..run_folder import (
     removable_run_files,
     run_files,
 )
-from ..training.model_selection import logged_metric_name, training_log
-from ..training.reliability import latest_checkpoint
 from .common import ModelArguments, is_given, setup_logging
 
 logger = logging.getLogger(__name__)

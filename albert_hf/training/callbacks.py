@@ -1,33 +1,45 @@
-"""Complete checkpoints and checked resumption for any `transformers.Trainer`, from its public hooks only.
+"""The reliability plugin: what a long run needs to survive crashes, preemptions and divergence, attached to any
+`transformers.Trainer` (the class itself or any subclass) in one line, and the one function that resumes it.
 
-Works on `Trainer` itself and on any subclass, whatever its bases: pass the callback and resolve the resume point
-with the function.
+    trainer = Trainer(model=model, args=args, train_dataset=data)
+    attach_reliability(trainer, fingerprint_extra={"train_file": ...})  # the callbacks below, and the folder's lease
+    result = resume_training(trainer, args.resume_from_checkpoint)  # "latest": the newest complete checkpoint
+    save_final_model(trainer)  # atomic; push with trainer.push_to_hub() once evaluated
 
-    trainer = Trainer(model=..., args=..., train_dataset=..., callbacks=[CompleteCheckpoints()])
-    trainer.train(resume_from_checkpoint=resume_checkpoint(trainer, "latest"))
+[`attach_reliability`] adds, in this order:
 
-Trainer writes `checkpoint-N` in place, file by file, so a process killed mid-save leaves a folder that
-`get_last_checkpoint` takes as the latest. What the pieces here guarantee instead:
+  * [`ResumableStream`] (training/stream_resume.py): the position of a positionable training stream saved in each
+    checkpoint, and a resumed stream started after the batches trained on, in the right pass (exact resume).
+  * [`CompleteCheckpoints`]: **a checkpoint counts once it is marked.** Trainer writes `checkpoint-N` in place, file
+    by file, so a process killed mid-save leaves a folder that `get_last_checkpoint` takes as the latest. Trainer
+    calls `on_save` on every process after the whole checkpoint is written; the callback then waits for every process
+    (each writes its own RNG state, and its shards under DeepSpeed/FSDP), checks the folder with
+    `checkpoint_problem`, fsyncs it, and the main process writes the marker last, atomically (a temporary file
+    renamed): `run_fingerprint.json`, the run's options. A folder without it is a killed save: never resumed from by
+    "latest". **Rotation never deletes the last complete checkpoint**: Trainer rotates inside its save, before
+    `on_save`, so with `save_total_limit` it would delete the last marked checkpoint while the new one is still
+    unmarked; the callback takes the limit over while training runs (`args.save_total_limit` is None then) and
+    rotates after marking, counting only marked checkpoints (`rotate_checkpoints`). **A resume from an older
+    checkpoint unmarks the newer ones** (`on_train_begin`): Trainer writes them again in place, and a kill during that
+    rewrite must not leave an old marker beside new, partly written files.
+  * [`UploadCompleteCheckpoints`]: `--push_to_hub` uploads of marked checkpoints only; a failed upload never stops
+    training.
+  * `StopOnNonFiniteLoss`, or with a `DivergenceGuardConfig` the divergence guard (training/divergence.py), and
+    `RefuseNonFiniteCheckpoints`: a NaN/inf loss stops the run (or is rolled back) before its optimizer step, and no
+    checkpoint ever holds NaN/inf weights.
+  * `CheckpointOnSignal` (training/preemption.py): SIGTERM/SIGUSR1 write a complete checkpoint of the step under way
+    and stop the job, non-zero.
 
-  * **A checkpoint counts once it is marked.** Trainer calls `on_save` on every process after the whole checkpoint
-    (weights, optimizer, scheduler, scaler, RNG states, `trainer_state.json`) is written. [`CompleteCheckpoints`]
-    then waits for every process (each writes its own RNG state, and its shards under DeepSpeed/FSDP), checks the
-    folder with `checkpoint_problem`, fsyncs it, and the main process writes the marker last, atomically (a temporary
-    file renamed): `run_fingerprint.json`, the run's options. A folder without it is a killed save: never resumed
-    from, skipped with a logged line.
-  * **Rotation never deletes the last complete checkpoint.** Trainer rotates inside its save, before `on_save`, so
-    with `save_total_limit` it would delete the last marked checkpoint while the new one is still unmarked. The
-    callback takes the limit over when training begins (`args.save_total_limit` is None while it runs, restored at
-    its end) and rotates after marking, counting only marked checkpoints.
-  * **A resume only starts from a marked checkpoint that fits the run.** [`resume_checkpoint`] turns "latest" (or
-    True) into the newest marked checkpoint of `output_dir` (None, a fresh start, when there is none), and a path
-    into itself once it is marked and complete; then it checks the checkpoint against the model (type, shapes) and
-    the fingerprint against the run's (model config, optimizer and schedule, global batch, the job's own options such
-    as data files): each difference is named with both values ([`CheckpointError`]). As a safety net for a path given
-    straight to `train()`, the callback checks the fingerprint of the checkpoint at the resumed step again in
-    `on_train_begin`, before any step is trained.
-  * **A resume from an older checkpoint unmarks the newer ones** (in `on_train_begin`): Trainer writes them again in
-    place, and a kill during that rewrite must not leave an old marker beside new, partly written files.
+It also takes the lease on `--output_dir` (training/run_folder.py: one writer per folder, renewed while the process
+runs), unless this process holds it already (a job's `start_job` takes it, and checks the folder, before any data or
+model work); `resume_training` checks the folder then, if the job has not.
+
+[`resume_training`] is `trainer.train()` resumed from `--resume_from_checkpoint` ([`resume_checkpoint`]: "latest" or
+True is the newest marked checkpoint of `output_dir`, or a fresh start when there is none, so one command starts a job
+and restarts it; the checkpoint must fit the model and the run's fingerprint), with a positionable stream started at
+its position, a finished run relaunched left untrained, and `StoppedBySignal` raised after a SIGTERM's checkpoint.
+[`save_final_model`] writes the final model atomically and never uploads it: the job pushes once, after evaluating,
+so that the card on the Hub holds the results.
 
 Limits: checkpoints written without `on_save` (transformers' `--enable_jit_checkpoint`) are not marked; call
 [`mark_checkpoint`] after such a save. Under a hyperparameter search (`run-<trial>` folders) nothing is marked.
@@ -36,6 +48,7 @@ Limits: checkpoints written without `on_save` (transformers' `--enable_jit_check
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -44,12 +57,22 @@ from typing import Any
 
 import torch
 from accelerate import PartialState
-from huggingface_hub import HfApi
-from transformers import TrainerCallback, TrainerState
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
+from transformers import PreTrainedTokenizerBase, TrainerCallback, TrainerState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy, TrainOutput
 
+from ..formats import save_format_line
+from ..modeling import AlbertPreTrainedModel
+from .divergence import (
+    DivergenceGuardConfig,
+    RefuseNonFiniteCheckpoints,
+    RollbackDivergedSteps,
+    StopOnNonFiniteLoss,
+    guard_divergence,
+)
+from .preemption import CheckpointOnSignal
 from .reliability import (
     FINGERPRINT_NAME,
+    MODEL_STAGING_DIR_NAME,
     RESUME_LATEST_VALUES,
     TRAINER_STATE_NAME,
     CheckpointError,
@@ -60,13 +83,34 @@ from .reliability import (
     fingerprint_of,
     fsync_path,
     fsync_tree,
+    hand_hub_token_to_environment,
     latest_checkpoint,
+    marker_problem,
+    move_files_in,
     rotate_checkpoints,
+)
+from .run_folder import guard_output_folder, hold_output_folder
+from .stream_resume import ResumableStream
+from .transformers_internals import (
+    load_checkpoint_weights,
+    push_checkpoint,
+    save_model_unpushed,
+    save_weights,
+    warn_about_missing_internal_names,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CompleteCheckpoints", "UploadCompleteCheckpoints", "mark_checkpoint", "resume_checkpoint"]
+__all__ = [
+    "CompleteCheckpoints",
+    "UploadCompleteCheckpoints",
+    "attach_reliability",
+    "find_resume_checkpoint",
+    "mark_checkpoint",
+    "resume_checkpoint",
+    "resume_training",
+    "save_final_model",
+]
 
 
 def mark_checkpoint(folder: str, fingerprint: dict[str, Any], world_size: int | None = None) -> bool:
@@ -107,11 +151,6 @@ def _unwrapped(model: torch.nn.Module | None) -> torch.nn.Module | None:
     while model is not None and not hasattr(model, "config") and hasattr(model, "module"):
         model = model.module
     return model
-
-
-def hub_api() -> HfApi:
-    """The Hub client of the checkpoint uploads (one place, so a test can replace it)."""
-    return HfApi()
 
 
 class CompleteCheckpoints(TrainerCallback):
@@ -166,31 +205,54 @@ class CompleteCheckpoints(TrainerCallback):
             self._limit_taken = False
 
 
-def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike | None) -> str | None:
-    """What to pass to `trainer.train(resume_from_checkpoint=...)`: only a marked, complete checkpoint that fits.
+def find_resume_checkpoint(
+    resume_from_checkpoint: str | bool | os.PathLike | None,
+    output_dir: str | os.PathLike,
+    world_size: int | None = None,
+) -> str | None:
+    """The checkpoint a `--resume_from_checkpoint` value names: the one place that reads it.
 
     None/False: None (a fresh start). True or "latest" (also "last", "true", "auto"): the newest marked checkpoint of
-    `trainer.args.output_dir` (unmarked folders skipped with a warning naming the missing file), or None when there is
-    none yet, so that one command starts a job and restarts it. A path: that checkpoint, which must be marked and
-    complete. Either way the checkpoint must fit the model (type, tensor shapes) and the run's fingerprint (with the
-    `fingerprint_extra` of the trainer's [`CompleteCheckpoints`]); each failure is a [`CheckpointError`] naming the
-    file and, for the fingerprint, every changed option with both values.
+    `output_dir` (unmarked folders skipped with a warning naming the missing file), or None when there is none yet, so
+    that one command starts a job and restarts it. A path: that checkpoint, which must be complete
+    (`checkpoint_problem`) and marked, except in a folder where no checkpoint is marked (a plain Trainer's or an older
+    albert_hf's run, whose options cannot be checked: a warning says so). Beside a marked checkpoint an unmarked one
+    is a save killed before its end, or one a resume from an earlier checkpoint abandoned: refused. Each refusal is a
+    [`CheckpointError`] naming the file.
     """
     if resume_from_checkpoint is None or resume_from_checkpoint is False:
         return None
-    output_dir = trainer.args.output_dir
     if resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES:
         checkpoint = latest_checkpoint(output_dir, marked=True)
         if checkpoint is None:
             logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
-            return None
-    else:
-        checkpoint = os.fspath(resume_from_checkpoint)
-        if not os.path.isdir(checkpoint):
-            raise CheckpointError(f"resume_from_checkpoint: no checkpoint folder at {checkpoint}.")
-    problem = checkpoint_problem(checkpoint, world_size=trainer.args.world_size, marked=True)
+        return checkpoint
+    checkpoint = os.fspath(resume_from_checkpoint)
+    if not os.path.isdir(checkpoint):
+        raise CheckpointError(f"resume_from_checkpoint: no checkpoint folder at {checkpoint}.")
+    problem = checkpoint_problem(checkpoint, world_size=world_size)
+    if problem is None and marker_problem(checkpoint) is not None:
+        run_dir = os.path.dirname(os.path.abspath(checkpoint))
+        if any(marker_problem(os.path.join(run_dir, name)) is None for name in checkpoints_of(run_dir)):
+            problem = marker_problem(checkpoint)  # this run marks its checkpoints: a killed save
     if problem is not None:
         raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
+    return checkpoint
+
+
+def checkpoints_of(run_dir: str) -> list[str]:
+    """The names of the `checkpoint-N` folders of `run_dir`."""
+    return [name for name in os.listdir(run_dir) if checkpoint_step(name) is not None]
+
+
+def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike | None) -> str | None:
+    """What to pass to `trainer.train(resume_from_checkpoint=...)`: the checkpoint [`find_resume_checkpoint`] names,
+    once it fits the model (type, tensor shapes) and the run's fingerprint (with the `fingerprint_extra` of the
+    trainer's [`CompleteCheckpoints`]); each failure is a [`CheckpointError`] naming the file and, for the
+    fingerprint, every changed option with both values. Logs `Resuming from <checkpoint> (step N).`"""
+    checkpoint = find_resume_checkpoint(resume_from_checkpoint, trainer.args.output_dir, trainer.args.world_size)
+    if checkpoint is None:
+        return None
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not (trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled):  # those load (and check) their own shards
         check_checkpoint_matches_model(checkpoint, model)
@@ -202,22 +264,18 @@ def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike 
     return checkpoint
 
 
-# Files of a checkpoint that Trainer's own uploads copy into the run folder, whose root is the Hub model.
-MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".index.json")
-MODEL_FILE_NAMES = ("config.json", "generation_config.json", "adapter_config.json")
-
-
 class UploadCompleteCheckpoints(TrainerCallback):
     """`--push_to_hub` uploads of marked checkpoints only, in the background; a failed upload never stops training.
 
     Trainer starts its upload inside the save, before `on_save`, i.e. before [`CompleteCheckpoints`] marks the
     checkpoint. So while training runs this callback takes `hub_strategy` over (`args.hub_strategy` is "end" then,
-    which turns Trainer's in-save upload off; restored when training ends) and does what Trainer would, from `on_save`
-    once the checkpoint is marked: the model files are copied into the run folder and the run folder uploaded
-    (`every_save`), and with `checkpoint` / `all_checkpoints` the checkpoint itself as `last-checkpoint` / under its
-    name. Uploads run one at a time in huggingface_hub's background thread (`run_as_future`); a failure to start or
-    to finish one is logged with the folder and counted in `failed` (the next save uploads the latest files again,
-    `trainer.push_to_hub()` retries at the end), and rotation keeps a folder until its upload is done.
+    which turns Trainer's in-save upload off; restored when training ends) and asks Trainer for the same upload
+    (`push_checkpoint`) from `on_save`, once the checkpoint is marked: the model files copied into the run folder and
+    the run folder uploaded (`every_save`), and with `checkpoint` / `all_checkpoints` the checkpoint itself as
+    `last-checkpoint` / under its name, in huggingface_hub's background thread. A failure to start or to finish an
+    upload is logged with the folder and counted in `failed` (Trainer's own upload would lose a failure in the
+    background silently; the next save uploads the latest files again, `trainer.push_to_hub()` retries at the end),
+    and rotation keeps a folder until its upload is done.
 
     Put it after `CompleteCheckpoints` (Trainer calls callbacks in their order): a checkpoint found unmarked is not
     uploaded.
@@ -228,6 +286,10 @@ class UploadCompleteCheckpoints(TrainerCallback):
         self.strategy: HubStrategy | None = None
         self.jobs: list[tuple[str, Any]] = []  # (checkpoint folder, future) of every upload started
         self.failed: list[tuple[str, str]] = []  # (checkpoint folder, error) of every failed upload
+
+    @staticmethod
+    def of(trainer) -> UploadCompleteCheckpoints | None:
+        return next((c for c in trainer.callback_handler.callbacks if isinstance(c, UploadCompleteCheckpoints)), None)
 
     def on_train_begin(self, args, state, control, **kwargs):
         if args.push_to_hub and self.strategy is None and args.hub_strategy != HubStrategy.END:
@@ -240,7 +302,7 @@ class UploadCompleteCheckpoints(TrainerCallback):
         if self.strategy is not None:
             args.hub_strategy, self.strategy = self.strategy, None
 
-    def on_save(self, args, state, control, processing_class=None, **kwargs):
+    def on_save(self, args, state, control, **kwargs):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if self.strategy is None or not state.is_world_process_zero or not os.path.isdir(folder):
             return
@@ -248,37 +310,30 @@ class UploadCompleteCheckpoints(TrainerCallback):
         if problem is not None:
             logger.warning("Not uploading %s: %s.", folder, problem)
             return
+        progress = self.trainer.push_in_progress
+        before = set(map(id, progress.jobs)) if progress is not None else set()
         try:
-            self._upload(args, state, folder, processing_class)
+            with self._strategy_restored(args):
+                push_checkpoint(self.trainer, folder)
         except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
             self._report(folder, error)
-
-    def _upload(self, args, state, folder: str, processing_class) -> None:
-        for name in os.listdir(folder):
-            if name.endswith(MODEL_FILE_SUFFIXES) and name != "training_args.bin" or name in MODEL_FILE_NAMES:
-                shutil.copy(os.path.join(folder, name), os.path.join(args.output_dir, name))
-        if processing_class is not None:
-            processing_class.save_pretrained(args.output_dir)
-        torch.save(args, os.path.join(args.output_dir, "training_args.bin"))
-        message = f"Training in progress, step {state.global_step}"
-        uploads = [dict(folder_path=args.output_dir, ignore_patterns=["_*", f"{PREFIX_CHECKPOINT_DIR}-*", ".*"])]
-        if self.strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS):
-            name = "last-checkpoint" if self.strategy == HubStrategy.CHECKPOINT else os.path.basename(folder)
-            uploads.append(dict(folder_path=folder, path_in_repo=name, commit_message=message + ", checkpoint"))
+        progress = self.trainer.push_in_progress
+        started = [job for job in (progress.jobs if progress is not None else []) if id(job) not in before]
         complete = CompleteCheckpoints.of(self.trainer)
-        api = hub_api()
-        for upload in uploads:
-            job = api.upload_folder(
-                **{"commit_message": message, **upload},
-                repo_id=self.trainer.hub_model_id,
-                token=args.hub_token,
-                revision=args.hub_revision,
-                run_as_future=True,
-            )
+        for job in started:
             self.jobs.append((folder, job))
             if complete is not None:
                 complete.in_use.add(folder)
             job.add_done_callback(lambda done, folder=folder: self._finished(folder, done))
+
+    @contextlib.contextmanager
+    def _strategy_restored(self, args):
+        """The strategy asked for, while Trainer uploads (it uploads nothing under "end")."""
+        args.hub_strategy = self.strategy
+        try:
+            yield
+        finally:
+            args.hub_strategy = HubStrategy.END
 
     def _finished(self, folder: str, job) -> None:
         error = None if job.cancelled() else job.exception()
@@ -297,3 +352,151 @@ class UploadCompleteCheckpoints(TrainerCallback):
             folder,
             error,
         )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The plugin: attach, resume, save
+# --------------------------------------------------------------------------------------------------------------------
+
+# `attach_reliability`'s default divergence guard: the one `trainer.args` describes (`PretrainingArguments`' options),
+# or none.
+FROM_ARGUMENTS = "from the training arguments"
+
+
+def attach_reliability(
+    trainer,
+    fingerprint_extra: dict[str, Any] | None = None,
+    divergence_guard: DivergenceGuardConfig | None | str = FROM_ARGUMENTS,
+    lease: bool = True,
+):
+    """Attach the reliability plugin to `trainer` (any `transformers.Trainer`): the callbacks of the module docstring
+    and the lease on `trainer.args.output_dir`. Returns the trainer. Attaching twice changes nothing but the settings.
+
+    `fingerprint_extra`: the job's own options a resume must keep (JSON-serializable values), e.g.
+    `{"tokenizer": "spiece.model", **data_files_fingerprint([train_file])}`; saved in each checkpoint's
+    `run_fingerprint.json` with the model config, optimizer and global batch. `divergence_guard`: a
+    `DivergenceGuardConfig` rolls a diverging step back instead of stopping on a NaN/inf loss; by default the guard of
+    `trainer.args.divergence_guard_config()` (`PretrainingArguments`' --divergence_guard options), else none. The
+    Hub token of `--hub_token` moves into this process's `HF_TOKEN` (`hand_hub_token_to_environment`), so that no
+    saved `training_args.bin` holds it.
+    """
+    hand_hub_token_to_environment(trainer.args)
+    if lease:
+        hold_output_folder(trainer.args)
+    if divergence_guard is FROM_ARGUMENTS:
+        from_arguments = getattr(trainer.args, "divergence_guard_config", None)
+        divergence_guard = from_arguments() if from_arguments is not None else None
+    complete = CompleteCheckpoints.of(trainer)
+    if complete is None:
+        # The stream's position is written into a checkpoint before it is marked, the marking before the upload.
+        trainer.add_callback(ResumableStream(trainer))
+        complete = CompleteCheckpoints()
+        trainer.add_callback(complete)
+        trainer.add_callback(UploadCompleteCheckpoints(trainer))
+        trainer.add_callback(StopOnNonFiniteLoss(trainer))
+        trainer.add_callback(CheckpointOnSignal())
+        # Last: it sees every other callback's decision to save a step (a signal's, a rollback's).
+        trainer.add_callback(RefuseNonFiniteCheckpoints(trainer))
+    complete.fingerprint_extra = dict(fingerprint_extra or complete.fingerprint_extra)
+    if divergence_guard is not None:
+        guard_divergence(trainer, divergence_guard)
+    return trainer
+
+
+def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | None = None, **train_kwargs):
+    """`trainer.train()`, resumed from the checkpoint a `--resume_from_checkpoint` value names ([`resume_checkpoint`]:
+    checked against the model and the run's fingerprint before anything is loaded), or from the start.
+
+      * The output folder is checked first, unless the job checked it at its start (`guard_output_folder`): a fresh
+        start into a folder holding another run's model or checkpoints is refused.
+      * A run that already reached `--max_steps` in that checkpoint is not trained further: its weights and state are
+        loaded (so that a following save writes the trained model) and its `TrainOutput` returned. Trainer itself
+        would train one step past `max_steps` (tests/test_reliability.py shows it).
+      * A positionable training stream starts after the batches trained on ([`ResumableStream`]).
+      * A SIGTERM or SIGUSR1 during training writes the checkpoint of the step reached, then [`StoppedBySignal`] is
+        raised, before anything final is written (a `CheckpointOnSignal` is added for the call if none is attached).
+    """
+    warn_about_missing_internal_names()
+    guard_output_folder(trainer.args, resume_from_checkpoint)
+    checkpoint = resume_checkpoint(trainer, resume_from_checkpoint)
+    if checkpoint is not None:
+        step = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
+        if 0 < trainer.args.max_steps <= step:
+            return nothing_left_to_train(trainer, checkpoint, step)
+    stop_on_signal = CheckpointOnSignal.of(trainer)
+    added = stop_on_signal is None
+    if added:
+        stop_on_signal = CheckpointOnSignal()
+        trainer.add_callback(stop_on_signal)
+    stream = ResumableStream.of(trainer)
+    try:
+        with stream.resumed(checkpoint) if stream is not None else contextlib.nullcontext():
+            result = trainer.train(resume_from_checkpoint=checkpoint, **train_kwargs)
+    finally:
+        stop_on_signal.restore_handlers()  # also when train() raised, which skips on_train_end
+        if added:
+            trainer.remove_callback(stop_on_signal)
+    stop_on_signal.raise_if_stopped()
+    return result
+
+
+def nothing_left_to_train(trainer, checkpoint: str, step: int) -> TrainOutput:
+    """A finished run relaunched: its state and weights from `checkpoint`, no training step."""
+    logger.info(
+        "%s: already trained for %d steps (--max_steps %d): nothing to train.", checkpoint, step, trainer.args.max_steps
+    )
+    if not (trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled):
+        load_checkpoint_weights(trainer, checkpoint)
+    else:
+        logger.warning("Under DeepSpeed/FSDP the model keeps its initial weights: load them from %s.", checkpoint)
+    trainer.state = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+    return TrainOutput(trainer.state.global_step, 0.0, {"train_runtime": 0.0, "train_steps": 0})
+
+
+def save_final_model(trainer, output_dir: str | None = None) -> None:
+    """Trainer's `save_model`, atomic and without an upload: written into a staging folder, fsynced, then moved in,
+    weights first and `config.json` last, so that a run killed while saving its final model leaves the folder as it
+    was, or with new weights files but the old (or no) config.json: never a config.json beside a half-written model.
+
+    Trainer's own `save_model` uploads the output folder at once under `--push_to_hub`, before the job has evaluated
+    (the card on the Hub would hold no results): a job pushes once at its end, `trainer.push_to_hub()`. Under FSDP
+    the full weights are gathered from the shards and saved (Trainer's `save_model` writes none under FSDP's sharded
+    state dict); checkpoints keep only their shards (gathering at every save would hold the whole model in one
+    process's memory each time)."""
+    output_dir = output_dir or trainer.args.output_dir
+    staging_dir = os.path.join(output_dir, MODEL_STAGING_DIR_NAME)
+    if trainer.args.should_save:
+        shutil.rmtree(staging_dir, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()
+    if trainer.is_fsdp_enabled:
+        state_dict = trainer.accelerator.get_state_dict(trainer.model)  # a collective: every process takes part
+        save_weights(trainer, staging_dir, state_dict)
+    else:
+        save_model_unpushed(trainer, staging_dir)
+    trainer.accelerator.wait_for_everyone()  # every process has written its part
+    if trainer.args.should_save and os.path.isdir(staging_dir):
+        fsync_tree(staging_dir)
+        move_files_in(staging_dir, output_dir)
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        if isinstance(model, AlbertPreTrainedModel):
+            logger.info("%s: %s", output_dir, save_format_line(model, saved_tokenizer(trainer)))
+    trainer.accelerator.wait_for_everyone()
+
+
+def saved_tokenizer(trainer):
+    """The tokenizer Trainer saves beside the model: `processing_class`, else the data collator's."""
+    if isinstance(trainer.processing_class, PreTrainedTokenizerBase):
+        return trainer.processing_class
+    return getattr(trainer.data_collator, "tokenizer", None)
+
+
+def failed_pushes(trainer) -> list[tuple[str, str]]:
+    """(checkpoint folder, error) of every checkpoint upload of the plugin that failed."""
+    uploads = UploadCompleteCheckpoints.of(trainer)
+    return [] if uploads is None else uploads.failed
+
+
+def divergence_guard_of(trainer):
+    """The divergence guard of the current (or last) run, when one is attached, else None."""
+    callback = RollbackDivergedSteps.of(trainer)
+    return None if callback is None else callback.guard

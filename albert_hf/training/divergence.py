@@ -53,7 +53,8 @@ import torch
 from transformers import DefaultFlowCallback, TrainerCallback
 
 from ..errors import UserError
-from .reliability import NonFiniteLossError, non_finite_message
+from .preemption import agree_on_step
+from .reliability import NonFiniteLossError, non_finite_message, non_finite_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -186,9 +187,8 @@ class DivergenceGuard:
                 "--divergence_guard: the model returned no loss in this training step (the guard reads the `loss` "
                 "of the model's output): train a model that computes its loss, or turn the guard off."
             )
-        if trainer.accelerator.num_processes > 1:
-            loss = trainer.accelerator.reduce(loss, reduction="mean")
-        value = loss.item()
+        # One reduction and one transfer to the host for the step, the stop signals agreed on in it too.
+        (value,) = agree_on_step(trainer, loss, reduction="mean")
         median = statistics.median(self.history) if len(self.history) >= self.config.min_history else None
         if not math.isfinite(value):
             self._bad = f"non-finite loss {value}"
@@ -436,8 +436,10 @@ class TrainingLosses:
     smoothing) is refused: the hook would judge another number than the one trained on.
     """
 
-    def __init__(self, trainer, on_loss):
+    def __init__(self, trainer, on_loss, finite_for_trainer: bool = False):
         self.trainer, self.on_loss = trainer, on_loss
+        # Whether a non-finite loss reaches Trainer as 0 (see `_read`).
+        self.finite_for_trainer = finite_for_trainer
         self.handle = None
 
     def attach(self) -> None:
@@ -459,15 +461,30 @@ class TrainingLosses:
             self.handle.remove()
             self.handle = None
 
-    def _read(self, module, args, kwargs, output) -> None:
+    def _read(self, module, args, kwargs, output):
         if not (module.training and torch.is_grad_enabled()):
-            return
+            return None
         loss = output.get("loss") if isinstance(output, dict) else output[0] if isinstance(output, tuple) else None
         if not torch.is_tensor(loss):
-            return
+            return None
         self.on_loss(self.as_trainer_returns(loss.detach(), kwargs.get("num_items_in_batch")), loss.detach())
+        if not self.finite_for_trainer:
+            return None
+        # With a rollback to come, the loss Trainer sums for its log is 0 where it is not finite, on the device: a
+        # NaN would stay in Trainer's running sum for good, which `logging_nan_inf_filter` prevents only with two host
+        # syncs per micro-batch. The step is undone whatever its gradients, and its log corrected (`LossBook`).
+        finite = torch.where(torch.isfinite(loss), loss, torch.zeros_like(loss))
+        if isinstance(output, dict):
+            output["loss"] = finite
+            return output
+        return (finite, *output[1:])
 
     def as_trainer_returns(self, loss: torch.Tensor, num_items_in_batch) -> torch.Tensor:
+        """The model's loss scaled as Trainer's `training_step` scales it. A copy of Trainer's arithmetic, kept because
+        Trainer hands that value to no public hook (it sums it into its private running loss; no callback event
+        carries it), and the guard must judge, and correct in the logs, the numbers Trainer logs.
+        tests/test_trainer_public_ways.py compares it with what `training_step` returns, with and without the model's
+        own normalization."""
         trainer = self.trainer
         counted = num_items_in_batch is not None
         if counted and trainer.args.average_tokens_across_devices and trainer.model_accepts_loss_kwargs:
@@ -492,7 +509,9 @@ class RollbackDivergedSteps(TrainerCallback):
     def __init__(self, trainer, config: DivergenceGuardConfig):
         self.trainer, self.config = trainer, config
         self.guard = DivergenceGuard(config)
-        self.losses = TrainingLosses(trainer, lambda loss, model_loss: self.guard.add_micro_batch(loss))
+        self.losses = TrainingLosses(
+            trainer, lambda loss, model_loss: self.guard.add_micro_batch(loss), finite_for_trainer=True
+        )
 
     @staticmethod
     def of(trainer) -> RollbackDivergedSteps | None:
@@ -555,7 +574,8 @@ class StopOnNonFiniteLoss(TrainerCallback):
     spread it to the weights. The micro-batches' losses are read by [`TrainingLosses`] and judged once the step's last
     backward is done: never inside the forward pass, which under DDP must run to its end. With several processes the
     verdict is summed over all of them, so that every process stops together (one waiting in the next all-reduce
-    would hang until a timeout): one device sync per step."""
+    would hang until a timeout): one reduction and one device sync per step, shared with the stop signals
+    (`agree_on_step`)."""
 
     def __init__(self, trainer):
         self.trainer = trainer
@@ -581,12 +601,34 @@ class StopOnNonFiniteLoss(TrainerCallback):
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
         loss, self.step_loss = self.step_loss, None
-        if loss is None:
-            return
-        accelerator = self.trainer.accelerator
-        non_finite = (~torch.isfinite(loss)).float()
-        if accelerator.num_processes > 1:
-            non_finite = accelerator.reduce(non_finite, reduction="sum")
-        if non_finite.item() > 0:
+        # The step's one reduction and transfer to the host, with the stop signals (also when there is no loss).
+        non_finite = agree_on_step(self.trainer, None if loss is None else (~torch.isfinite(loss)).float())
+        if non_finite and non_finite[0] > 0:
             self.losses.detach()
-            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {loss.item()}"))
+            shown = f"{loss.item()}" if not torch.isfinite(loss) else "finite here, non-finite on another process"
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"training loss is {shown}"))
+
+
+class RefuseNonFiniteCheckpoints(TrainerCallback):
+    """No checkpoint ever holds NaN/inf weights: before a step is saved, its parameters are checked (one device sync
+    per save), and [`NonFiniteLossError`] names them, the global step and the last complete checkpoint. Weights can
+    turn non-finite without a non-finite loss (overflowing gradients without a loss scaler), and the next save would
+    write them over the last good checkpoint's slot. Put it after every callback that decides to save a step (the
+    reliability plugin adds it last)."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if control.should_save:
+            self.check()
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        if control.should_save:
+            self.check()
+
+    def check(self) -> None:
+        bad = non_finite_parameters(self.trainer.model)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            raise NonFiniteLossError(non_finite_message(self.trainer, f"parameters {shown} hold NaN/inf", saving=True))

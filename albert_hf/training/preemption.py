@@ -15,9 +15,10 @@ to save its final model and exits 0, which a scheduler reads as a finished job a
     `control.should_training_stop`), so Trainer's own `_save_checkpoint` writes `checkpoint-N` as at any periodic
     save (albert_hf's Trainers write it atomically). The step's evaluation is skipped: the grace period is for the
     checkpoint;
-  * with several processes (torchrun/accelerate DDP, DeepSpeed, FSDP) the flag is all-reduced at every step end (one
-    integer, the largest signal number received), so every rank stops and saves at the same step, whichever rank got
-    the signal first;
+  * with several processes (torchrun/accelerate DDP, DeepSpeed, FSDP) every rank must stop at the same step,
+    whichever rank got the signal first: the signals received are summed over the processes once per optimizer step,
+    in the one reduction of that step ([`agree_on_step`]: the loss check's, before the optimizer step, where one is
+    attached; else the callback's own at the step's end);
   * afterwards the job asks [`CheckpointOnSignal.raise_if_stopped`] (or `stopped_by_signal`), which raises
     [`StoppedBySignal`] before a final model, results, card or upload is written. `albert-hf` turns it into one line
     and exit status 128 + the signal number (143 for SIGTERM, 138 for SIGUSR1), which schedulers read as killed by
@@ -35,18 +36,22 @@ previous handlers are back, as if it had arrived just after.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import signal
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback
+import transformers.trainer
+from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import StoppedBySignal, UserError
 
 logger = logging.getLogger(__name__)
+
+TRAINER_SOURCE = inspect.getsourcefile(transformers.trainer)
 
 # SIGUSR1 does not exist on Windows.
 STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
@@ -67,7 +72,7 @@ class CheckpointOnSignal(TrainerCallback):
 
     After `train()`: `stopped_by_signal` (the signal number or None), `stopped_at_step` and `checkpoint` (the folder
     written at that step, None if no save followed). If `train()` raises, Trainer calls no `on_train_end`: call
-    `restore_handlers()` (`train_or_checkpoint_on_signal` does both).
+    `restore_handlers()` (`resume_training` of training/callbacks.py does both).
     """
 
     def __init__(self, signals: tuple[int, ...] = STOP_SIGNALS):
@@ -76,19 +81,45 @@ class CheckpointOnSignal(TrainerCallback):
         self.stopped_by_signal: int | None = None  # the signal every rank stopped on
         self.stopped_at_step: int | None = None
         self.checkpoint: str | None = None
+        # The signal every process agreed on in this step's reduction ([`agree_on_step`]), until the step's end.
+        self.agreed: int | None = None
         self._previous: dict[int, Any] = {}
+        # The frame of Trainer's `train()` the handlers were installed in: a signal arriving while it is no longer on
+        # the stack arrived after a `train()` that raised (Trainer then calls no `on_train_end`).
+        self._training_frame = None
 
     # ---- the handlers ---------------------------------------------------------------------------------------------
 
     def _note(self, signal_number: int, frame) -> None:
-        self.received = signal_number
+        if self._training(frame):
+            self.received = signal_number
+            return
+        # `train()` raised, so the handlers were never put back: put them back now, and let them have the signal.
+        self.received = None
+        self.restore_handlers()
+        signal.raise_signal(signal_number)
+
+    def _training(self, frame) -> bool:
+        """Whether `frame` (the one a signal interrupted) runs inside the `train()` the handlers were installed for."""
+        if self._training_frame is None:  # installed by hand, outside Trainer's `train()`
+            return True
+        while frame is not None and frame is not self._training_frame:
+            frame = frame.f_back
+        return frame is not None
 
     def install_handlers(self) -> None:
         """Handle the stop signals by noting them (Trainer's `on_train_begin` calls it)."""
         self.received = self.stopped_by_signal = self.stopped_at_step = self.checkpoint = None
+        self._training_frame = _outermost_trainer_frame(inspect.currentframe())
         try:
             for number in self.signals:
-                self._previous[number] = signal.signal(number, self._note)
+                previous = signal.signal(number, self._note)
+                # The handler of a `train()` that raised and never put its own back: the one before it.
+                owner = getattr(previous, "__self__", None)
+                while isinstance(owner, CheckpointOnSignal) and not owner._training(inspect.currentframe()):
+                    previous = owner._previous.pop(number, signal.SIG_DFL)
+                    owner = getattr(previous, "__self__", None)
+                self._previous[number] = previous
         except ValueError:  # signal.signal works in the main thread only
             self.restore_handlers()
             logger.warning("Trainer runs outside the main thread: a SIGTERM will not write a checkpoint.")
@@ -111,8 +142,14 @@ class CheckpointOnSignal(TrainerCallback):
             )
         self.install_handlers()
 
+    @staticmethod
+    def of(trainer) -> CheckpointOnSignal | None:
+        return next((c for c in trainer.callback_handler.callbacks if isinstance(c, CheckpointOnSignal)), None)
+
     def on_step_end(self, args, state, control, **kwargs):
-        received = agreed_signal(self.received or 0, args.device)
+        received, self.agreed = self.agreed, None
+        if received is None:  # no loss check agreed on it before the optimizer step: a reduction of its own
+            received = agreed_signal(self.received or 0, args.device)
         if received:
             self.stopped_by_signal, self.stopped_at_step = received, state.global_step
             control.should_save = True
@@ -148,6 +185,43 @@ class CheckpointOnSignal(TrainerCallback):
             raise StoppedBySignal(self.stopped_by_signal, self.stopped_at_step, self.checkpoint)
 
 
+def _outermost_trainer_frame(frame):
+    """The outermost frame of the stack that runs code of transformers' trainer module (`Trainer.train`), or None."""
+    found = None
+    while frame is not None:
+        if frame.f_code.co_filename == TRAINER_SOURCE:
+            found = frame
+        frame = frame.f_back
+    return found
+
+
+def agree_on_step(trainer, values: torch.Tensor | None, reduction: str = "sum") -> list[float]:
+    """The one reduction of an optimizer step: `values` (a loss check's, on the device) summed (or averaged, `reduction`
+    "mean") over the processes, together with the stop signals they received, which the trainer's
+    [`CheckpointOnSignal`] then acts on at the step's end. Returns the reduced values as floats: one transfer to the
+    host (`tolist`), none for the signal alone in one process, and one collective with several.
+
+    With one process the signal is this process's; with several, each handled signal is counted over the processes
+    and the largest number received by any is agreed on, as [`agreed_signal`] does alone."""
+    stop = CheckpointOnSignal.of(trainer)
+    received = (stop.received or 0) if stop is not None else 0
+    if trainer.accelerator.num_processes <= 1:
+        if stop is not None:
+            stop.agreed = received
+        return [] if values is None else values.reshape(-1).tolist()
+    signals = stop.signals if stop is not None else ()
+    flags = torch.tensor([float(received == number) for number in signals], device=trainer.args.device)
+    values = flags.new_zeros(0) if values is None else values.reshape(-1).float()
+    total = trainer.accelerator.reduce(torch.cat([values, flags]), reduction="sum")
+    if reduction == "mean":  # on the device, in the values' precision, as accelerate's own mean
+        total = torch.cat([total[: values.numel()] / trainer.accelerator.num_processes, total[values.numel() :]])
+    reduced = total.tolist()
+    counts = reduced[values.numel() :]
+    if stop is not None:
+        stop.agreed = max((number for number, count in zip(signals, counts) if count > 0), default=0)
+    return reduced[: values.numel()]
+
+
 def agreed_signal(received: int, device: torch.device | str) -> int:
     """The largest signal number any process received (0: none), the same on every rank; `received` itself when
     there is one process."""
@@ -158,18 +232,3 @@ def agreed_signal(received: int, device: torch.device | str) -> int:
     flag = torch.tensor([received], dtype=torch.int32, device=device)
     torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
     return int(flag.item())
-
-
-def train_or_checkpoint_on_signal(trainer: Trainer, **train_arguments):
-    """`trainer.train(**train_arguments)` with a [`CheckpointOnSignal`]: its `TrainOutput`, or [`StoppedBySignal`]
-    after the checkpoint of the step a SIGTERM/SIGUSR1 stopped (call it where the job would otherwise go on to save
-    its final model)."""
-    stop_on_signal = CheckpointOnSignal()
-    trainer.add_callback(stop_on_signal)
-    try:
-        result = trainer.train(**train_arguments)
-    finally:
-        stop_on_signal.restore_handlers()  # also when train() raised, which skips on_train_end
-        trainer.remove_callback(stop_on_signal)
-    stop_on_signal.raise_if_stopped()
-    return result

@@ -1,54 +1,30 @@
-"""Crash safety for long runs: atomic checkpoints, a non-finite loss guard, and checked resumption.
+"""Crash safety for long runs, as plain functions: checkpoint completeness, the run fingerprint, the numerical checks,
+rotation and atomic moves. The reliability plugin (training/callbacks.py) makes them callbacks any Trainer attaches in
+one line; docs/reliability.md says what each guarantees.
 
 Pretraining runs last days, so a crash must cost minutes, not the run. transformers' `Trainer` gets most of the way
 (it saves model, optimizer, scheduler, scaler, RNG states and the data position, and resumes from them), but:
 
   * it writes a checkpoint straight into `checkpoint-N`, file by file. A crash in the middle leaves a folder that
     `get_last_checkpoint` (and `resume_from_checkpoint=True`) takes as the latest, and resuming from it fails or,
-    worse, resumes from a model without its optimizer. It also rotates old checkpoints in the same call.
+    worse, resumes from a model without its optimizer. It also rotates old checkpoints in the same call, before the
+    new one is complete. [`checkpoint_problem`] says what a folder lacks, [`latest_checkpoint`] finds the newest
+    complete one (each one skipped is named in a warning with the missing or damaged file), and
+    [`rotate_checkpoints`] rotates counting complete checkpoints only, never the one still being uploaded.
   * a NaN or inf loss does not stop training: `logging_nan_inf_filter` hides it from the logs, the optimizer step
-    turns every weight into NaN, and the next save writes those weights over the last good checkpoint's slot.
+    turns every weight into NaN, and the next save writes those weights over the last good checkpoint's slot
+    ([`non_finite_parameters`], [`non_finite_message`]).
   * resuming loads weights with `strict=False`, so a checkpoint of another model mostly fails late and without the
-    file's name.
+    file's name ([`check_checkpoint_matches_model`]); and nothing checks that a resume continues the same run
+    ([`fingerprint_of`], [`check_fingerprint`]: each changed option named with both values).
 
-This module holds what fixes them as plain functions (checkpoint completeness, resolution of a resume point, the
-run fingerprint, the numerical checks); training/callbacks.py and training/divergence.py make them `TrainerCallback`s
-any Trainer can use, and `AlbertTrainer` (training/trainer.py), the base of albert_hf's Trainers, attaches them all:
-
-  * A checkpoint counts once it is marked complete: Trainer writes `checkpoint-N` in place, then (in `on_save`) the
-    `CompleteCheckpoints` callback of training/callbacks.py fsyncs it and writes `run_fingerprint.json` last,
-    atomically; a folder without it is a killed save, never resumed from. Old checkpoints are rotated only after
-    that. With several processes, all meet at a barrier before the main process marks, and again after.
-  * Every training step's loss is checked (`StopOnNonFiniteLoss`, training/divergence.py): a non-finite one raises
-    [`NonFiniteLossError`] naming the global step (and the fp16 loss scale), before the optimizer step. Parameters are checked again before every save, so a
-    checkpoint never holds NaN/inf weights (e.g. from overflowing gradients without a loss scaler).
-  * Resuming first checks the checkpoint (in `train()`, before anything is loaded): it must be complete (every
-    file the resume reads is there and readable, see [`checkpoint_problem`]), fit the model (model type, tensor
-    shapes) and have been written by the same run: each checkpoint carries `run_fingerprint.json` (model config,
-    optimizer and schedule, global batch, and what the job declares in `run_fingerprint_extra`), and a resume that
-    would change any of it is refused naming each option with both values. Each failure is an error naming the
-    file. A run that already reached `--max_steps` in its checkpoint is not trained further.
-  * The final model (`save_model`) is written into a staging folder and moved in file by file, weights first and
-    `config.json` last, so a folder with a config.json always holds the whole model it describes.
-
-Everything is built on Trainer's public hooks where one serves (`train`, `save_model`, the `TrainerCallback`s of
-training/callbacks.py for checkpoints and uploads, those of training/divergence.py for the loss checks); what has
-none goes through training/transformers_internals.py, the one module that touches private transformers names (each
-listed there with its reason, each checked by a test).
-
-A training stream that can tell its position (`albert_hf.data.instance_stream.ResumableInstanceStream`) has it saved
-in every checkpoint (`stream_position.json`), and a resume starts the stream there instead of letting Trainer read the
-trained batches again.
-
-[`latest_checkpoint`] finds the newest *complete* checkpoint of an output folder (also among those written by a plain
-Trainer, which a crash may have left half-written: each one skipped is named in a warning with the missing or damaged
-file), and [`resolve_resume_checkpoint`] turns `--resume_from_checkpoint
-latest` into it, so the same command starts a job and restarts it after a crash.
+A training stream that can tell its position has it saved in every checkpoint (`stream_position.json`,
+training/stream_resume.py), and a resume starts the stream there instead of letting Trainer read the trained batches
+again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import itertools
@@ -275,29 +251,6 @@ def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False) -> st
     return None
 
 
-def resolve_resume_checkpoint(resume_from_checkpoint: str | bool | None, output_dir: str) -> str | None:
-    """What to pass to `Trainer.train(resume_from_checkpoint=...)` for a `--resume_from_checkpoint` value.
-
-    None/False: start fresh. True or "latest" (also "last", "true", "auto"): the newest complete checkpoint of
-    `output_dir`, or a fresh start when there is none yet, so one command both starts a job and restarts it after a
-    crash. A path: that checkpoint, which must be complete ([`CheckpointError`] names the problem otherwise).
-    """
-    if resume_from_checkpoint is None or resume_from_checkpoint is False:
-        return None
-    if resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES:
-        checkpoint = latest_checkpoint(output_dir, marked=True)
-        if checkpoint is None:
-            logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
-        return checkpoint
-    path = os.fspath(resume_from_checkpoint)
-    if not os.path.isdir(path):
-        raise CheckpointError(f"--resume_from_checkpoint: no checkpoint folder at {path}.")
-    problem = checkpoint_problem(path)
-    if problem is not None:
-        raise CheckpointError(f"--resume_from_checkpoint {path}: {problem}.")
-    return path
-
-
 def check_checkpoint_matches_model(folder: str | os.PathLike, model: torch.nn.Module) -> None:
     """Raise [`CheckpointError`] naming the file when the checkpoint in `folder` cannot be loaded into `model`.
 
@@ -401,18 +354,6 @@ def non_finite_message(trainer: Trainer, what: str, saving: bool = False) -> str
     )
 
 
-@contextlib.contextmanager
-def own_class(model: torch.nn.Module):
-    """The model with its own class for the duration (FSDP2's `FSDP<name>` subclass set aside)."""
-    wrapped = type(model)
-    own = next((c for c in wrapped.__mro__[1:] if c.__name__ == wrapped.__name__.removeprefix("FSDP")), wrapped)
-    model.__class__ = own
-    try:
-        yield model
-    finally:
-        model.__class__ = wrapped
-
-
 def non_finite_parameters(model: torch.nn.Module) -> list[str]:
     """Names of the parameters holding a NaN or inf (one device sync for all of them)."""
     named = [(name, parameter) for name, parameter in model.named_parameters() if parameter.numel()]
@@ -508,16 +449,11 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def run_fingerprint(trainer: Trainer) -> dict[str, Any]:
+def fingerprint_of(args, model: torch.nn.Module | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The options a resume must keep, flat ("model.hidden_size", "optimizer.learning_rate", "global_batch_size",
     "job.<key>"): the model's config, the optimizer and its schedule, the global batch (per device x accumulation x
-    processes) and what the job declared in `trainer.run_fingerprint_extra` (data files, tokenizer, objective)."""
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    return fingerprint_of(trainer.args, model, trainer.run_fingerprint_extra)
-
-
-def fingerprint_of(args, model: torch.nn.Module | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """[`run_fingerprint`] from its parts: training arguments, the (unwrapped) model, the job's own options."""
+    processes) and the job's own options `extra` (data files, tokenizer, objective: the `fingerprint_extra` of the
+    plugin's `CompleteCheckpoints`)."""
     config = getattr(model, "config", None)
     config_dict = config.to_dict() if config is not None else {}
     fingerprint: dict[str, Any] = {
@@ -590,7 +526,7 @@ def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> l
 
 
 def check_fingerprint(checkpoint: str, current: dict[str, Any]) -> None:
-    """Raise [`CheckpointError`] naming each option (both values) that `current` (a [`run_fingerprint`]) changes from
+    """Raise [`CheckpointError`] naming each option (both values) that `current` (a [`fingerprint_of`]) changes from
     the one saved in `checkpoint`; a checkpoint without a fingerprint (an older albert_hf's, a plain Trainer's) is
     let through with a warning."""
     path = os.path.join(checkpoint, FINGERPRINT_NAME)

@@ -25,6 +25,7 @@ from transformers import default_data_collator
 from albert_hf.distributed import init_distributed
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
 
 GLOBAL_BATCH, PER_DEVICE_BATCH, STEPS = 8, 4, 6
 BAD_STEP = 4  # 1-based: the optimizer step whose loss is NaN on rank 0
@@ -82,6 +83,7 @@ def train(name: str, checkpoint: str, rows: list[dict], output: Path, flags: lis
     model = AlbertForPreTraining.from_pretrained(checkpoint)  # under ZeRO-3 inside zero.Init: partitioned
     trainer = PoisonedTrainer(model=model, args=args, train_dataset=rows, data_collator=default_data_collator)
     trainer.poison_step = poison_step
+    attach_reliability(trainer)  # the divergence guard of the arguments
     trainer.train()
     persistent = [getattr(parameter, "ds_persist", None) for parameter in trainer.model.parameters()]
     weights = trainer.accelerator.get_state_dict(trainer.model_wrapped)  # gathered whole on process 0
@@ -91,7 +93,7 @@ def train(name: str, checkpoint: str, rows: list[dict], output: Path, flags: lis
         "world_size": args.world_size,
         "torch_world_size": torch.distributed.get_world_size(),
         "process_index": args.process_index,
-        "events": trainer.divergence_guard.events,
+        "events": divergence_guard_of(trainer).events,
         "global_step": trainer.state.global_step,
         "zero3_persistent": sum(flag is True for flag in persistent),
         "zero3_partitioned": sum(flag is False for flag in persistent),

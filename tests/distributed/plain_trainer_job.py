@@ -1,12 +1,13 @@
-"""A plain `transformers.Trainer` on the tiny classifier with albert_hf's `CompleteCheckpoints`: the job the callback
-tests kill (through tests/distributed/killed_job.py, `main(argv)`) and resume.
+"""A plain `transformers.Trainer` on the tiny classifier with albert_hf's reliability plugin attached in one line
+(`attach_reliability`): the job the callback tests kill (through tests/distributed/killed_job.py, `main(argv)`) and
+resume (`resume_training`).
 
     python tests/distributed/killed_job.py plain_trainer_job --output_dir DIR [--resume latest] [--learning_rate LR]
 
 With `--batches N` it reads N batches of 4 in order (`train_sampling_strategy="sequential"`), the labels of the
 `--unlabeled_batches` (1-based, comma-separated) all -100, so that their loss is NaN (a mean over no target), and the
 `--without_batches` left out; `--divergence_guard_every K` adds albert_hf's divergence guard (a snapshot every K
-steps) through `guard_divergence`.
+steps) through the plugin's `divergence_guard`.
 
 KILL_BEFORE_MARK=N (read here, not by killed_job.py) SIGKILLs the process in `on_save` of checkpoint-N, after Trainer
 wrote every file of it (trainer_state.json included) and rotated, before the callback marks it: a callback placed
@@ -27,8 +28,8 @@ from helpers.trainer import RandomSequences, tiny_arguments, tiny_classifier  # 
 from torch.utils.data import Dataset  # noqa: E402
 from transformers import Trainer, TrainerCallback  # noqa: E402
 
-from albert_hf.training.callbacks import CompleteCheckpoints, resume_checkpoint  # noqa: E402
-from albert_hf.training.divergence import DivergenceGuardConfig, guard_divergence  # noqa: E402
+from albert_hf.training.callbacks import attach_reliability, resume_training, save_final_model  # noqa: E402
+from albert_hf.training.divergence import DivergenceGuardConfig  # noqa: E402
 
 BATCH = 4
 
@@ -85,7 +86,6 @@ def build(argv: list[str]) -> tuple[Trainer, str | None]:
     callbacks = []
     if os.environ.get("KILL_BEFORE_MARK"):
         callbacks.append(KillBeforeMark(int(os.environ["KILL_BEFORE_MARK"])))
-    callbacks.append(CompleteCheckpoints({"data": options.data_version}))
     trainer = Trainer(
         model=tiny_classifier(),
         args=tiny_arguments(
@@ -103,13 +103,14 @@ def build(argv: list[str]) -> tuple[Trainer, str | None]:
         ),
         callbacks=callbacks,
     )
-    if options.divergence_guard_every:
-        guard_divergence(trainer, DivergenceGuardConfig(snapshot_steps=options.divergence_guard_every))
+    every = options.divergence_guard_every
+    guard = DivergenceGuardConfig(snapshot_steps=every) if every else None
+    attach_reliability(trainer, fingerprint_extra={"data": options.data_version}, divergence_guard=guard)
     return trainer, options.resume
 
 
 def main(argv: list[str]) -> int:
     trainer, resume = build(argv)
-    trainer.train(resume_from_checkpoint=resume_checkpoint(trainer, resume))
-    trainer.save_model()
+    resume_training(trainer, resume)
+    save_final_model(trainer)
     return 0

@@ -63,8 +63,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from .errors import UserError
-from .training.checkpoints import CHECKPOINT_NAME, WEIGHTS_FILE_SUFFIXES
+from ..errors import UserError
+from .checkpoints import CHECKPOINT_NAME, WEIGHTS_FILE_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
     """Refuse `--resume_from_checkpoint latest` (or True) over a folder holding a finished model and no complete
     checkpoint: there is nothing to resume, and starting afresh would overwrite that model. (Runs that save no
     checkpoint, e.g. the quickstart's, leave just their model.) A path or None is left to resumption itself."""
-    from .training.reliability import RESUME_LATEST_VALUES, latest_checkpoint
+    from .reliability import RESUME_LATEST_VALUES, latest_checkpoint
 
     latest = resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES
     if not latest or latest_checkpoint(output_dir) is not None:
@@ -262,6 +262,7 @@ class FolderLock:
     path: str
     created_folder: bool = False  # the folder did not exist before this job took the lock
     holder: dict = field(default_factory=dict)  # what this process wrote into the lock file; never changes
+    checked: bool = False  # the folder was checked for another run's files since this lease was taken
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -606,7 +607,7 @@ def open_run_folder(training_args, model_args=None) -> None:
     inf), then on the main process lock `--output_dir`, check it
     (`check_output_folder`) and with --overwrite_output_dir remove the old run's files; every process raises the
     main process's error, if any."""
-    from .training.checkpoints import check_finite_weights, check_pretrained_source
+    from .checkpoints import check_finite_weights, check_pretrained_source
 
     model_source = getattr(model_args, "model_name_or_path", None)
     tokenizer_source = getattr(model_args, "tokenizer_name_or_path", None)
@@ -621,6 +622,46 @@ def open_run_folder(training_args, model_args=None) -> None:
             _lock_and_prepare(training_args, model_args, model_source, tokenizer_source)
         except UserError as raised:
             error = raised
+    error = _main_process_verdict(error, training_args)
+    if error is not None:
+        raise error
+
+
+def hold_output_folder(training_args) -> None:
+    """Hold the lease on `training_args.output_dir` (the reliability plugin's `attach_reliability` asks): taken on the
+    main process unless this process holds it already (`open_run_folder` took it at the start of a job), renewed
+    until the process ends. Another job holding it is a `FolderInUseError` on every process of the launch. The
+    checks of what the folder holds are the job's (`open_run_folder`), before any data or model work."""
+    error = None
+    if training_args.process_index == 0:
+        try:
+            acquire_lock(training_args.output_dir)
+        except UserError as raised:
+            error = raised
+    error = _main_process_verdict(error, training_args)
+    if error is not None:
+        raise error
+
+
+def guard_output_folder(training_args, resume_from_checkpoint) -> None:
+    """The checks of `open_run_folder` on a folder this process holds the lease on but has not checked (a Trainer of
+    one's own with the reliability plugin, `resume_training` asks): a folder holding another run's model or
+    checkpoints is refused unless the run resumes (`resume_from_checkpoint`), and "latest" over a finished model with
+    no complete checkpoint is refused (`check_resume_target`). Nothing when the job checked it at its start. Every
+    process raises the main process's error, if any."""
+    error = None
+    if training_args.process_index == 0:
+        lock = _HELD.get(os.path.join(training_args.output_dir, LOCK_NAME))
+        if lock is None or not lock.checked:
+            resume = resume_from_checkpoint not in (None, False)
+            try:
+                if resume:
+                    check_resume_target(training_args.output_dir, resume_from_checkpoint)
+                check_output_folder(training_args.output_dir, resume=resume)
+            except UserError as raised:
+                error = raised
+            if lock is not None and error is None:
+                lock.checked = True
     error = _main_process_verdict(error, training_args)
     if error is not None:
         raise error
@@ -653,6 +694,7 @@ def open_output_folder(
         raise
     if to_remove:
         remove_run_files(output_dir, writes)
+    lock.checked = True
     return lock
 
 
