@@ -356,7 +356,13 @@ def test_only_registered_classes_write_an_auto_map(tmp_path):
 
     from albert_hf.modeling import AlbertForSequenceClassification
 
-    tiny_classifier().save_pretrained(tmp_path / "registered")
+    # A model that needs albert_hf's code (a stock one is saved without code or auto_map: tests/test_stock_format.py).
+    def config():
+        needs_code = tiny_classifier().config
+        needs_code.sharing = "attention"
+        return needs_code
+
+    AlbertForSequenceClassification(config()).save_pretrained(tmp_path / "registered")
     assert (
         "AutoModelForSequenceClassification"
         in json.loads((tmp_path / "registered" / "config.json").read_text())["auto_map"]
@@ -365,7 +371,7 @@ def test_only_registered_classes_write_an_auto_map(tmp_path):
     class Unregistered(AlbertForSequenceClassification):
         _auto_class = None
 
-    Unregistered(tiny_classifier().config).save_pretrained(tmp_path / "unregistered")
+    Unregistered(config()).save_pretrained(tmp_path / "unregistered")
     saved = json.loads((tmp_path / "unregistered" / "config.json").read_text())
     assert "AutoModelForSequenceClassification" not in saved.get("auto_map", {})
 
@@ -438,7 +444,7 @@ from albert_hf import AlbertConfig, AlbertForPreTraining
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT={port!r})
 dist.init_process_group("gloo", rank=0, world_size=1)
 config = AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=32, max_position_embeddings=16)
+                      intermediate_size=32, max_position_embeddings=16, sharing="attention")  # saved with its code
 model = AlbertForPreTraining(config)
 fully_shard(model)
 swapped = type(model)

@@ -210,7 +210,6 @@ def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None,
     parser's defaults; --global_batch_size (a preset gives the paper's) sets the per-device batch or the accumulation
     steps (`common.split_global_batch`); --init_from_task_model makes the model to start from
     (`start_from_task_model`)."""
-    return parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
     parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
     start_from_task_model(parsed[0], parsed[1])
     return parsed
