@@ -365,7 +365,10 @@ def test_each_preset_selects_the_best_dev_checkpoint_by_its_tasks_metric(preset,
     argv = ["--preset", preset, "--output_dir", str(tmp_path), "--use_cpu"]
     assert not parse_finetuning_args(FINE_TUNING, argv)[-1].load_best_model_at_end  # no --do_eval: the last step
     args = parse_finetuning_args(FINE_TUNING, [*argv, "--do_eval"])[-1]
-    assert args.load_best_model_at_end and args.eval_strategy == "steps" and args.save_strategy == "best"
+    assert args.load_best_model_at_end and args.eval_strategy == "steps" and args.save_strategy == "steps"
+    assert args.save_steps == args.eval_steps  # a checkpoint at each evaluation, so any kill resumes from the last
+    moved = parse_finetuning_args(FINE_TUNING, [*argv, "--do_eval", "--eval_steps", "30"])[-1]
+    assert moved.eval_steps == moved.save_steps == 30
     assert args.greater_is_better is True
     if preset == "race":
         assert args.metric_for_best_model == "accuracy" == task_metric("multiple_choice")

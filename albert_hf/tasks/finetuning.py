@@ -53,8 +53,14 @@ def paper_preset(kind: str):
             return "", {}
         source = f"--preset {options.preset}"
         path = recipe_file(kind, options.preset, "--preset", spelling=preset_key)
-        values = read_options_file(path, {f"--{name}" for name in vars(options)}, source)
-        return source, without_turned_off_selection(values, options, given)
+        values = without_turned_off_selection(
+            read_options_file(path, {f"--{name}" for name in vars(options)}, source), options, given
+        )
+        if values.get("save_strategy") == "steps" and "save_steps" not in given:
+            # A checkpoint at each evaluation, where an --eval_steps given moves them (Trainer keeps the best one
+            # only among the steps it evaluated).
+            values["save_steps"] = options.eval_steps if "eval_steps" in given else values.get("eval_steps")
+        return source, values
 
     return read
 
