@@ -20,9 +20,11 @@ import datasets
 from tokenizers import normalizers
 from transformers.utils import logging
 
-from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
+from .data.sources import TextRows, data_format, expand_data_files, load_rows, row_places, source_name
+from .data.text_checks import decode_line
 from .errors import DataError, UserError
 from .options import ALBERT_CHARACTER_COVERAGE, train_tokenizer_parser
+from .output_files import staged_folder
 from .tokenization import AlbertHFTokenizer, build_normalizer, read_sentencepiece_model
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -274,17 +276,18 @@ def train_tokenizer(
         if not read:
             raise DataError(f"{_input_name(input)}: no text found (every line is empty or blank)") from error
         raise DataError(f"{_input_name(input)}: SentencePiece cannot train on this text: {error}") from error
-    # Only now: a failed training leaves no folder behind.
-    output_dir.mkdir(parents=True, exist_ok=True)
-    model_file = output_dir / "spiece.model"
-    model_file.write_bytes(model.data)
-    proto = read_sentencepiece_model(model_file)
-    (output_dir / "spiece.vocab").write_text(
-        "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
-    )
-    tokenizer = AlbertHFTokenizer(vocab_file=str(model_file), do_lower_case=lowercase, keep_accents=not strip_accents)
-    tokenizer.save_pretrained(output_dir)
-    return tokenizer
+    # Only now, and as a whole (`staged_folder`): a failed training leaves no folder behind, and a write that fails
+    # or is interrupted (a full disk, Ctrl-C, a kill) publishes none of the files.
+    settings = dict(do_lower_case=lowercase, keep_accents=not strip_accents)
+    with staged_folder(output_dir) as staging:
+        model_file = staging.path / "spiece.model"
+        model_file.write_bytes(model.data)
+        proto = read_sentencepiece_model(model_file)
+        (staging.path / "spiece.vocab").write_text(
+            "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
+        )
+        AlbertHFTokenizer(vocab_file=str(model_file), **settings).save_pretrained(staging.path)
+    return AlbertHFTokenizer(vocab_file=str(staging.published["spiece.model"]), **settings)
 
 
 def _input_name(source: TokenizerInput) -> str:
@@ -319,7 +322,8 @@ def _training_lines(source: TokenizerInput, text_column: str) -> Iterable[str]:
         files = expand_data_files(source)
         if data_format(files) == "text":
             return _TextFileLines(files)
-        source = TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
+        name = source_name(data_files=source)
+        source = TextRows(load_rows(data_files=files), text_column, name, places=row_places(files, name))
     elif isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
         source = TextRows(source, text_column, "the dataset")
     elif not isinstance(source, TextRows):
@@ -337,13 +341,7 @@ class _TextFileLines:
         for path in map(Path, self.files):
             with path.open("rb") as file:
                 for line_number, raw in enumerate(file, 1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as error:
-                        raise DataError(f"{path}:{line_number}: not valid UTF-8 ({error.reason})") from error
-                    if "\x00" in line:
-                        raise DataError(f"{path}:{line_number}: NUL byte, not a text file")
-                    yield line
+                    yield decode_line(raw, path, line_number)  # UTF-8, no NUL: the reader contract
 
 
 class _RowLines:
@@ -388,7 +386,8 @@ def _command_line_input(args: argparse.Namespace) -> TokenizerInput:
         "dataset_config_name": args.dataset_config_name,
     }
     rows = load_rows(**source, split=args.dataset_split, streaming=args.streaming)
-    return TextRows(rows, args.text_column, source_name(**source))
+    name = source_name(**source)
+    return TextRows(rows, args.text_column, name, places=row_places(args.inputs or None, name))
 
 
 __all__ = [

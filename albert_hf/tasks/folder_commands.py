@@ -17,7 +17,8 @@ from ..options import export_parser, train_tokenizer_parser
 # What `train-tokenizer` writes (`vocabulary.train_tokenizer`): the SentencePiece model and vocabulary, the settings
 # and the tokenizer's remote code.
 TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "tokenization.py")
-# What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`).
+# What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`); the names of one export
+# are `onnx_export.export_file_names` of its options.
 EXPORT_FILES = ("model.onnx", "model.int8.onnx", "pytorch_model.int8.pt")
 OVERWRITE_HELP = (
     "use an --output_dir holding a model, checkpoints or the files this command writes: remove those first "
@@ -54,14 +55,15 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
 
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
-    from ..onnx_export import run_export
+    from ..onnx_export import export_file_names, run_export
     from ..run_folder import open_output_folder
     from ..training.checkpoints import check_finite_weights, check_pretrained_source
 
     args = export_command_parser().parse_args(argv)
     check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
     check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
-    open_output_folder(
-        args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=EXPORT_FILES
-    )
+    # Every file this export writes, known before any work (a user's README.md stays, the card going beside it).
+    names = export_file_names(args.model_name_or_path, args.quantize, pytorch_int8=not args.no_pytorch_int8)
+    writes = tuple(dict.fromkeys([*EXPORT_FILES, *(name for name in names if name != "README.md")]))
+    open_output_folder(args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=writes)
     return run_export(args)

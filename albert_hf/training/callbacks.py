@@ -48,6 +48,7 @@ from huggingface_hub import HfApi
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy
 
+from ..output_files import staged_folder
 from .reliability import (
     FINGERPRINT_NAME,
     RESUME_LATEST_VALUES,
@@ -254,12 +255,15 @@ class UploadCompleteCheckpoints(TrainerCallback):
             self._report(folder, error)
 
     def _upload(self, args, state, folder: str, processing_class) -> None:
-        for name in os.listdir(folder):
-            if name.endswith(MODEL_FILE_SUFFIXES) and name != "training_args.bin" or name in MODEL_FILE_NAMES:
-                shutil.copy(os.path.join(folder, name), os.path.join(args.output_dir, name))
-        if processing_class is not None:
-            processing_class.save_pretrained(args.output_dir)
-        torch.save(args, os.path.join(args.output_dir, "training_args.bin"))
+        # The checkpoint's model into the output folder, as the upload sends it: through albert_hf's writer, which
+        # replaces only files a job wrote there.
+        with staged_folder(args.output_dir) as staging:
+            for name in os.listdir(folder):
+                if name.endswith(MODEL_FILE_SUFFIXES) and name != "training_args.bin" or name in MODEL_FILE_NAMES:
+                    shutil.copy(os.path.join(folder, name), staging.path / name)
+            if processing_class is not None:
+                processing_class.save_pretrained(staging.path)
+            torch.save(args, staging.path / "training_args.bin")
         message = f"Training in progress, step {state.global_step}"
         uploads = [dict(folder_path=args.output_dir, ignore_patterns=["_*", f"{PREFIX_CHECKPOINT_DIR}-*", ".*"])]
         if self.strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS):
