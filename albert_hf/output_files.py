@@ -123,11 +123,19 @@ def read_manifest(folder: str | os.PathLike) -> dict[str, dict[str, Any]]:
     return {name: entry for name, entry in (files or {}).items() if isinstance(entry, dict)}
 
 
-def _write_manifest(folder: Path, files: dict[str, dict[str, Any]]) -> None:
-    """The manifest, written atomically; entries of files no longer there are dropped."""
-    kept = {name: entry for name, entry in sorted(files.items()) if os.path.lexists(folder / name) or entry.get("new")}
-    for entry in kept.values():
-        entry.pop("new", None)
+def _update_manifest(
+    folder: Path, recorded: dict[str, dict[str, Any]] | None = None, published: Iterable[str] = ()
+) -> None:
+    """Record the entries `recorded` (name -> size and digest) in the manifest of `folder`, and clear the pending
+    mark of the names `published`; entries of files no longer there are dropped. Read, changed and replaced in one
+    go (a rename), so that writers of other names (the processes of a launch writing one tokenizer, say) lose none
+    of each other's entries but in the moment between the read and the rename."""
+    recorded, published = dict(recorded or {}), set(published)
+    files = read_manifest(folder)
+    files.update(recorded)
+    for name in published:
+        files.get(name, {}).pop("pending", None)
+    kept = {name: entry for name, entry in sorted(files.items()) if name in recorded or os.path.lexists(folder / name)}
     text = json.dumps({"format": MANIFEST_FORMAT, "files": kept}, indent=1) + "\n"
     staging = folder / f"{STAGING_PREFIX}{uuid.uuid4().hex}-{MANIFEST_NAME}"
     _write_new_file(staging, text.encode("utf-8"))
@@ -186,15 +194,14 @@ def adopt_files(folder: str | os.PathLike, names: Iterable[str]) -> list[str]:
     that kept no manifest, which the job continues); returns the names recorded."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    adopted = []
-    for name in sorted(set(names)):
-        path = folder / name
-        if name not in manifest and path.is_file() and not path.is_symlink():
-            manifest[name] = _entry(path)
-            adopted.append(name)
+    adopted = {
+        name: _entry(folder / name)
+        for name in sorted(set(names))
+        if name not in manifest and (folder / name).is_file() and not (folder / name).is_symlink()
+    }
     if adopted:
-        _write_manifest(folder, manifest)
-    return adopted
+        _update_manifest(folder, adopted)
+    return sorted(adopted)
 
 
 def beside_name(name: str, number: int = 1) -> str:
@@ -278,7 +285,7 @@ def write_with(path: str | os.PathLike, writer: Callable[[Path], Any], keep_name
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.remove(staging)
-        named = _naming_the_destination(error, {str(staging): path})
+        named = naming_the_destination(error, {str(staging): path})
         if named is None:
             raise
         raise named from error
@@ -315,7 +322,7 @@ def staged_folder(
         if created:  # a folder made for files that were not published goes again
             with contextlib.suppress(OSError):
                 folder.rmdir()
-        named = _naming_the_destination(error, {str(staging.path): folder})
+        named = naming_the_destination(error, {str(staging.path): folder})
         if named is None:
             raise
         raise named from error
@@ -346,17 +353,16 @@ def publish_folder(
     ordered += [name for name in names if name not in ordered and name not in last]
     ordered += [name for name in names if name in last]
     targets = {name: destination(folder / name, keeps(name)) for name in ordered}
-    manifest = read_manifest(folder)
-    for name, target in targets.items():
-        if (staging / name).is_file():
-            manifest[target.name] = {**_entry(staging / name), "pending": True, "new": True}
-    _write_manifest(folder, manifest)
+    recorded = {
+        target.name: {**_entry(staging / name), "pending": True}
+        for name, target in targets.items()
+        if (staging / name).is_file()
+    }
+    _update_manifest(folder, recorded)
     for name in ordered:
         _move(staging / name, targets[name])
         _WRITTEN.append(targets[name])
-    for target in targets.values():
-        manifest.get(target.name, {}).pop("pending", None)
-    _write_manifest(folder, manifest)
+    _update_manifest(folder, published=recorded)
     _fsync(folder)
     with contextlib.suppress(OSError):
         os.rmdir(staging)
@@ -367,9 +373,7 @@ def _publish(staging: Path, folder: Path, name: str, keep_name: bool) -> Path:
     """Give the staged file `staging` its name `name` in `folder` (or the name beside a user's file)."""
     for _ in range(5):  # a file that appeared at the free name between the look and the link: look again
         target = destination(folder / name, keep_name)
-        manifest = read_manifest(folder)
-        manifest[target.name] = {**_entry(staging), "new": True}
-        _write_manifest(folder, manifest)
+        _update_manifest(folder, {target.name: _entry(staging)})
         try:
             _move(staging, target)
         except FileExistsError:
@@ -461,7 +465,7 @@ def out_of_space(error: BaseException) -> bool:
     return torch_writer or "No space left on device" in text or "StorageFull" in text
 
 
-def _naming_the_destination(error: BaseException, staged: dict[str, Path]) -> OutputWriteError | None:
+def naming_the_destination(error: BaseException, staged: dict[str, Path]) -> OutputWriteError | None:
     """An `OutputWriteError` naming the destination of the staged path (`staged`: staging path -> destination) that
     the failing code was writing, for an OS error or a write out of space; None for any other error."""
     if isinstance(error, OutputWriteError) or not (isinstance(error, OSError) or out_of_space(error)):
@@ -537,6 +541,7 @@ __all__ = [
     "destination",
     "foreign_files",
     "is_own_file",
+    "naming_the_destination",
     "out_of_space",
     "pending_files",
     "publish_folder",

@@ -295,12 +295,28 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
     if found:
         model = [name for name in found if name not in damaged]
         also = f" ({_damaged(output_dir, damaged)})" if damaged else ""
+        broken = _model_problem(output_dir, model)
+        kind = f"a model whose save did not finish ({broken})" if broken else f"a finished model ({_shown(model)})"
         raise OutputFolderError(
-            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds a finished model "
-            f"({_shown(model)}) and no complete checkpoint to resume from{also}, so the run would start from step 0 "
-            "and replace that model. Pass another --output_dir, or --overwrite_output_dir without "
-            "--resume_from_checkpoint to replace it."
+            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds {kind} and no "
+            f"complete checkpoint to resume from{also}, so the run would start from step 0 and replace that model. "
+            "Pass another --output_dir, or --overwrite_output_dir without --resume_from_checkpoint to replace it."
         )
+
+
+def _model_problem(folder: str, names: list[str]) -> str | None:
+    """Why the model of `folder` (its files `names`) cannot be loaded, naming the file, or None: a weights file
+    truncated by a killed save, or no weights beside config.json."""
+    from .training.checkpoints import weights_file_problem
+
+    weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
+    if "config.json" in names and not weights:
+        return f"{os.path.join(folder, 'config.json')} and no weights file"
+    for name in weights:
+        problem = weights_file_problem(os.path.join(folder, name))
+        if problem is not None:
+            return problem
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -413,7 +429,7 @@ class FolderLock:
         return None
 
 
-FOLDER_DELETED = "the folder was deleted"
+FOLDER_DELETED = "the folder was deleted or moved"
 
 
 def _identity(folder: str) -> tuple[int, int] | None:

@@ -55,8 +55,11 @@ def copy_of(folder: Path, target: Path) -> Path:
 def test_latest_without_a_checkpoint_over_a_model_is_refused_naming_what_is_there(tmp_path):
     folder = tmp_path / "done"
     folder.mkdir()
+    import torch
+    from safetensors.torch import save_file
+
     (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_text("x")
+    save_file({"weight": torch.zeros(2)}, str(folder / "model.safetensors"))  # readable: a finished model
     (folder / "checkpoint-5").mkdir()  # incomplete (no trainer_state.json): nothing to resume from
     for value in ("latest", "auto", True):
         with pytest.raises(

@@ -154,6 +154,8 @@ def delete_when_checkpointed(folder: Path, what: str) -> threading.Thread:
             time.sleep(0.01)
         if what == "folder":
             shutil.rmtree(folder, ignore_errors=True)
+        elif what == "moved":
+            os.rename(folder, folder.with_name("moved"))
         else:
             os.remove(folder / LOCK_NAME)
 
@@ -165,7 +167,8 @@ def delete_when_checkpointed(folder: Path, what: str) -> threading.Thread:
 @pytest.mark.parametrize(
     "what, problem",
     [
-        ("folder", "the folder was deleted (with its lock _albert_hf.lock)"),
+        ("folder", "the folder was deleted or moved (with its lock _albert_hf.lock)"),
+        ("moved", "the folder was deleted or moved (with its lock _albert_hf.lock)"),
         ("lock", "{folder}/_albert_hf.lock was removed"),
     ],
 )
@@ -200,7 +203,7 @@ def test_a_folder_lost_after_the_last_renewal_is_still_no_success(tmp_path, caps
         return 0
 
     assert run_command("glue", job, []) == 3
-    assert "the folder was deleted (with its lock _albert_hf.lock) while the job ran" in last_line(capsys)
+    assert "the folder was deleted or moved (with its lock _albert_hf.lock) while the job ran" in last_line(capsys)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -289,6 +292,15 @@ def test_a_damaged_checkpoint_is_called_damaged_not_a_finished_model(tmp_path):
     assert "holds no complete checkpoint to resume from: checkpoint-3 is damaged (" in message
     assert "trainer_state.json" in message and "; checkpoint-1 is damaged (" in message
     assert "finished model" not in message
+
+    # A final save killed halfway (config.json written, the weights truncated) is no finished model either.
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{cut")
+    with pytest.raises(OutputFolderError) as refused:
+        check_resume_target(str(folder), "latest")
+    message = str(refused.value)
+    assert f"holds a model whose save did not finish ({folder / 'model.safetensors'} is corrupt or truncated" in message
+    assert "no complete checkpoint to resume from (checkpoint-3 is damaged (" in message
 
 
 def test_a_lock_dated_in_the_future_says_how_far_ahead_its_clock_is(tmp_path):

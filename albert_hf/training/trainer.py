@@ -42,7 +42,7 @@ from transformers.trainer_pt_utils import safe_globals, set_rng_state_for_device
 from transformers.trainer_utils import TrainOutput, has_length
 
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
-from ..output_files import destination, write_file, write_json
+from ..output_files import destination, naming_the_destination, write_file, write_json
 from .callbacks import CompleteCheckpoints, UploadCompleteCheckpoints
 from .divergence import DivergenceGuard, RollbackDivergedSteps, StopOnNonFiniteLoss
 from .model_files import load_checkpoint_weights, save_full_model
@@ -237,7 +237,13 @@ class AlbertTrainer(Trainer):
         if self.args.should_save:
             shutil.rmtree(staging_dir, ignore_errors=True)
         self.accelerator.wait_for_everyone()
-        self._save_model_files(staging_dir)
+        try:
+            self._save_model_files(staging_dir)
+        except (OSError, RuntimeError) as error:  # a full disk names the file of the output folder, not the staging
+            named = naming_the_destination(error, {staging_dir: Path(output_dir)})
+            if named is None:
+                raise
+            raise named from error
         self.accelerator.wait_for_everyone()  # every process has written its part
         if self.args.should_save and os.path.isdir(staging_dir):
             fsync_tree(staging_dir)
