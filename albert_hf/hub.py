@@ -40,7 +40,7 @@ from .configuration import AlbertConfig
 from .data.pretraining import script_language
 from .errors import UserError
 from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
-from .output_files import MANIFEST_NAME, write_file
+from .output_files import MANIFEST_NAME, destination, write_file
 
 logger = logging.getLogger(__name__)
 
@@ -409,7 +409,7 @@ def write_model_card(output_dir: str | os.PathLike, model: AlbertPreTrainedModel
     """
     output_dir = Path(output_dir)
     card_kwargs.setdefault("model_name", output_dir.resolve().name)
-    card_kwargs.setdefault("files", uploaded_files(output_dir) | {"README.md"})
+    card_kwargs.setdefault("files", uploaded_files(output_dir) | {destination(output_dir / "README.md").name})
     return write_file(output_dir / "README.md", str(render_model_card(model, **card_kwargs)))
 
 

@@ -262,6 +262,11 @@ def test_row_places_are_the_lines_the_reader_of_the_format_reads(tmp_path):
     datasets.Dataset.from_dict({"text": ["a", "b"]}).to_parquet(str(parquet))
     assert RowPlaces([parquet], "x").where(1) == f"{parquet}: row index 1"
     assert RowPlaces(None, "imdb[train]").where(4) == "imdb[train]: row index 4"
+    # A file whose rows cannot be counted here: it and the files after it are named by the row's index, never by
+    # a line of another file.
+    broken = write(tmp_path / "b.json", '[{"text": "a"},')
+    assert RowPlaces([broken, second], "tables").where(1) == "tables: row index 1"
+    assert RowPlaces([second, broken], "tables").where(0) == f"{second}:2"
 
 
 def test_a_label_is_named_by_its_line(tmp_path):

@@ -112,6 +112,8 @@ class RowPlaces:
             self._starts = [_row_lines(file) for file in self.files]
         before = 0
         for file, lines, rows in self._starts:
+            if rows < 0:  # a file whose rows cannot be counted here: the rows from it on are named by index
+                break
             if index < before + rows:
                 local = index - before
                 if lines is None:
@@ -130,8 +132,12 @@ def _extension(path: str) -> str:
 
 
 def _row_lines(path: str) -> tuple[str, list[int] | None, int]:
-    """(path, the line each row of the file starts on, or None where rows have no lines, the number of rows)."""
-    opener = _OPENERS.get(Path(path).suffix.lower(), open)
+    """(path, the line each row of the file starts on, or None where rows have no lines, the number of rows, -1
+    when it cannot be counted here: a compression Python cannot read, a file that cannot be read again)."""
+    compression = Path(path).suffix.lower()
+    if compression in (".zst", ".lz4"):  # read by `datasets` through fsspec; not counted here
+        return path, None, -1
+    opener = _OPENERS.get(compression, open)
     extension = _extension(path)
     if extension == ".parquet":
         import pyarrow.parquet
@@ -139,12 +145,12 @@ def _row_lines(path: str) -> tuple[str, list[int] | None, int]:
         try:
             return path, None, pyarrow.parquet.ParquetFile(path).metadata.num_rows
         except (OSError, pyarrow.ArrowException):
-            return path, None, 0
+            return path, None, -1
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
             text = handle.read()
     except OSError:
-        return path, None, 0
+        return path, None, -1
     if extension in (".csv", ".tsv"):
         reader = csv.reader(io.StringIO(text), delimiter="\t" if extension == ".tsv" else ",")
         starts, previous = [], 0
@@ -159,13 +165,13 @@ def _row_lines(path: str) -> tuple[str, list[int] | None, int]:
             try:
                 document = json.loads(text)
             except json.JSONDecodeError:
-                return path, None, 0
+                return path, None, -1
             return path, None, len(document) if isinstance(document, list) else 1
         starts = [number for number, line in enumerate(lines, start=1) if line.strip()]
         return path, starts, len(starts)
     if extension in (".txt", ".text"):
         return path, list(range(1, len(lines) + 1)), len(lines)
-    return path, None, 0  # a format whose rows have no lines
+    return path, None, -1  # a format whose rows are not counted here
 
 
 def _is_json_lines(lines: list[str]) -> bool:
