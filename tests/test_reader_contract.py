@@ -243,6 +243,8 @@ def test_every_reader_refuses_the_same_bad_text_with_one_message_form(tmp_path, 
 def test_the_checks_of_a_field():
     assert text_problem("a text") is None and text_problem("", required=False) is None
     assert text_problem("") == "empty" and text_problem(" \t") == "blank (whitespace only)"
+    # Other Unicode spaces are text: Japanese and Chinese data keep a field of one ideographic space as a token.
+    assert text_problem("\u3000") is None and text_problem("\u00a0") is None
     assert text_problem(None) == "empty (None)" and text_problem(3) == "not a text but int 3"
     assert text_problem("ab\x00", required=False) == "holds a NUL byte (character 3), not text"
 

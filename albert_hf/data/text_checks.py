@@ -6,9 +6,10 @@ file it decodes itself through [`decode_line`]. A field is refused when it
 
   * is not a string (None, a number, a list);
   * holds a NUL byte: binary data, or a file in UTF-16, which tokenizers would read as a character;
-  * is empty or blank, where the task needs it (a question, a context, a sentence to classify, a choice): a model
-    would train on nothing there, or, where a text may be absent (a second sentence, an empty line of a corpus), it
-    is left to the reader (counted and skipped, or read as no text).
+  * is empty or blank (ASCII spaces, tabs and line breaks only), where the task needs it (a question, a context, a
+    sentence to classify, a choice): a model would train on nothing there. Where a text may be absent (an empty row
+    of a corpus, SWAG's second sentence) it is left to the reader (counted and skipped, or read as no text). A field
+    of other Unicode spaces (U+3000, U+00A0) is text: Japanese and Chinese data keep such fields as tokens.
 
 Bytes that are not UTF-8 are refused where they are decoded, naming the line (`decode_line`,
 `textfiles.read_utf8`). Every message has one form, `<where>: <field>: <problem>`:
@@ -39,6 +40,9 @@ from pathlib import Path
 from ..errors import DataError
 
 NUL = "\x00"
+# What a blank field is made of. Other Unicode spaces are text: a field that is only an ideographic space (U+3000) or
+# a no-break space is a token Japanese and Chinese data keep (tests/test_cjk_readers.py).
+ASCII_WHITESPACE = " \t\n\r\f\v"
 # How the message names a value that is not text, cut to this many characters.
 SHOWN_CHARACTERS = 60
 
@@ -54,7 +58,7 @@ def text_problem(value, required: bool = True) -> str | None:
     position = value.find(NUL)
     if position >= 0:
         return f"holds a NUL byte (character {position + 1}), not text"
-    if required and not value.strip():
+    if required and not value.strip(ASCII_WHITESPACE):
         return "empty" if not value else "blank (whitespace only)"
     return None
 
