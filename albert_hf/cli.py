@@ -11,9 +11,14 @@ The one error boundary of every command: each family of failure becomes one line
     2  what was given: an option, a file, its data (`UserError`, argparse's errors, and what libraries raise for the
        user's data: JSON and UTF-8 decoding, safetensors headers, transformers' "cannot load" errors, the checks of
        the configuration, model and tokenizer modules, which travel as remote code and raise plain `ValueError`s)
-    3  the machine's state: no space left (also torch's "unexpected pos" of a save to a full disk), a read-only
-       folder, a permission refused, no network
+    3  the machine's state: no space left (also torch's "unexpected pos" of a save to a full disk; the file named is
+       the output folder's being written), a read-only folder or a permission refused (a cache folder named as
+       the cache, with what moves it), no network; the output folder deleted, or its lock removed or taken over,
+       while the job ran (the lease stops the job: `albert_hf.training.run_folder.FolderLock`; such a job never reports
+       success)
     4  an optional dependency missing: the line gives the `pip install "albert_hf[<extra>]"` to run
+    130  interrupted (Ctrl-C): one line naming what the job left, the newest complete checkpoint and the command
+       that continues from it, or that nothing was written
     128+N  training stopped by signal N, as schedulers announce a preemption or a time limit: 143 for SIGTERM, 138
        for SIGUSR1 (`sbatch --signal=USR1@<seconds>`). A complete checkpoint of the step reached was written, and
        no final model, results or card (`StoppedBySignal`, `albert_hf.training.preemption`); the line names the
@@ -33,15 +38,18 @@ import json
 import os
 import shutil
 import sys
+import traceback
 from pathlib import Path
 
 from . import job_help
 from .errors import MachineStateError, StoppedBySignal, UserError
+from .output_files import out_of_space
 
 DEBUG_FLAG = "--debug"
 USER_ERROR_STATUS = 2  # argparse's status for a bad command line
 MACHINE_STATE_STATUS = 3
 MISSING_EXTRA_STATUS = 4
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for a process stopped by Ctrl-C
 
 # What the path of a file the user named can be instead, by errno.
 NOT_A_FILE = {
@@ -172,27 +180,49 @@ def run_command(command: str, function, argv: list[str] | None = None, debug: bo
     argv = list(sys.argv[1:] if argv is None else argv)
     if debug is None:  # read as after the command, where `--debug <value>` is TrainingArguments' own option
         debug, (_, *argv) = debug_wanted([command, *argv])
-    from .training.run_folder import release_held_locks
+    from .training.run_folder import interrupted_state, lost_folder, release_held_locks
 
     try:
         result = function(argv)
+        lost = lost_folder()  # a job whose folder went while it ran does not report success
+        if lost is not None:
+            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
     except StoppedBySignal as stop:  # its status is what the scheduler reads, --debug or not
-        sys.stderr.write(f"albert-hf {command}: {stop}\n")
-        sys.stderr.flush()
-        return stop.exit_status
+        return _say(command, str(stop), stop.exit_status)
+    except KeyboardInterrupt:
+        if debug:
+            traceback.print_exc()
+        lost = lost_folder()  # the lease stops a job whose folder went (`albert_hf.training.run_folder.FolderLock`)
+        if lost is not None:
+            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
+        return _say(command, f"interrupted (Ctrl-C): {_interrupted_state(interrupted_state)}", INTERRUPTED_STATUS)
     except Exception as error:
+        lost = lost_folder()  # what failed once the folder went: the loss is the cause to name
+        if lost is not None and not debug:
+            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
         failure = explain_failure(error, argv)
         if failure is None or debug:
             raise
         status, message = failure
-        # One write of the whole line: print() writes the text and its newline apart, and the processes of a launch
-        # that stop together would interleave their lines on the shared stderr.
-        sys.stderr.write(f"albert-hf {command}: error: {message}\n")
-        sys.stderr.flush()
-        return status
+        return _say(command, f"error: {message}", status)
     finally:
         release_held_locks()
     return int(result or 0)
+
+
+def _say(command: str, line: str, status: int) -> int:
+    """Write `albert-hf <command>: <line>` on stderr in one write (print() writes the text and its newline apart, and
+    the processes of a launch that stop together would interleave their lines on the shared stderr); `status`."""
+    sys.stderr.write(f"albert-hf {command}: {line}\n")
+    sys.stderr.flush()
+    return status
+
+
+def _interrupted_state(describe) -> str:
+    try:
+        return describe()
+    except Exception as error:  # noqa: BLE001 - the line must come out, whatever the folder holds
+        return f"the state of the output folder is unknown ({_first_line(error)})"
 
 
 def _load_package() -> None:
@@ -243,12 +273,17 @@ def _machine_state(error: BaseException, argv: list[str]) -> tuple[int, str] | N
     if names & NETWORK_ERRORS:
         return MACHINE_STATE_STATUS, f"no network: cannot reach the Hub ({_first_line(error)})"
     code = error.errno if isinstance(error, OSError) else None
-    if code in (errno.ENOSPC, errno.EDQUOT) or _out_of_space(error):
+    if code in (errno.ENOSPC, errno.EDQUOT) or out_of_space(error):
         return MACHINE_STATE_STATUS, f"no space left on the device writing {_file_of(error)}{_free_space(argv)}"
-    if code == errno.EROFS:
-        return MACHINE_STATE_STATUS, f"{_file_of(error)}: read-only file system; choose another --output_dir"
-    if code in (errno.EACCES, errno.EPERM):
-        return MACHINE_STATE_STATUS, f"{_file_of(error)}: permission denied"
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        path = _file_of(error)
+        kind = "read-only file system" if code == errno.EROFS else "permission denied"
+        cache = _cache_folder(path, argv)
+        if cache is not None:
+            return MACHINE_STATE_STATUS, f"{path}: {kind}: {cache}"
+        if _in_output_dir(path, argv):
+            return MACHINE_STATE_STATUS, f"{path}: {kind}; choose another --output_dir"
+        return MACHINE_STATE_STATUS, f"{path}: {kind}"
     return None
 
 
@@ -256,15 +291,41 @@ def _file_of(error: BaseException) -> str:
     return getattr(error, "filename", None) or file_in_use(error) or "a file"
 
 
-def _out_of_space(error: BaseException) -> bool:
-    """A write that failed for space, as libraries report it without an errno: torch.save's zip writer
-    (`[enforce fail at inline_container.cc:...] . unexpected pos 7552 vs 7444`, `PytorchStreamWriter failed writing
-    file ...`) and Rust's `StorageFull` / "No space left on device" inside a message (safetensors)."""
-    text = str(error)
-    torch_writer = isinstance(error, RuntimeError) and (
-        "unexpected pos" in text or "PytorchStreamWriter failed" in text
-    )
-    return torch_writer or "No space left on device" in text or "StorageFull" in text
+def _is_within(path: str, folder: str | None) -> bool:
+    if not folder:
+        return False
+    path, folder = os.path.realpath(os.path.expanduser(path)), os.path.realpath(os.path.expanduser(folder))
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _in_output_dir(path: str, argv: list[str]) -> bool:
+    """Whether `path` is in the job's output folder (the folders it holds, or --output_dir of the command line)."""
+    from .training.run_folder import held_folders
+
+    return any(_is_within(path, folder) for folder in [*held_folders(), _option_value(argv, "--output_dir")])
+
+
+def _cache_folder(path: str, argv: list[str]) -> str | None:
+    """'it is in the <kind> cache folder <folder>; <what to do>' when `path` is in a cache a library keeps (the
+    datasets cache, --cache_dir, the Hub's), else None: such a folder is set by an option or a variable, and another
+    --output_dir would not help."""
+    caches = [(_option_value(argv, "--cache_dir"), "the datasets cache folder", "pass a writable --cache_dir")]
+    if "datasets" in sys.modules:
+        caches.append(
+            (
+                sys.modules["datasets"].config.HF_DATASETS_CACHE,
+                "the datasets cache folder",
+                "set HF_DATASETS_CACHE to a writable folder",
+            )
+        )
+    if "huggingface_hub" in sys.modules:
+        constants = sys.modules["huggingface_hub"].constants
+        caches.append((constants.HF_HUB_CACHE, "the Hub cache folder", "set HF_HUB_CACHE to a writable folder"))
+        caches.append((constants.HF_HOME, "the Hugging Face cache folder", "set HF_HOME to a writable folder"))
+    for folder, kind, advice in caches:
+        if _is_within(path, os.fspath(folder) if folder else None):
+            return f"it is in {kind} {folder}; {advice}"
+    return None
 
 
 def _free_space(argv: list[str]) -> str:

@@ -49,6 +49,7 @@ from .data.word_segmentation import continuation_prefix
 from .errors import UserError
 from .formats import pair_with_tokenizer, stock_format_problems
 from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
+from .output_files import MANIFEST_NAME, destination, write_file
 
 logger = logging.getLogger(__name__)
 
@@ -433,16 +434,15 @@ def render_model_card(
 
 def write_model_card(output_dir: str | os.PathLike, model: AlbertPreTrainedModel, **card_kwargs: Any) -> Path:
     """Render the model card (see `render_model_card`) into `output_dir/README.md`; lists the folder's files.
+    Returns the path written: written through albert_hf's writer (`albert_hf.output_files`), the card replaces only a
+    README.md that a job wrote, and goes beside a user's (`README.albert_hf.md`).
 
     `model_name` defaults to the folder's name.
     """
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     card_kwargs.setdefault("model_name", output_dir.resolve().name)
-    card_kwargs.setdefault("files", uploaded_files(output_dir) | {"README.md"})
-    path = output_dir / "README.md"
-    render_model_card(model, **card_kwargs).save(path)
-    return path
+    card_kwargs.setdefault("files", uploaded_files(output_dir) | {destination(output_dir / "README.md").name})
+    return write_file(output_dir / "README.md", str(render_model_card(model, **card_kwargs)))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -456,7 +456,12 @@ UPLOAD_IGNORE_PATTERNS = ("_*", f"{PREFIX_CHECKPOINT_DIR}-*")
 
 
 def _relative_files(folder: Path) -> set[str]:
-    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    """The files under `folder`, but the record of the files albert_hf wrote there (`output_files.MANIFEST_NAME`)."""
+    return {
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if path.is_file() and path.name != MANIFEST_NAME
+    }
 
 
 def uploaded_files(folder: Path) -> set[str]:

@@ -37,6 +37,7 @@ import torch
 from .errors import MissingFileError, UserError
 from .modeling import AlbertForSequenceClassification, AlbertPreTrainedModel, attention_implementation
 from .options import QUANTIZE_CHOICES
+from .output_files import staged_folder
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -509,28 +510,62 @@ def export(
     if model_class is None:
         raise UserError(f"{source}: architecture {architecture!r} is not an albert_hf model class.")
     model = model_class.from_pretrained(source).eval()
-    exits = getattr(config, "early_exit", False) or getattr(config, "num_layers_at_inference", None) is not None
+    exits = has_adaptive_depth(config)
     if exits:
         check_loopable(model)  # before anything is written
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for item in source.iterdir():  # config, tokenizer and card: what an inference folder needs besides weights
-        if item.is_file() and item.suffix in (".json", ".model", ".txt", ".md"):
-            shutil.copy2(item, output_dir / item.name)
-    if exits:
-        # Adaptive depth cannot live in one static graph: the looped form, run by OnnxExitModel.
-        written = export_exit_onnx(model, output_dir)
-        if quantize == "int8":
-            written.update({f"{stem}_int8": path for stem, path in quantize_exit_onnx(output_dir).items()})
-        return written
-    written = {"onnx": output_dir / "model.onnx"}
-    partial = output_dir / "model.onnx.partial"
-    export_onnx(model, partial)
-    os.replace(partial, written["onnx"])
+    # The folder is written whole or not at all (`staged_folder`): an export that fails or is interrupted (a full
+    # disk, Ctrl-C, a kill) publishes none of its files, and a rerun finds nothing of it. A user's README.md there
+    # stays, the model's card going beside it; every other file keeps its name, which inference reads.
+    with staged_folder(output_dir, keep_name=lambda name: name != "README.md") as staging:
+        folder = staging.path
+        for item in copied_files(source):  # config, tokenizer and card: what an inference folder needs
+            shutil.copy2(item, folder / item.name)
+        if exits:
+            # Adaptive depth cannot live in one static graph: the looped form, run by OnnxExitModel.
+            written = export_exit_onnx(model, folder)
+            if quantize == "int8":
+                written.update({f"{stem}_int8": path for stem, path in quantize_exit_onnx(folder).items()})
+        else:
+            written = {"onnx": folder / "model.onnx"}
+            export_onnx(model, written["onnx"])
+            if quantize == "int8":
+                written["onnx_int8"] = quantize_onnx(written["onnx"], folder / "model.int8.onnx")
+                if pytorch_int8:
+                    written["pytorch_int8"] = save_pytorch_int8(model, folder / "pytorch_model.int8.pt")
+    return {kind: staging.published[path.name] for kind, path in written.items()}
+
+
+def has_adaptive_depth(config) -> bool:
+    """Whether a model of `config` exits early or runs a fixed depth (`export` then writes the looped form)."""
+    return bool(getattr(config, "early_exit", False) or getattr(config, "num_layers_at_inference", None) is not None)
+
+
+def copied_files(source: str | os.PathLike) -> list[Path]:
+    """The files of a model folder an export copies beside its graphs: config, tokenizer and card (`.json`,
+    `.model`, `.txt`, `.md`), not the private files of albert_hf's jobs (`_*`) or hidden ones."""
+    return sorted(
+        item
+        for item in Path(source).iterdir()
+        if item.is_file() and item.suffix in (".json", ".model", ".txt", ".md") and not item.name.startswith(("_", "."))
+    )
+
+
+def export_file_names(
+    model_name_or_path: str | os.PathLike, quantize: str | None, pytorch_int8: bool = True
+) -> list[str]:
+    """The names of the files `export` writes for these options (known before any work: the output folder's guard
+    refuses one of them there that is finished work or no job wrote)."""
+    from .configuration import AlbertConfig
+
+    names = [item.name for item in copied_files(model_name_or_path)]
+    if has_adaptive_depth(AlbertConfig.from_pretrained(model_name_or_path)):
+        names += [f"{stem}.onnx" for stem in EXIT_GRAPHS]
+        names += ["embeddings.int8.onnx", "layer.int8.onnx"] if quantize == "int8" else []
+        return names
+    names.append("model.onnx")
     if quantize == "int8":
-        written["onnx_int8"] = quantize_onnx(written["onnx"], output_dir / "model.int8.onnx")
-        if pytorch_int8:
-            written["pytorch_int8"] = save_pytorch_int8(model, output_dir / "pytorch_model.int8.pt")
-    return written
+        names += ["model.int8.onnx", *(["pytorch_model.int8.pt"] if pytorch_int8 else [])]
+    return names
 
 
 def run_export(args: argparse.Namespace) -> int:

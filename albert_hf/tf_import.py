@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +64,7 @@ from .modeling import (
     AlbertModel,
     AlbertPreTrainedModel,
 )
+from .output_files import staged_folder
 from .tf_checkpoint import TFCheckpoint, find_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -765,9 +765,9 @@ def import_tf_checkpoint(
     tokenizer.model_max_length = model.config.max_position_embeddings
     report.tokenizer_file = vocab_file
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="_import-", dir=output_dir))
-    try:
+    # Written whole or not at all, through albert_hf's writer (`albert_hf.output_files.staged_folder`).
+    with staged_folder(output_dir, last=("README.md",)) as staged:
+        staging = staged.path
         if not is_sentencepiece_model(vocab_file):
             # BertTokenizer saves tokenizer.json alone; vocab.txt too keeps the folder readable by every WordPiece
             # reader (BERT's own code, tokenizers' BertWordPieceTokenizer).
@@ -782,14 +782,15 @@ def import_tf_checkpoint(
                 description=card_description(report, vocab_file), language=card_language(CardInfo(), tokenizer)
             ),
         )
-        written = sorted(staging.iterdir(), key=lambda path: path.name == "README.md")  # the card last
-        there = [path.name for path in written if (output_dir / path.name).exists()]
+        there = sorted(path.name for path in staging.iterdir() if os.path.lexists(output_dir / path.name))
         if there and not replace:
             raise UserError(f"{output_dir} already holds {', '.join(there)}: import into another folder")
-        for path in written:
-            os.replace(path, output_dir / path.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        for name in there:  # `replace`: the caller asked for these to go
+            logger.warning("Replacing %s.", output_dir / name)
+            if (output_dir / name).is_dir() and not (output_dir / name).is_symlink():
+                shutil.rmtree(output_dir / name)
+            else:
+                os.remove(output_dir / name)
     logger.info("%s\nWrote %s.", report.summary(), output_dir)
     return report
 

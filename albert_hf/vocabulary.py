@@ -23,10 +23,12 @@ import datasets
 from tokenizers import normalizers
 from transformers.utils import logging
 
-from .data.sources import TextRows, data_format, expand_data_files, load_rows, source_name
+from .data.sources import TextRows, data_format, expand_data_files, load_rows, row_places, source_name
+from .data.text_checks import decode_line
 from .data.word_segmentation import SEGMENTERS, unspaced_language
 from .errors import DataError, UserError
 from .options import ALBERT_CHARACTER_COVERAGE, WORD_BOUNDED_CHOICES, train_tokenizer_parser
+from .output_files import staged_folder
 from .tokenization import (
     WORD_SEGMENTERS,
     AlbertHFTokenizer,
@@ -386,22 +388,18 @@ def train_tokenizer(
         # Trained on words, each without a "▁" of its own; the tokenizer puts one at the start of a text and after a
         # space, and collapses spaces, as SentencePiece does for any text.
         proto.normalizer_spec.add_dummy_prefix = proto.normalizer_spec.remove_extra_whitespaces = True
-    # Only now: a failed training leaves no folder behind.
-    output_dir.mkdir(parents=True, exist_ok=True)
-    model_file = output_dir / "spiece.model"
-    model_file.write_bytes(proto.SerializeToString())
-    proto = read_sentencepiece_model(model_file)
-    (output_dir / "spiece.vocab").write_text(
-        "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
-    )
-    tokenizer = AlbertHFTokenizer(
-        vocab_file=str(model_file),
-        do_lower_case=lowercase,
-        keep_accents=not strip_accents,
-        word_segmenter=word_segmenter,
-    )
-    tokenizer.save_pretrained(output_dir)
-    return tokenizer
+    # Only now, and as a whole (`staged_folder`): a failed training leaves no folder behind, and a write that fails
+    # or is interrupted (a full disk, Ctrl-C, a kill) publishes none of the files.
+    settings = dict(do_lower_case=lowercase, keep_accents=not strip_accents, word_segmenter=word_segmenter)
+    with staged_folder(output_dir) as staging:
+        model_file = staging.path / "spiece.model"
+        model_file.write_bytes(proto.SerializeToString())
+        proto = read_sentencepiece_model(model_file)
+        (staging.path / "spiece.vocab").write_text(
+            "".join(f"{piece.piece}\t{piece.score:g}\n" for piece in proto.pieces), encoding="utf-8"
+        )
+        AlbertHFTokenizer(vocab_file=str(model_file), **settings).save_pretrained(staging.path)
+    return AlbertHFTokenizer(vocab_file=str(staging.published["spiece.model"]), **settings)
 
 
 def _word_bounded_source(texts: Iterable[str], word_segmenter: str) -> dict:
@@ -450,7 +448,8 @@ def _training_lines(source: TokenizerInput, text_column: str) -> Iterable[str]:
         files = expand_data_files(source)
         if data_format(files) == "text":
             return _TextFileLines(files)
-        source = TextRows(load_rows(data_files=files), text_column, source_name(data_files=source))
+        name = source_name(data_files=source)
+        source = TextRows(load_rows(data_files=files), text_column, name, places=row_places(files, name))
     elif isinstance(source, (datasets.Dataset, datasets.IterableDataset)):
         source = TextRows(source, text_column, "the dataset")
     elif not isinstance(source, TextRows):
@@ -468,13 +467,7 @@ class _TextFileLines:
         for path in map(Path, self.files):
             with path.open("rb") as file:
                 for line_number, raw in enumerate(file, 1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as error:
-                        raise DataError(f"{path}:{line_number}: not valid UTF-8 ({error.reason})") from error
-                    if "\x00" in line:
-                        raise DataError(f"{path}:{line_number}: NUL byte, not a text file")
-                    yield line
+                    yield decode_line(raw, path, line_number)  # UTF-8, no NUL: the reader contract
 
 
 class _RowLines:
@@ -521,7 +514,8 @@ def _command_line_input(args: argparse.Namespace) -> TokenizerInput:
         "dataset_config_name": args.dataset_config_name,
     }
     rows = load_rows(**source, split=args.dataset_split, streaming=args.streaming)
-    return TextRows(rows, args.text_column, source_name(**source))
+    name = source_name(**source)
+    return TextRows(rows, args.text_column, name, places=row_places(args.inputs or None, name))
 
 
 __all__ = [

@@ -10,14 +10,16 @@ subprocess and classifies what came back:
     skipped          the machine's state the case needs could not be made here (mounting a small disk needs root)
     traceback shown  the run failed with a Python traceback
     silent success   exit status 0 where the input should have been refused
-    run lost         the run or checkpoint the case protects (a model, another run's checkpoints) was changed
+    run lost         the run or checkpoint the case protects (a model, another run's checkpoints), or a file of the
+                     user's it keeps (a README.md, a symlink's target), was changed
     secret written   a planted secret (a Hub token) is in a file of the case's --output_dir or in its output
     wrong message    the expected exit status and one error line, but the line does not say what the case expects
     ok               exit status 0 where success is what should happen (relaunching a finished run)
     other            anything else (its exit status and last stderr line are shown)
 
 The first 22 cases took about 4 minutes of CPU (2 cores), the 10 finished-work, secrets and load cases 155 s wall
-run on their own (the whole set was not timed in one run): refusals stop before any model work; only the finished run the
+run on their own, the 17 cases of the output writer, the folder's kind and lease, the messages and the reader contract
+361 s (the whole set was not timed in one run): refusals stop before any model work; only the finished run the
 cases share, the runs a case's setup makes (a finished quickstart, a run whose data then changes), the runs that
 should succeed and the inputs accepted by mistake train (a step or two of a tiny model). docs/reliability.md holds the
 last run's table.
@@ -120,6 +122,13 @@ def glue_from(model: Path, output_dir: Path, *options: str) -> list[str]:
     ]
 
 
+def identity(path: Path) -> tuple[str, str]:
+    """What a kept file is: a symlink's target, or a file's sha256 ("missing" once gone)."""
+    if path.is_symlink():
+        return "symlink", os.readlink(path)
+    return ("file", hashlib.sha256(path.read_bytes()).hexdigest()) if path.is_file() else ("missing", "")
+
+
 def fingerprint(folder: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file under `folder` (what "unchanged" is compared on)."""
     return {
@@ -145,6 +154,8 @@ class Case:
     says: str = ""  # what the error line must hold (a clear error that names something else is a wrong message)
     # Secrets no file under the case's --output_dir, nor its stdout/stderr, may hold after the run.
     forbidden_text: tuple[str, ...] = ()
+    # Files of the user (or symlinks) the run must leave as they were, also where the job writes beside them.
+    kept: Callable[[Path], list[Path]] | None = None
 
 
 @dataclass
@@ -341,6 +352,9 @@ def cases() -> list[Case]:
         *machine_cases(),
         *finished_work_cases(),
         *load_cases(),
+        *writer_cases(),
+        *boundary_cases(),
+        *reader_cases(),
         Case(
             "finished run relaunched with --resume_from_checkpoint latest",
             "ok",
@@ -419,6 +433,234 @@ def file_cases() -> list[Case]:
             "squad --train_file that is a folder",
             "clear error",
             lambda w: fine_tuning("squad", w / "o34", "--train_file", str(w / "rte")),
+        ),
+    ]
+
+
+def users_folder(work: Path) -> None:
+    """A folder of the user's (notes, a file named like the leaderboard file, results), and one whose README.md is
+    a symlink to a file outside it; RTE's dev and test splits for --do_eval and --do_predict."""
+    for split in ("dev", "test"):
+        rows = (FIXTURES / "glue" / "RTE" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        write(work / "rte" / f"{split}.tsv", "\n".join(rows[:9]) + "\n")
+    write(work / "notes" / "README.md", "# my notes\n")
+    write(work / "notes" / "RTE.tsv", "my own table\n")
+    write(work / "notes" / "all_results.json", '{"mine": 1}\n')
+    write(work / "outside.md", "outside the folder\n")
+    (work / "linked").mkdir(exist_ok=True)
+    if not (work / "linked" / "README.md").is_symlink():
+        (work / "linked" / "README.md").symlink_to(work / "outside.md")
+    write(work / "user_spiece" / "spiece.model", "the user's\n")
+    write(work / "push_notes" / "README.md", "# my notes\n")
+    write(work / "export_notes" / "README.md", "# my export notes\n")
+    shutil.copytree(work / "pre", work / "pre_card", dirs_exist_ok=True)  # a model with its card, which export copies
+    write(work / "pre_card" / "README.md", "# the model's card\n")
+
+
+def nearly_full_disk(folder: Path, free_kib: int) -> str | None:
+    """A 1 MiB disk at `folder` with about `free_kib` KiB left free; why not, when it cannot be mounted."""
+    why = mount_small_disk(folder)
+    if why is None:
+        free = shutil.disk_usage(folder).free
+        (folder / "filler").write_bytes(b"\0" * max(free - free_kib * 1024, 0))
+    return why
+
+
+def damaged_checkpoint(work: Path) -> None:
+    """A run killed in its first checkpoint save: checkpoint-2 without its weights, and no final model."""
+    shutil.copytree(work / "finished" / "checkpoint-2", work / "damaged" / "checkpoint-2", dirs_exist_ok=True)
+    (work / "damaged" / "checkpoint-2" / "model.safetensors").unlink(missing_ok=True)
+
+
+def future_lock(work: Path) -> None:
+    """A lock of another host, stamped three hours ahead of this machine's clock."""
+    holder = {"lease_id": "x", "pid": 4242, "host": "node-ahead", "command": "albert-hf pretrain", "lease_seconds": 600}
+    holder["started"] = "2026-12-01T00:00:00+00:00"
+    write(work / "future" / "_albert_hf.lock", json.dumps(holder))
+    ahead = time.time() + 3 * 3600
+    os.utime(work / "future" / "_albert_hf.lock", (ahead, ahead))
+
+
+def writer_cases() -> list[Case]:
+    """One writer for every file a job writes: a user's file in the way is kept (the job's goes beside it) or, for
+    a file the model needs by name, refused before any work; a full disk is named at the destination."""
+    predict = ["--task_name", "rte", "--do_eval", "--do_predict", "--max_seq_length", "32"]
+    return [
+        Case(
+            "glue --do_predict into a folder holding the user's README.md, RTE.tsv and all_results.json",
+            "ok",
+            lambda w: fine_tuning("glue", w / "notes", *predict, "--data_dir", str(w / "rte")),
+            succeeds=True,
+            setup=lambda w: users_folder(w),
+            kept=lambda w: [w / "notes" / name for name in ("README.md", "RTE.tsv", "all_results.json")],
+        ),
+        Case(
+            "glue into a folder whose README.md is a symlink out of it",
+            "ok",
+            lambda w: fine_tuning("glue", w / "linked", *predict, "--data_dir", str(w / "rte")),
+            succeeds=True,
+            setup=lambda w: users_folder(w),
+            kept=lambda w: [w / "linked" / "README.md", w / "outside.md"],
+        ),
+        Case(
+            "glue into a folder holding the user's spiece.model",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "user_spiece", *predict, "--data_dir", str(w / "rte")),
+            setup=lambda w: users_folder(w),
+            kept=lambda w: [w / "user_spiece" / "spiece.model"],
+            says="holds spiece.model, which no albert_hf job wrote",
+        ),
+        Case(
+            "glue --push_to_hub into a folder holding the user's README.md",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue",
+                w / "push_notes",
+                *predict,
+                "--data_dir",
+                str(w / "rte"),
+                "--push_to_hub",
+                "--hub_model_id",
+                "a/b",
+            ),
+            setup=lambda w: users_folder(w),
+            kept=lambda w: [w / "push_notes" / "README.md"],
+            says="--push_to_hub would upload it as the model card",
+        ),
+        Case(
+            "export of a model with its card into a folder holding the user's README.md",
+            "ok",
+            lambda w: ["export", "--model_name_or_path", str(w / "pre_card"), "--output_dir", str(w / "export_notes")],
+            succeeds=True,
+            setup=lambda w: users_folder(w),
+            kept=lambda w: [w / "export_notes" / "README.md"],
+        ),
+        Case(
+            "train-tokenizer onto a disk that fills up mid-write",
+            "clear error",
+            lambda w: (
+                ["train-tokenizer", str(w / "corpus.txt"), "--output_dir", str(w / "fills" / "tok")]
+                + ["--vocab_size", "300", "--quiet"]
+            ),
+            status=3,
+            setup=lambda w: nearly_full_disk(w / "fills", free_kib=280),
+            cleanup=lambda w: unmount(w / "fills"),
+            says="/fills/tok/",
+        ),
+    ]
+
+
+def boundary_cases() -> list[Case]:
+    """The output folder's kind and state, and the messages built from what failed."""
+    return [
+        Case(
+            "--output_dir that is a file",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "corpus.txt", "--task_name", "rte", "--data_dir", str(w / "rte")),
+            kept=lambda w: [w / "corpus.txt"],
+            says="is a file, not a folder",
+        ),
+        Case(
+            "--output_dir ''",
+            "clear error",
+            lambda w: [
+                *fine_tuning("glue", w / "x", "--task_name", "rte", "--data_dir", str(w / "rte")),
+                "--output_dir",
+                "",
+            ],
+            says="--output_dir '' is empty",
+        ),
+        Case(
+            "latest over a damaged checkpoint and no model",
+            "clear error",
+            lambda w: pretrain(w / "damaged", w / "corpus.txt", "--resume_from_checkpoint", "latest"),
+            setup=lambda w: damaged_checkpoint(w),
+            protected=lambda w: w / "damaged",
+            says="checkpoint-2 is damaged (",
+        ),
+        Case(
+            "a lock of another host dated 3 h ahead",
+            "clear error",
+            lambda w: pretrain(w / "future", w / "corpus.txt"),
+            setup=lambda w: future_lock(w),
+            says="s ahead of this machine's clock",
+        ),
+        Case(
+            "read-only datasets cache",
+            "clear error",
+            lambda w: pretrain(w / "o60", w / "corpus.txt"),
+            env=lambda w: {"HF_DATASETS_CACHE": str(w / "ro_cache")},
+            status=3,
+            setup=lambda w: mount_small_disk(w / "ro_cache", read_only=True),
+            cleanup=lambda w: unmount(w / "ro_cache"),
+            says="it is in the datasets cache folder",
+        ),
+    ]
+
+
+def reader_files(work: Path) -> None:
+    """One bad text per reader, each on a known line."""
+    squad = {"data": [{"title": "t", "paragraphs": [{"context": "Paris is in France.", "qas": []}]}]}
+    answer = [{"text": "Paris", "answer_start": 0}]  # answerable: only its question is missing
+    squad["data"][0]["paragraphs"][0]["qas"] = [{"id": "q1", "question": "", "answers": answer}]
+    write(work / "squad_empty_question.json", json.dumps(squad))
+    write(work / "nul.jsonl", '{"text": "One. Two."}\n{"text": "Three\\u0000 four."}\n')
+    write(work / "reviews.csv", "review,stars\nA fine film.,good\n,bad\nDull.,bad\n")
+    rte = (FIXTURES / "glue" / "RTE" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    rows = rte[:3] + ["99\tA\x00B.\tC.\tentailment"] + rte[3:10]
+    write(work / "rte_nul" / "train.tsv", "\n".join(rows) + "\n")
+    write(work / "conll_nul.txt", "EU NNP B-NP B-ORG\n\nGer\x00man JJ B-NP B-MISC\n")
+    swag = {"sent1": "She opens", "sent2": "the", "ending0": "door.", "ending1": "window.", "label": 0}
+    write(work / "swag_empty.jsonl", json.dumps(swag) + "\n" + json.dumps({**swag, "ending1": ""}) + "\n")
+
+
+def reader_cases() -> list[Case]:
+    """The one reader contract: the same checks and message form in every job's readers."""
+    return [
+        Case(
+            "squad: an empty question",
+            "clear error",
+            lambda w: fine_tuning("squad", w / "o61", "--train_file", str(w / "squad_empty_question.json")),
+            setup=lambda w: reader_files(w),
+            says="qas[0]: field 'question': empty",
+        ),
+        Case(
+            "pretrain on jsonl rows holding a NUL byte",
+            "clear error",
+            lambda w: pretrain(w / "o62", w / "nul.jsonl"),
+            setup=lambda w: reader_files(w),
+            says="nul.jsonl:2: column 'text': holds a NUL byte",
+        ),
+        Case(
+            "classify a csv row with an empty text",
+            "clear error",
+            lambda w: (
+                fine_tuning("classify", w / "o63", "--train_file", str(w / "reviews.csv"))
+                + ["--text_column", "review", "--label_column", "stars"]
+            ),
+            setup=lambda w: reader_files(w),
+            says="reviews.csv:3: column 'review': empty",
+        ),
+        Case(
+            "GLUE tsv sentence holding a NUL byte",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "o64", "--task_name", "rte", "--data_dir", str(w / "rte_nul")),
+            setup=lambda w: reader_files(w),
+            says="train.tsv:4: column 2 (sentence1): holds a NUL byte",
+        ),
+        Case(
+            "CoNLL word holding a NUL byte",
+            "clear error",
+            lambda w: fine_tuning("ner", w / "o65", "--train_file", str(w / "conll_nul.txt")),
+            setup=lambda w: reader_files(w),
+            says="conll_nul.txt:3: the word: holds a NUL byte",
+        ),
+        Case(
+            "multiple-choice ending left empty",
+            "clear error",
+            lambda w: fine_tuning("multiple-choice", w / "o66", "--train_file", str(w / "swag_empty.jsonl")),
+            setup=lambda w: reader_files(w),
+            says="swag_empty.jsonl:2: field 'ending1': empty",
         ),
     ]
 
@@ -608,6 +850,8 @@ def run_case(case: Case, work: Path) -> Outcome:
     skipped = case.setup(work) if case.setup else None  # first: a setup may make the protected folder
     protected = case.protected(work) if case.protected else None
     before = fingerprint(protected) if protected else None
+    kept = case.kept(work) if case.kept else []
+    kept_before = [identity(path) for path in kept]
     holder = None
     if case.holder:
         holder = subprocess.Popen(
@@ -632,6 +876,7 @@ def run_case(case: Case, work: Path) -> Outcome:
     seconds = time.time() - started
     command = case.argv(work)[0]
     lost = protected is not None and fingerprint(protected) != before
+    lost = lost or [identity(path) for path in kept] != kept_before
     errors = error_lines(result, command)
     last = (errors or result.stderr.strip().splitlines() or [""])[-1]
     leaks = secrets_written(case, work, result)

@@ -150,12 +150,12 @@ def test_stsb_scale_ends_are_scores(tmp_path):
 
 def test_stsb_csv_and_json_scores_are_checked_naming_file_and_row(tmp_path):
     path = write(tmp_path, "train.csv", "sentence1,sentence2,label\na,b,2.5\nc,d,nan\n")
-    with pytest.raises(DataError, match=rf"^{path} \(train, row 2\): the label is missing"):
+    with pytest.raises(DataError, match=rf"^{path}:3: column 'label': the label is missing"):
         load_glue_files(get_glue_task("stsb"), {"train": str(path)})
     rows = [{"sentence1": "a", "sentence2": "b", "label": 2.5}, {"sentence1": "c", "sentence2": "d", "label": -42}]
     path = write(tmp_path, "train.jsonl", "\n".join(json.dumps(row) for row in rows) + "\n")
     with pytest.raises(
-        DataError, match=rf"^{path} \(train, row 2\): label -42.0 is outside the stsb score range 0 to 5$"
+        DataError, match=rf"^{path}:2: column 'label': label -42.0 is outside the stsb score range 0 to 5$"
     ):
         load_glue_files(get_glue_task("stsb"), {"train": str(path)})
 
@@ -276,7 +276,7 @@ def test_squad_answer_with_empty_text_is_refused_naming_the_question(tmp_path, t
 def test_squad_json_lines_errors_name_the_line(tmp_path):
     record = {"id": "q1", "context": "abc", "question": "?", "answers": {"text": ["b"], "answer_start": [1]}}
     path = write(tmp_path, "dev.jsonl", json.dumps(record) + "\n{not json\n")
-    with pytest.raises(ValueError, match=rf"{path}: line 2: not valid JSON"):
+    with pytest.raises(ValueError, match=rf"{path}:2: not valid JSON"):
         load_squad_examples(path)
 
 

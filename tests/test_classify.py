@@ -183,7 +183,8 @@ def test_a_label_the_training_split_lacks_is_refused(spiece_model, tmp_path):
     dev = write_table(tmp_path / "dev.jsonl", ROWS)
     argv = ["--train_file", train, "--validation_file", dev, "--do_train", "--do_eval"]
     argv += ["--text_column", "review", "--label_column", "stars"]
-    with pytest.raises(UserError, match=r"dev\.jsonl \(validation\): row 3, column 'stars': label 'meh' is not one of"):
+    # The fourth row of dev.jsonl, its line 4 (counted by hand from ROWS).
+    with pytest.raises(UserError, match=r"dev\.jsonl:4: column 'stars': label 'meh' is not one of"):
         classify_main(job_args(spiece_model, tmp_path / "out", *argv))
 
 

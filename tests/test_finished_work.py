@@ -55,11 +55,18 @@ def copy_of(folder: Path, target: Path) -> Path:
 def test_latest_without_a_checkpoint_over_a_model_is_refused_naming_what_is_there(tmp_path):
     folder = tmp_path / "done"
     folder.mkdir()
+    import torch
+    from safetensors.torch import save_file
+
     (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_text("x")
+    save_file({"weight": torch.zeros(2)}, str(folder / "model.safetensors"))  # readable: a finished model
     (folder / "checkpoint-5").mkdir()  # incomplete (no trainer_state.json): nothing to resume from
     for value in ("latest", "auto", True):
-        with pytest.raises(OutputFolderError, match=r"holds a finished model \(checkpoint-5, config.json, model"):
+        with pytest.raises(
+            OutputFolderError,
+            match=r"holds a finished model \(config.json, model.safetensors\) and no complete checkpoint to resume "
+            r"from \(checkpoint-5 is damaged \(.*checkpoint-5/trainer_state.json is missing",
+        ):
             check_resume_target(str(folder), value)
     check_resume_target(str(folder), str(folder / "checkpoint-5"))  # a path: resumption itself names its problem
     check_resume_target(str(tmp_path / "fresh"), "latest")  # nothing there: `latest` starts the run
@@ -119,7 +126,8 @@ def test_cli_train_tokenizer_into_a_model_folder_is_refused_unless_overwrite(fin
     assert overwritten.returncode == 0, overwritten.stderr[-3000:]
     assert "--overwrite_output_dir: removing" in overwritten.stderr
     # The old model's files gone, the new tokenizer's there, and no lock left behind.
-    assert sorted(os.listdir(folder)) == ["spiece.model", "spiece.vocab", "tokenizer.json", "tokenizer_config.json"]
+    written = ["spiece.model", "spiece.vocab", "tokenizer.json", "tokenizer_config.json"]
+    assert sorted(os.listdir(folder)) == ["_albert_hf.files.json", *written]  # and the record of what it wrote
     assert (folder / "spiece.model").read_bytes() != before["spiece.model"]
 
 

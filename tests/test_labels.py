@@ -42,7 +42,7 @@ def test_a_class_label_feature_keeps_its_names_and_their_order():
     # A split whose ClassLabel orders the same names differently is encoded by name.
     reordered = datasets.ClassLabel(names=["negative", "positive"])
     assert encode_labels([1, 0], space, "validation", "other", feature=reordered) == [0, 1]
-    with pytest.raises(LabelError, match=r"other \(test\): row 0, column 'label': 2 is not a class id"):
+    with pytest.raises(LabelError, match=r"other \(test\): row index 0, column 'label': 2 is not a class id"):
         encode_labels([2], space, "test", "other", feature=reordered)
 
 
@@ -75,7 +75,7 @@ def test_regression_labels_are_floats():
 
 def test_a_label_the_training_split_lacks_is_named_with_its_split_and_row():
     space = infer_label_space(["pos", "neg"], "label", "train.csv")
-    message = r"dev\.csv \(validation\): row 2, column 'label': label 'neutral' is not one of the training split's labels \['neg', 'pos'\]"
+    message = r"dev\.csv \(validation\): row index 2, column 'label': label 'neutral' is not one of the training split's labels \['neg', 'pos'\]"
     with pytest.raises(LabelError, match=message):
         encode_labels(["pos", "neg", "neutral"], space, "validation", "dev.csv")
     assert issubclass(LabelError, UserError)
@@ -83,19 +83,19 @@ def test_a_label_the_training_split_lacks_is_named_with_its_split_and_row():
 
 def test_a_score_in_a_classification_is_an_error():
     space = infer_label_space([0, 1], "label", "train.csv")
-    with pytest.raises(LabelError, match=r"row 0, column 'label': 0.5 is a score"):
+    with pytest.raises(LabelError, match=r"row index 0, column 'label': 0.5 is a score"):
         encode_labels([0.5], space, "validation", "dev.csv")
 
 
 @pytest.mark.parametrize(
     "values, message",
     [
-        (["pos", 1, "neg"], r"mixes kinds of labels: int \(first at row 1\), str \(first at row 0\)"),
-        ([True, 0], r"mixes kinds of labels: bool \(first at row 0\), int \(first at row 1\)"),
-        (["pos", None], r"row 1, column 'label': the label is missing \(None\)"),
-        ([1.5, math.nan], r"row 1, column 'label': the label is missing \(NaN\)"),
-        ([1.5, math.inf], r"row 1, column 'label': the label inf is not finite"),
-        ([[1, 2]], r"row 0, column 'label': a label must be a string or a number, got a list"),
+        (["pos", 1, "neg"], r"mixes kinds of labels: int \(first at row index 1\), str \(first at row index 0\)"),
+        ([True, 0], r"mixes kinds of labels: bool \(first at row index 0\), int \(first at row index 1\)"),
+        (["pos", None], r"row index 1, column 'label': the label is missing \(None\)"),
+        ([1.5, math.nan], r"row index 1, column 'label': the label is missing \(NaN\)"),
+        ([1.5, math.inf], r"row index 1, column 'label': the label inf is not finite"),
+        ([[1, 2]], r"row index 0, column 'label': a label must be a string or a number, got a list"),
         ([], r"column 'label' has no labels"),
     ],
 )
@@ -107,7 +107,7 @@ def test_bad_training_labels_are_named(values, message):
 @pytest.mark.parametrize("value, message", [(math.nan, "missing"), (-math.inf, "not finite"), ("high", "a number")])
 def test_bad_regression_labels_are_named(value, message):
     space = LabelSpace(REGRESSION)
-    with pytest.raises(LabelError, match=rf"jsts \(test\): row 1, column 'label': .*{message}"):
+    with pytest.raises(LabelError, match=rf"jsts \(test\): row index 1, column 'label': .*{message}"):
         encode_labels([1.0, value], space, "test", "jsts")
 
 
@@ -116,7 +116,9 @@ def test_scores_written_as_strings_are_a_regression():
     space = infer_label_space(["0.0", "2.4", "5.0"], "label", "jsts")
     assert space == LabelSpace(REGRESSION)
     assert encode_labels(["3.8", "1.0", 2], space, "validation", "jsts") == [3.8, 1.0, 2.0]
-    with pytest.raises(LabelError, match=r"row 1, column 'label': a regression label must be a number, got 'high'"):
+    with pytest.raises(
+        LabelError, match=r"row index 1, column 'label': a regression label must be a number, got 'high'"
+    ):
         encode_labels(["3.8", "high"], space, "validation", "jsts")
 
 

@@ -66,8 +66,10 @@ def check_card_against_records(folder: Path, schedule: str) -> tuple[ModelCard, 
     }
     assert "No evaluation results were recorded" not in card.text
     present = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
-    # The job's lock (held until its command ends: a run in process keeps it) is never a file of the model.
-    assert listed_files(card) == present - {"_albert_hf.lock"} and "_albert_hf.lock" not in card.text
+    # The job's lock (held until its command ends: a run in process keeps it) and the record of the files the job
+    # wrote are never files of the model.
+    private = {"_albert_hf.lock", "_albert_hf.files.json"}
+    assert listed_files(card) == present - private and not any(name in card.text for name in private)
     return card, rows
 
 

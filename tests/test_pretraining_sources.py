@@ -132,7 +132,7 @@ def test_a_missing_text_column_names_the_columns_there_are(articles, tokenizer, 
 def test_a_text_that_is_not_a_string_names_its_row(document_column, tokenizer, tmp_path):
     rows = [{"id": 0, "text": "One. Two."}, {"id": 1, "text": None}, {"id": 2, "text": "Three. Four."}]
     path = write_rows(tmp_path / "corpus.jsonl", rows)
-    with pytest.raises(DataError, match=r"corpus.jsonl: row 1: column 'text' is empty \(None\)"):
+    with pytest.raises(DataError, match=r"corpus.jsonl:2: column 'text': empty \(None\)"):
         instances_of(tokenizer, tmp_path, train_files=[str(path)], document_column=document_column)
 
 

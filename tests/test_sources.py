@@ -290,11 +290,12 @@ def test_text_rows_skip_and_count_empty_texts(tmp_path, caplog):
 @pytest.mark.parametrize(
     "written, message",
     [
-        ([{"text": "fine"}, {"text": None}], r"row 1: column 'text' is empty \(None\)"),
-        ([{"text": 7}, {"text": 8}], r"row 0: column 'text' is not a string but int 7"),
+        ([{"text": "fine"}, {"text": None}], r"row index 1: column 'text': empty \(None\)"),
+        ([{"text": 7}, {"text": 8}], r"row index 0: column 'text': not a text but int 7"),
+        ([{"text": "a\x00b"}], r"row index 0: column 'text': holds a NUL byte \(character 2\), not text"),
         (
             [{"text": ["a long list"] * 20}],
-            r"row 0: column 'text' is not a string but list \['a long list', .*\.\.\.\.",
+            r"row index 0: column 'text': not a text but list \['a long list', .*\.\.\.$",
         ),
     ],
 )

@@ -116,7 +116,7 @@ def flat(answers):
             official_layout("Paris.", [qa(answers=[("Paris", 0)], is_impossible=True)]),
             r"qas\[0\]: question 'q' is marked is_impossible but has answers",
         ),
-        (official_layout("Paris.", [qa(question=None)]), r"qas\[0\]: field 'question' must be a string"),
+        (official_layout("Paris.", [qa(question=None)]), r"qas\[0\]: field 'question': empty \(None\)"),
         (official_layout("Paris.", [qa(), qa(question="!")]), "1 question ids occur more than once, e.g. 'q'"),
         (
             flat([{"text": "c", "answer_start": 0}]),
@@ -142,7 +142,7 @@ def test_broken_json_and_json_lines_name_the_line(tmp_path):
     lines = tmp_path / "broken.jsonl"
     record = {"id": "a", "context": "c", "question": "?", "answers": {"text": [], "answer_start": []}}
     lines.write_text(json.dumps(record) + "\n{oops\n")
-    with pytest.raises(ValueError, match=r"broken.jsonl: line 2: not valid JSON"):
+    with pytest.raises(ValueError, match=r"broken.jsonl:2: not valid JSON"):
         load_squad_examples(lines)
 
 
@@ -169,7 +169,9 @@ def test_hub_dataset_is_checked_and_loaded_by_split(monkeypatch):
     assert requested == [("rajpurkar/squad", "validation")] and examples["id"][:] == ["a"]
 
     rows.append({**rows[0], "id": "b", "answers": {"text": ["Paris"], "answer_start": [3]}})
-    with pytest.raises(ValueError, match=r"rajpurkar/squad\[train\]: row 1: question 'b': answer 'Paris' is not at"):
+    with pytest.raises(
+        ValueError, match=r"rajpurkar/squad\[train\]: row index 1: question 'b': answer 'Paris' is not at"
+    ):
         squad_task.load_squad_split(SquadArguments(dataset_name="rajpurkar/squad"), "train")
     with pytest.raises(ValueError, match="No train data: pass --train_file or --dataset_name"):
         squad_task.load_squad_split(SquadArguments(), "train")

@@ -57,7 +57,7 @@ def test_ner_tag_ids_with_names_given(tmp_path):
     assert ner_sentences_from_rows(rows, "ids.jsonl", label_names=["O", "B-LOC"]) == [
         {"tokens": ["Tokyo", "rain"], "ner_tags": ["B-LOC", "O"]}
     ]
-    with pytest.raises(DataError, match=r"ids\.jsonl row 0: the tags of 'ner_tags' are ids.*as names"):
+    with pytest.raises(DataError, match=r"ids\.jsonl: row index 0: the tags of 'ner_tags' are ids.*as names"):
         ner_sentences_from_rows(rows, "ids.jsonl")
 
 
@@ -72,7 +72,7 @@ def test_ner_tag_ids_with_names_given(tmp_path):
 )
 def test_bad_ner_rows_are_named(record, message):
     rows = datasets.Dataset.from_list([record])
-    with pytest.raises(ValueError, match=rf"table row 0: {message}"):
+    with pytest.raises(ValueError, match=rf"table: row index 0: {message}"):
         ner_sentences_from_rows(rows, "table")
 
 
@@ -119,8 +119,8 @@ def test_choice_columns_one_per_choice(tmp_path):
 @pytest.mark.parametrize(
     "record, message",
     [
-        ({"q": "Q?", "c0": "a", "c1": None, "answer": 0}, r"table row 1: column 'c1' must be a string, got None"),
-        ({"q": "Q?", "c0": "a", "c1": "b", "answer": 2}, r"table row 1: answer 2 is not one of the 2 choices"),
+        ({"q": "Q?", "c0": "a", "c1": None, "answer": 0}, r"table: row index 1: column 'c1': empty \(None\)"),
+        ({"q": "Q?", "c0": "a", "c1": "b", "answer": 2}, r"table: row index 1: answer 2 is not one of the 2 choices"),
     ],
 )
 def test_bad_multiple_choice_rows_are_named(record, message):
@@ -135,7 +135,7 @@ def test_multiple_choice_columns_are_checked_by_option():
         examples_from_rows(rows, "table", "q", ["c0", "c1", "c2"], label_column="answer")
     with pytest.raises(DataError, match=r"no column 'label' \(--label_column\)"):
         examples_from_rows(rows, "table", "q", ["c0", "c1"])
-    with pytest.raises(DataError, match=r"table row 0: 1 choice; pass --choice_columns"):
+    with pytest.raises(DataError, match=r"table: row index 0: 1 choice; pass --choice_columns"):
         examples_from_rows(rows, "table", "q", ["c0"], label_column="answer")
 
 

@@ -207,7 +207,7 @@ def test_command_line_from_a_saved_dataset_and_from_a_stream(botchan_lines, voca
 def test_command_line_sources_are_checked(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"text": "one"}\n{"text": null}\n', encoding="utf-8")
-    with pytest.raises(UserError, match=r"rows\.jsonl: row 1: column 'text' is empty \(None\)"):
+    with pytest.raises(UserError, match=r"rows\.jsonl:2: column 'text': empty \(None\)"):
         train_tokenizer_main([str(rows), "--output_dir", str(tmp_path / "out"), "--quiet"])
     with pytest.raises(
         UserError, match=r"rows\.jsonl has no column 'body' \(--text_column\); its columns are \['text'"

@@ -18,13 +18,16 @@ import logging
 import math
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import DataError, MissingFileError, UserError
+from ..output_files import write_file
 from .caching import map_fingerprint
 from .glue_tasks import GLUE_TASKS, GlueTask
+from .text_checks import RowPlaces, check_text, text_problem
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -100,7 +103,12 @@ def read_glue_tsv(path: str, task: GlueTask, labelled: bool, skip_malformed_rows
         try:
             if len(fields) != num_columns:
                 raise DataError(f"expected {num_columns} tab-separated columns, found {len(fields)}")
-            example = {f"sentence{i + 1}": fields[p] for i, p in enumerate(text_positions)}
+            example = {}
+            for i, p in enumerate(text_positions):  # the reader contract: a text, no NUL byte, not empty
+                problem = text_problem(fields[p])
+                if problem is not None:
+                    raise DataError(f"column {p + 1} (sentence{i + 1}): {problem}")
+                example[f"sentence{i + 1}"] = fields[p]
             if labelled:
                 example["label"] = parse_glue_label(task, fields[label_position])
                 example["idx"] = row_number
@@ -191,7 +199,7 @@ def load_glue_files(task: GlueTask, files: dict[str, str], skip_malformed_rows: 
         if builder is None:
             raise DataError(f"{path}: expected a .tsv (GLUE layout), .csv, .json or .jsonl file for the {split} split.")
         dataset = load_dataset(builder, data_files={split: path}, split=split)
-        datasets[split] = _normalize_columns(dataset, task, split, source=path)
+        datasets[split] = _normalize_columns(dataset, task, split, source=path, places=RowPlaces([path], path))
     return DatasetDict(datasets)
 
 
@@ -211,12 +219,21 @@ def from_hub_layout(raw: DatasetDict, task: GlueTask, splits: Sequence[str], sou
     return DatasetDict({split: _normalize_columns(raw[split], task, split, source) for split in splits})
 
 
-def _normalize_columns(dataset: Dataset, task: GlueTask, split: str, source: str) -> Dataset:
+def _normalize_columns(
+    dataset: Dataset, task: GlueTask, split: str, source: str, places: RowPlaces | None = None
+) -> Dataset:
+    """The task's columns as sentence1/sentence2 (each text checked by the reader contract) and the labels as
+    targets; errors name a row by its file and line (`places`), else by its index in the split."""
+    places = places or RowPlaces(None, f"{source}[{split}]")
     labelled = is_labelled(split)
     required = list(task.hub_text_columns) + (["label"] if labelled else [])
     missing = [name for name in required if name not in dataset.column_names]
     if missing:
         raise DataError(f"{source}: the {split} split lacks columns {missing} (has {dataset.column_names}).")
+    for column in task.hub_text_columns:
+        for row, value in enumerate(dataset[column]):
+            if text_problem(value) is not None:
+                check_text(value, places.where(row), f"column {column!r}")
     if "idx" not in dataset.column_names:
         dataset = dataset.add_column("idx", list(range(len(dataset))))
     renames = {old: f"sentence{i + 1}" for i, old in enumerate(task.hub_text_columns) if old != f"sentence{i + 1}"}
@@ -224,15 +241,15 @@ def _normalize_columns(dataset: Dataset, task: GlueTask, split: str, source: str
     keep = [f"sentence{i + 1}" for i in range(len(task.hub_text_columns))] + ["idx"] + (["label"] if labelled else [])
     dataset = dataset.remove_columns([name for name in dataset.column_names if name not in keep])
     if labelled:
-        labels = [_label_id(task, label, source, split, row) for row, label in enumerate(dataset["label"])]
+        labels = [_label_id(task, label, places.where(row)) for row, label in enumerate(dataset["label"])]
         dataset = dataset.remove_columns("label").add_column("label", labels)
     return dataset
 
 
-def _label_id(task: GlueTask, label: int | float | str | None, source: str, split: str, row: int) -> int | float:
+def _label_id(task: GlueTask, label: int | float | str | None, place: str) -> int | float:
     """A csv/json/Hub label as the model's target: a label name as in the tsv files, or a class id (int or digits).
-    `row` (from 0) is the record's place in the split, which errors name as row 1, 2, ..."""
-    where = f"{source} ({split}, row {row + 1})"
+    `place` is where the row is (its file and line), which errors name."""
+    where = f"{place}: column 'label'"
     if label is None:
         raise DataError(f"{where}: the label is missing (empty, or a non-number such as nan that csv reads as empty).")
     if isinstance(label, str):
@@ -306,15 +323,16 @@ def submission_filename(task: GlueTask, split: str) -> str:
     return SUBMISSION_FILES.get(split, f"{task.folder}.tsv")
 
 
-def write_glue_predictions(path: str, task: GlueTask, indices: Sequence[int], predictions: Sequence) -> None:
-    """A leaderboard prediction file: header `index<TAB>prediction`, one row per test example.
+def write_glue_predictions(path: str, task: GlueTask, indices: Sequence[int], predictions: Sequence) -> Path:
+    """A leaderboard prediction file: header `index<TAB>prediction`, one row per test example; returns the path
+    written (through `albert_hf.output_files`: beside a user's file of that name, never over it).
 
     Labels are written as in the task's tsv files (e.g. "entailment", "1"); STS-B scores with three decimals.
     """
     if len(indices) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions for {len(indices)} test examples.")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write("index\tprediction\n")
-        for index, prediction in zip(indices, predictions):
-            value = f"{float(prediction):.3f}" if task.is_regression else task.label_names[int(prediction)]
-            handle.write(f"{int(index)}\t{value}\n")
+    rows = ["index\tprediction\n"]
+    for index, prediction in zip(indices, predictions):
+        value = f"{float(prediction):.3f}" if task.is_regression else task.label_names[int(prediction)]
+        rows.append(f"{int(index)}\t{value}\n")
+    return write_file(path, "".join(rows))

@@ -27,6 +27,7 @@ import datasets
 
 from ..errors import UserError
 from .choices import CLASSIFICATION, REGRESSION
+from .text_checks import RowPlaces
 
 
 class LabelError(UserError):
@@ -72,9 +73,12 @@ class LabelSpace:
         }
 
 
-def _where(source: str, split: str | None, column: str, row: int) -> str:
+def _where(source: str, split: str | None, column: str, row: int, places: RowPlaces | None = None) -> str:
+    """Where a label is: its file and line (`places`), else the row's index in the split; and the column."""
+    if places is not None:
+        return f"{places.where(row)}: column {column!r}"
     split_part = f" ({split})" if split else ""
-    return f"{source}{split_part}: row {row}, column {column!r}"
+    return f"{source}{split_part}: row index {row}, column {column!r}"
 
 
 def _value_kind(value, where: str) -> str:
@@ -123,6 +127,7 @@ def infer_label_space(
     source: str,
     feature: datasets.features.FeatureType | None = None,
     kind: str | None = None,
+    places: RowPlaces | None = None,
 ) -> LabelSpace:
     """The label space of the training split's `values` of `column` (see the module's rules); `feature` is the column's
     `datasets` feature when there is one (`rows.features[column]`), so a ClassLabel keeps its names and their order.
@@ -132,7 +137,7 @@ def infer_label_space(
     """
     if isinstance(feature, datasets.ClassLabel):
         return LabelSpace(CLASSIFICATION, feature.names)
-    names = _distinct_labels(values, column, source)
+    names = _distinct_labels(values, column, source, places)
     as_numbers = {name: _number(name) for name in names}
     numeric = all(number is not None for number in as_numbers.values())
     has_fractions = numeric and any(not number.is_integer() for number in as_numbers.values())
@@ -148,18 +153,19 @@ def infer_label_space(
     return LabelSpace(CLASSIFICATION, [_name(name) for name in sorted(names, key=order)])
 
 
-def _distinct_labels(values: Iterable, column: str, source: str) -> set:
+def _distinct_labels(values: Iterable, column: str, source: str, places: RowPlaces | None = None) -> set:
     """The distinct labels of the training split, once checked to be of one kind (names, numbers or booleans)."""
     first_row_of_kind: dict[str, int] = {}
     names: set = set()
     for row, value in enumerate(values):
-        first_row_of_kind.setdefault(_value_kind(value, _where(source, "train", column, row)), row)
+        first_row_of_kind.setdefault(_value_kind(value, _where(source, "train", column, row, places)), row)
         names.add(value)
     if not first_row_of_kind:
         raise LabelError(f"{source}: column {column!r} has no labels.")
     kinds = set(first_row_of_kind)
     if len(kinds) > 1 and not kinds <= {"int", "float"}:
-        found = ", ".join(f"{kind} (first at row {row})" for kind, row in sorted(first_row_of_kind.items()))
+        at = places.where if places is not None else (lambda row: f"row index {row}")
+        found = ", ".join(f"{kind} (first at {at(row)})" for kind, row in sorted(first_row_of_kind.items()))
         raise LabelError(
             f"{source}: column {column!r} mixes kinds of labels: {found}. Labels must be all names or all numbers."
         )
@@ -173,6 +179,7 @@ def encode_labels(
     source: str,
     column: str = "label",
     feature: datasets.features.FeatureType | None = None,
+    places: RowPlaces | None = None,
 ) -> list[int] | list[float]:
     """`values` as targets of `space`: class ids, or floats for a regression.
 
@@ -181,11 +188,11 @@ def encode_labels(
     value or a non-finite score is an error naming the label, split and row.
     """
     if space.kind == REGRESSION:
-        return [_score(value, _where(source, split, column, row)) for row, value in enumerate(values)]
+        return [_score(value, _where(source, split, column, row, places)) for row, value in enumerate(values)]
     label2id = space.label2id
     encoded = []
     for row, value in enumerate(values):
-        where = _where(source, split, column, row)
+        where = _where(source, split, column, row, places)
         name = _class_name(value, feature, where)
         if name not in label2id:
             raise LabelError(

@@ -32,6 +32,7 @@ from ..errors import DataError, MissingFileError
 from .caching import map_fingerprint
 from .glue import find_truncated
 from .sources import require_columns
+from .text_checks import RowPlaces, check_text
 from .textfiles import read_utf8
 
 _ENDING_KEY = re.compile(r"^ending(\d+)$")
@@ -43,9 +44,12 @@ def swag_example(record: dict, where: str) -> dict:
     if [index for index, _ in endings] != list(range(len(endings))) or len(endings) < 2:
         raise DataError(f"{where}: expected ending0..endingN (N >= 1), got {sorted(record)}.")
     _require(record, ("sent1", "sent2", "label"), where)
+    context = check_text(record["sent1"], where, "field 'sent1'")
+    start = check_text(record["sent2"], where, "field 'sent2'", required=False)  # a choice may start afresh
+    endings = [(index, check_text(ending, where, f"field 'ending{index}'")) for index, ending in endings]
     return {
-        "context": record["sent1"],
-        "choices": [f"{record['sent2']} {ending}" for _, ending in endings],
+        "context": context,
+        "choices": [f"{start} {ending}" for _, ending in endings],
         "label": _choice_index(record["label"], len(endings), where),
     }
 
@@ -61,6 +65,9 @@ def race_choice(question: str, option: str) -> str:
 def race_example(article: str, question: str, options: list[str], answer: str | int, where: str) -> dict:
     if not isinstance(options, list) or len(options) < 2:
         raise DataError(f"{where}: 'options' must be a list of at least two answers, got {options!r}.")
+    article = check_text(article, where, "field 'article'")
+    question = check_text(question, where, "field 'question'")
+    options = [check_text(option, where, f"option {number}") for number, option in enumerate(options)]
     return {
         "context": article,
         "choices": [race_choice(question, option) for option in options],
@@ -152,6 +159,7 @@ def examples_from_rows(
     choice_columns: Sequence[str],
     label_column: str = "label",
     question_column: str | None = None,
+    places: RowPlaces | None = None,
 ) -> list[dict]:
     """Examples of a table (csv, json, jsonl, parquet, a Hub dataset), as [`read_multiple_choice`] gives them.
 
@@ -159,6 +167,8 @@ def examples_from_rows(
     (`choice0` ... `choice4`, as JCommonsenseQA), or a single column holding the list of choices. With
     `question_column` (RACE-like tables: an article, then a question about it) each choice is the question with the
     option, as [`race_choice`] writes it. The label is the right choice's index, digit or letter (A, B, ...).
+    Every text is checked by the reader contract (`albert_hf.data.text_checks`); errors name the row by its file and
+    line (`places`), else its index.
     """
     columns = {"--context_column": context_column, "--label_column": label_column}
     if question_column is not None:
@@ -168,12 +178,14 @@ def examples_from_rows(
         raise DataError(f"{source}: no choice columns given; pass --choice_columns.")
     for column in choice_columns:
         require_columns(rows, {"--choice_columns": column}, source)
+    places = places or RowPlaces(None, source)
     examples = []
     for row, record in enumerate(rows):
-        where = f"{source} row {row}"
+        where = places.where(row)
         options = _options(record, choice_columns, where)
         if question_column is not None:
-            options = [race_choice(record[question_column], option) for option in options]
+            question = _text(record, question_column, where)
+            options = [race_choice(question, option) for option in options]
         examples.append(
             {
                 "context": _text(record, context_column, where),
@@ -188,8 +200,8 @@ def _options(record: dict, choice_columns: Sequence[str], where: str) -> list[st
     """The choices of one row: one per column, or the list in the only choice column."""
     if len(choice_columns) == 1 and isinstance(record[choice_columns[0]], list):
         options = record[choice_columns[0]]
-        if not all(isinstance(option, str) for option in options):
-            raise DataError(f"{where}: column {choice_columns[0]!r} must be a list of strings, got {options!r}.")
+        for number, option in enumerate(options):
+            check_text(option, where, f"column {choice_columns[0]!r}, choice {number}")
     else:
         options = [_text(record, column, where) for column in choice_columns]
     if len(options) < 2:
@@ -200,10 +212,7 @@ def _options(record: dict, choice_columns: Sequence[str], where: str) -> list[st
 
 
 def _text(record: dict, column: str, where: str) -> str:
-    value = record[column]
-    if not isinstance(value, str):
-        raise DataError(f"{where}: column {column!r} must be a string, got {value!r}.")
-    return value
+    return check_text(record[column], where, f"column {column!r}")
 
 
 def load_multiple_choice(path: str) -> Dataset:
@@ -215,7 +224,9 @@ def load_multiple_choice(path: str) -> Dataset:
 def from_hub_layout(dataset: Dataset, source: str) -> Dataset:
     """A Hub SWAG or RACE split (same fields as the files) -> our columns."""
     examples = [
-        example for i, record in enumerate(dataset) for example in examples_from_record(record, f"{source} row {i}")
+        example
+        for i, record in enumerate(dataset)
+        for example in examples_from_record(record, f"{source}: row index {i}")
     ]
     return Dataset.from_list(examples)
 

@@ -36,13 +36,16 @@ import logging
 import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from datasets import Dataset
 
 from ..errors import DataError, MissingFileError, UserError
+from ..output_files import write_file
 from .caching import map_fingerprint
 from .choices import ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS, ALIGNMENTS
 from .sources import require_columns
+from .text_checks import RowPlaces, check_text
 from .textfiles import read_utf8
 from .word_segmentation import UNSPACED_CHARACTER, unspaced_language
 
@@ -117,7 +120,7 @@ def read_conll_with_lines(path: str, tag_column: int = -1) -> list[tuple[dict[st
                 raise DataError(f"{where}: no column {tag_column} in {line.rstrip()!r}.") from None
             if not _TAG_PATTERN.match(tag):
                 raise DataError(f"{where}: {tag!r} is not an IOB tag (O, B-TYPE or I-TYPE).")
-            tokens.append(columns[0])
+            tokens.append(check_text(columns[0], where, "the word"))  # the reader contract: no NUL byte
             tags.append(tag)
             lines.append(line_number)
     end_sentence()
@@ -165,8 +168,12 @@ def _sentence_from_record(record: dict, label_names: Sequence[str], where: str) 
     tags = record.get("ner_tags", record.get("ner"))
     if tokens is None or tags is None:
         raise DataError(f"{where}: expected 'tokens' (or 'words') and 'ner_tags' (or 'ner'), got {sorted(record)}.")
+    if not isinstance(tokens, list):
+        raise DataError(f"{where}: 'tokens' must be a list of words, got {type(tokens).__name__}.")
     if len(tokens) != len(tags):
         raise DataError(f"{where}: {len(tokens)} tokens but {len(tags)} tags.")
+    for number, token in enumerate(tokens, start=1):  # the reader contract: a word is a text, never empty
+        check_text(token, where, f"word {number}")
     tags = [_tag_name(tag, label_names, where) for tag in tags]
     return {"tokens": list(tokens), "ner_tags": iob1_to_iob2(tags)}
 
@@ -198,7 +205,7 @@ def from_hub_layout(dataset: Dataset, source: str) -> Dataset:
     """A Hub NER dataset (tokens + ClassLabel ner_tags) -> our columns, with string tags."""
     feature = dataset.features.get("ner_tags")
     label_names = getattr(getattr(feature, "feature", None), "names", CONLL2003_LABELS)
-    sentences = [_sentence_from_record(row, label_names, f"{source} row {i}") for i, row in enumerate(dataset)]
+    sentences = [_sentence_from_record(row, label_names, f"{source}: row index {i}") for i, row in enumerate(dataset)]
     return Dataset.from_list(sentences)
 
 
@@ -214,21 +221,24 @@ def ner_sentences_from_rows(
     tokens_column: str = "tokens",
     tags_column: str = "ner_tags",
     label_names: Sequence[str] | None = None,
+    places: RowPlaces | None = None,
 ) -> list[dict[str, list[str]]]:
     """Sentences of a table with a list-of-words column and a list-of-tags column (json, jsonl, parquet, a Hub dataset).
 
     Returns what [`read_conll`] returns (`tokens`, IOB2 `ner_tags` as names), so a job reads either the same way.
     Tags are names (B-PER), or ids into `label_names`, or ids of the column's `Sequence(ClassLabel)` feature; ids with
-    no names are an error, since a model card and predictions need the names.
+    no names are an error, since a model card and predictions need the names. Errors name the row by its file and
+    line (`places`), else its index.
     """
     require_columns(rows, {"--tokens_column": tokens_column, "--tags_column": tags_column}, source)
     if label_names is None:
         label_names = tag_names_of_feature(rows.features.get(tags_column) if rows.features else None)
+    places = places or RowPlaces(None, source)
     sentences = []
     for row, record in enumerate(rows):
-        where = f"{source} row {row}"
+        where = places.where(row)
         tokens, tags = record[tokens_column], record[tags_column]
-        if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+        if not isinstance(tokens, list):
             raise DataError(f"{where}: column {tokens_column!r} (--tokens_column) must be a list of words.")
         if not isinstance(tags, list):
             raise DataError(f"{where}: column {tags_column!r} (--tags_column) must be a list of tags.")
@@ -584,12 +594,14 @@ def tokenize_and_align(
 
 def write_conll_predictions(
     path: str, tokens: Sequence[Sequence[str]], gold: Sequence[Sequence[str]] | None, predicted: Sequence[Sequence[str]]
-) -> None:
+) -> Path:
     """Word-level predictions in CoNLL format, as conlleval reads them: `word gold predicted` (or `word predicted`
-    without gold tags) per line, a blank line after each sentence."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for i, (words, tags) in enumerate(zip(tokens, predicted)):
-            for j, (word, tag) in enumerate(zip(words, tags)):
-                columns = [word, gold[i][j], tag] if gold is not None else [word, tag]
-                handle.write(" ".join(columns) + "\n")
-            handle.write("\n")
+    without gold tags) per line, a blank line after each sentence. Returns the path written (through
+    `albert_hf.output_files`: beside a user's file of that name, never over it)."""
+    lines = []
+    for i, (words, tags) in enumerate(zip(tokens, predicted)):
+        for j, (word, tag) in enumerate(zip(words, tags)):
+            columns = [word, gold[i][j], tag] if gold is not None else [word, tag]
+            lines.append(" ".join(columns) + "\n")
+        lines.append("\n")
+    return write_file(path, "".join(lines))

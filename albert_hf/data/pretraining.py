@@ -52,6 +52,7 @@ from datasets.exceptions import DatasetGenerationError
 
 from ..errors import DataError, MissingFileError, UserError
 from .caching import map_fingerprint
+from .text_checks import decode_line
 
 Objective = Literal["sop", "nsp"]
 OBJECTIVES = ("sop", "nsp")
@@ -204,15 +205,7 @@ def read_documents(
             for raw_line in handle:
                 offset += len(raw_line)
                 line_number += 1
-                try:
-                    line = raw_line.decode("utf-8").strip()
-                except UnicodeDecodeError as error:
-                    raise DataError(
-                        f"{path}:{line_number - 1}: not valid UTF-8 ({error.reason} at byte "
-                        f"{error.start}); pretraining text files must be UTF-8."
-                    ) from None
-                if "\x00" in line:
-                    raise DataError(f"{path}:{line_number - 1}: NUL byte, not a text file")
+                line = decode_line(raw_line, path, line_number - 1).strip()  # UTF-8, no NUL: the reader contract
                 if not line:  # a blank line ends the document
                     if sentences:
                         found = True
@@ -343,15 +336,19 @@ class DocumentRows:
     source: str
     text_column: str = "text"
     document_column: str | None = None
+    files: tuple[str, ...] = ()  # the data files the rows were read from, if any: messages name a row's line
 
     def check(self) -> None:
-        """Check the columns, and every text as `sources.TextRows` checks them (a text that is not a string is an
-        error naming its row; empty ones add nothing and are counted in the log), before any document is made."""
+        """Check the columns, and every text as `sources.TextRows` checks them (a text that is not a string or holds
+        a NUL byte is an error naming its file and line; empty ones add nothing and are counted in the log), before
+        any document is made."""
         from .sources import TextRows, require_columns
+        from .text_checks import RowPlaces
 
         if self.document_column is not None:
             require_columns(self.rows, {"--document_column": self.document_column}, self.source)
-        for _ in TextRows(self.rows, self.text_column, self.source):
+        places = RowPlaces(self.files, self.source)
+        for _ in TextRows(self.rows, self.text_column, self.source, places=places):
             pass
 
     def documents(self, sentence_splitter: SentenceSplitter, start_row: int = 0) -> Iterator[tuple[list[str], int]]:

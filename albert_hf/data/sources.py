@@ -24,6 +24,7 @@ from pathlib import Path
 import datasets
 
 from ..errors import DataError, MissingFileError
+from .text_checks import RowPlaces, check_text
 
 logger = logging.getLogger(__name__)
 
@@ -222,6 +223,17 @@ def source_name(
     return dataset_name if dataset_config_name is None else f"{dataset_name} ({dataset_config_name})"
 
 
+def row_places(data_files: Sequence[str | os.PathLike] | str | None, source: str) -> RowPlaces:
+    """Where the rows `load_rows(data_files=...)` reads are in their files, for messages (`text_checks.RowPlaces`:
+    `train.csv:7`); rows of a dataset (no files, or a folder written by `save_to_disk`) by their index."""
+    if data_files is None:
+        return RowPlaces(None, source)
+    paths = [data_files] if isinstance(data_files, (str, os.PathLike)) else list(data_files)
+    if len(paths) == 1 and is_saved_dataset(paths[0]):
+        return RowPlaces(None, source)
+    return RowPlaces(expand_data_files(paths), source)
+
+
 def pick_split(splits, split: str, source: str):
     """`splits[split]` of a DatasetDict (a single Dataset is its own split); an unknown split names those there are."""
     if isinstance(splits, (datasets.Dataset, datasets.IterableDataset)):
@@ -288,7 +300,9 @@ def require_columns(rows: datasets.Dataset | datasets.IterableDataset, columns: 
 
 
 class TextRows:
-    """The texts of `column` of `rows`, checked: a row that is None or not a string is an error naming its index.
+    """The texts of `column` of `rows`, checked by the reader contract (`albert_hf.data.text_checks`): a row that is
+    None, not a string or holds a NUL byte is an error naming its file and line (`places`, a `RowPlaces` of the files
+    the rows were read from; its index in the dataset without one).
 
     An empty (or whitespace-only) text carries nothing to learn from, and a table export often has some: it is
     skipped, counted in `empty`, and the count is logged once the rows are first read. A source with no text at all is
@@ -296,10 +310,16 @@ class TextRows:
     """
 
     def __init__(
-        self, rows: datasets.Dataset | datasets.IterableDataset, column: str, source: str, option: str = "--text_column"
+        self,
+        rows: datasets.Dataset | datasets.IterableDataset,
+        column: str,
+        source: str,
+        option: str = "--text_column",
+        places: RowPlaces | None = None,
     ):
         require_columns(rows, {option: column}, source)
         self.rows, self.column, self.source = rows, column, source
+        self.places = places or RowPlaces(None, source)  # where a row is, for messages: its file and line
         self.read = self.empty = 0
         self._empty_reported = False
 
@@ -322,14 +342,11 @@ class TextRows:
             )
 
     def _check(self, text) -> None:
-        """A text must be a string; the error names the row (`self.read` rows came before it)."""
-        if isinstance(text, str):
+        """A text must be a string without NUL bytes (`text_checks.check_text`; an empty one is skipped); the error
+        names the row (`self.read` rows came before it) by its file and line."""
+        if isinstance(text, str) and "\x00" not in text:
             return
-        kind = "empty (None)" if text is None else f"not a string but {type(text).__name__} {_short(text)}"
-        raise DataError(
-            f"{self.source}: row {self.read}: column {self.column!r} is {kind}. Fix or drop that row, or pick a text "
-            "column."
-        )
+        check_text(text, self.places.where(self.read), f"column {self.column!r}", required=False)
 
 
 def _short(value, limit: int = 80) -> str:
@@ -349,5 +366,6 @@ __all__ = [
     "load_rows",
     "pick_split",
     "require_columns",
+    "row_places",
     "source_name",
 ]

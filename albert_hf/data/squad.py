@@ -35,6 +35,8 @@ import numpy as np
 from datasets import Array2D, Dataset
 
 from ..errors import DataError
+from ..output_files import write_json
+from .text_checks import check_text
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ def load_squad_examples(path: str | os.PathLike) -> Dataset:
 
 def check_squad_examples(examples: Dataset, source: str) -> Dataset:
     """Apply the checks of `load_squad_examples` to a dataset that came from elsewhere (e.g. the Hub)."""
-    records = [_check_record(record, f"{source}: row {row}") for row, record in enumerate(examples)]
+    records = [_check_record(record, f"{source}: row index {row}") for row, record in enumerate(examples)]
     _check_unique_ids(records, source)
     return examples
 
@@ -94,9 +96,9 @@ def _iter_json_lines(path: str):
             if not line.strip():
                 continue
             try:
-                yield f"{path}: line {line_number}", json.loads(line)
+                yield f"{path}:{line_number}", json.loads(line)
             except json.JSONDecodeError as error:
-                raise DataError(f"{path}: line {line_number}: not valid JSON: {error.msg}") from None
+                raise DataError(f"{path}:{line_number}: not valid JSON: {error.msg}") from None
 
 
 def _iter_official_article(article: dict, where: str):
@@ -128,12 +130,15 @@ def _iter_official_article(article: dict, where: str):
 
 
 def _check_record(record: Any, where: str) -> dict[str, Any]:
-    """Validate one flattened record; every answer must be found at its `answer_start` in the context."""
+    """Validate one flattened record: its id, context and question by the reader contract (`text_checks`: a text,
+    no NUL byte, not empty, as the question-answering pipeline refuses an empty question), and every answer must be
+    found at its `answer_start` in the context."""
     if not isinstance(record, dict):
         raise DataError(f"{where}: expected an object with id/context/question/answers, got {type(record).__name__}.")
     for key in ("id", "context", "question"):
-        if not isinstance(record.get(key), str):
-            raise DataError(f"{where}: field {key!r} must be a string, got {record.get(key)!r}.")
+        check_text(record.get(key), where, f"field {key!r}")
+    if record.get("title") is not None:
+        check_text(record["title"], where, "field 'title'", required=False)
     answers = record.get("answers")
     if not isinstance(answers, dict) or not {"text", "answer_start"} <= set(answers):
         raise DataError(f"{where}: 'answers' must be {{'text': [...], 'answer_start': [...]}}, got {answers!r}.")
@@ -520,17 +525,12 @@ def _with_probabilities(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def write_prediction_files(output_dir: str | os.PathLike, predictions: SquadPredictions, prefix: str = "") -> list[str]:
     """Write `predictions.json`, `nbest_predictions.json` and (v2.0) `null_odds.json` as the official tools read them.
 
-    Returns the paths written.
+    Returns the paths written (through `albert_hf.output_files`: beside a user's file of a name, never over it).
     """
-    os.makedirs(output_dir, exist_ok=True)
     files = {"predictions.json": predictions.predictions, "nbest_predictions.json": predictions.nbest}
     if predictions.null_odds:
         files["null_odds.json"] = predictions.null_odds
-    paths = []
-    for name, content in files.items():
-        path = os.path.join(output_dir, f"{prefix}{name}")
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(content, handle, indent=4, ensure_ascii=False)
-            handle.write("\n")
-        paths.append(path)
-    return paths
+    return [
+        str(write_json(os.path.join(output_dir, f"{prefix}{name}"), content, indent=4, ensure_ascii=False))
+        for name, content in files.items()
+    ]

@@ -115,12 +115,14 @@ def text_files_or_rows(data_args: PretrainingDataArguments, files: list[str] | N
         dataset_config_name=None if files is not None else data_args.dataset_config_name,
         split=split,
     )
+    read_from: tuple[str, ...] = ()
     if files is not None:
         source = source_name(data_files=files)
+        read_from = () if is_saved_dataset(files[0]) else tuple(expand_data_files(files))
     else:
         source = source_name(dataset_name=data_args.dataset_name, dataset_config_name=data_args.dataset_config_name)
         source = f"{source}, split {split!r}"
-    return DocumentRows(rows, source, data_args.text_column, data_args.document_column)
+    return DocumentRows(rows, source, data_args.text_column, data_args.document_column, files=read_from)
 
 
 def hold_out(documents: Dataset, count: int, seed: int, option: str) -> tuple[Dataset, Dataset]:

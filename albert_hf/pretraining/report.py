@@ -13,6 +13,7 @@ import torch
 from datasets import Dataset
 
 from ..configuration import AlbertConfig
+from ..output_files import write_with
 from .arguments import PretrainingJob
 from .data import CorpusStats
 from .trainer import AlbertPretrainingTrainer
@@ -64,7 +65,7 @@ def plot_learning_curves(
     log_history: list[dict], path: str | os.PathLike, baselines: HeldOutBaselines | None = None
 ) -> Path:
     """A PNG of MLM loss, MLM accuracy and SOP accuracy against the step, training and held-out, with the held-out
-    baselines (most frequent token, majority order) drawn as dotted lines when given."""
+    baselines (most frequent token, majority order) drawn as dotted lines when given; returns the path written."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
@@ -93,10 +94,10 @@ def plot_learning_curves(
         axis.legend()
     figure.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    try:  # through albert_hf's writer: atomic, and beside a user's file of that name, never over it
+        return write_with(path, lambda staging: figure.savefig(staging, dpi=100, format=path.suffix[1:] or "png"))
+    finally:
+        plt.close(figure)
 
 
 def quickstart_report(

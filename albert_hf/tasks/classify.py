@@ -27,9 +27,11 @@ from transformers import EvalPrediction, Trainer, TrainingArguments
 
 from ..configuration import AlbertConfig
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
-from ..data.sources import load_rows, require_columns, source_name
+from ..data.sources import load_rows, require_columns, row_places, source_name
+from ..data.text_checks import RowPlaces, check_text, text_problem
 from ..errors import UserError
 from ..hub import CardInfo
+from ..output_files import write_file
 from .arguments import ClassifyArguments
 from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, output_path
@@ -74,6 +76,12 @@ def table_source(split: str, data_args: FineTuningArguments, classify_args: Clas
     return f"{name}[{split}]"
 
 
+def table_places(split: str, data_args: FineTuningArguments, classify_args: ClassifyArguments) -> RowPlaces:
+    """Where the rows of `split` are, for messages: the line of its file (`text_checks.RowPlaces`), else the row's
+    index in the dataset's split."""
+    return row_places(getattr(data_args, FILE_OPTIONS[split]) or None, table_source(split, data_args, classify_args))
+
+
 def load_table_split(split: str, data_args: FineTuningArguments, classify_args: ClassifyArguments) -> Dataset:
     """The rows of one split ("train", "validation" or "test"), whole, with its columns checked: the label column may
     be absent from the test split."""
@@ -111,7 +119,10 @@ def table_label_space(
     column = classify_args.label_column
     train = tables["train"]
     source = table_source("train", data_args, classify_args)
-    space = infer_label_space(train[column], column, source, train.features[column], classify_args.label_kind)
+    places = table_places("train", data_args, classify_args)
+    space = infer_label_space(
+        train[column], column, source, train.features[column], classify_args.label_kind, places=places
+    )
     logger.info("Labels of %s: %s", source, space.names or "scores (regression)")
     return space
 
@@ -126,23 +137,24 @@ def prepare_table(
     """The texts (checked to be strings) as `sentence1` (and `sentence2`), the labels encoded against `label_space`
     as `label` (when the split has them), and each row's index as `idx`: the columns `encode_texts` reads."""
     source = table_source(split, data_args, classify_args)
-    texts = {"sentence1": column_texts(rows, classify_args.text_column, source)}
+    places = table_places(split, data_args, classify_args)
+    texts = {"sentence1": column_texts(rows, classify_args.text_column, places)}
     if classify_args.text_pair_column:
-        texts["sentence2"] = column_texts(rows, classify_args.text_pair_column, source)
+        texts["sentence2"] = column_texts(rows, classify_args.text_pair_column, places)
     column = classify_args.label_column
     if column in rows.column_names:
-        texts["label"] = encode_labels(rows[column], label_space, split, source, column, rows.features[column])
+        feature = rows.features[column]
+        texts["label"] = encode_labels(rows[column], label_space, split, source, column, feature, places=places)
     return Dataset.from_dict({**texts, "idx": list(range(len(rows)))})
 
 
-def column_texts(rows: Dataset, column: str, source: str) -> list[str]:
-    """The strings of `column`; a missing or non-string value is an error naming its row."""
+def column_texts(rows: Dataset, column: str, places: RowPlaces) -> list[str]:
+    """The texts of `column`, each checked by the reader contract (`albert_hf.data.text_checks`: a string, no NUL
+    byte, not empty: a row's text is what it is classified by); the error names the row's file and line."""
     values = rows[column]
     for row, value in enumerate(values):
-        if not isinstance(value, str):
-            raise UserError(
-                f"{source}: row {row}: column {column!r} holds {value!r}, not a text. Fix or drop that row."
-            )
+        if text_problem(value) is not None:
+            check_text(value, places.where(row), f"column {column!r}")
     return values
 
 
@@ -181,9 +193,7 @@ def predict_table(
         return None
     trainer.log_metrics("predict", output.metrics)
     trainer.save_metrics("predict", output.metrics)
-    path = output_path(training_args, "predictions_test.tsv")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write("index\tprediction\n")
-        handle.writelines(f"{index}\t{label}\n" for index, label in zip(test["idx"], predicted))
+    rows = "".join(f"{index}\t{label}\n" for index, label in zip(test["idx"], predicted))
+    path = write_file(output_path(training_args, "predictions_test.tsv"), "index\tprediction\n" + rows)
     logger.info("Wrote %d predictions to %s", len(predicted), path)
     return path

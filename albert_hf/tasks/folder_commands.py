@@ -19,7 +19,8 @@ from ..options import export_parser, train_tokenizer_parser
 # the tokenizer in transformers' format; and the remote code that older versions wrote instead of the latter.
 TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "tokenizer.json", "tokenization.py")
 # What `export` writes besides the copied config, tokenizer and card (`onnx_export.export`), and what `export --format
-# sentence-transformers` adds to a model folder (`convert.export_sentence_transformer`).
+# sentence-transformers` adds to a model folder (`convert.export_sentence_transformer`); the names of one ONNX
+# export are `onnx_export.export_file_names` of its options.
 EXPORT_FILES = ("model.onnx", "model.int8.onnx", "pytorch_model.int8.pt")
 SENTENCE_TRANSFORMERS_FILES = (
     "modules.json",
@@ -63,7 +64,7 @@ def train_tokenizer_main(argv: list[str] | None = None) -> int:
 
 def export_main(argv: list[str] | None = None) -> int:
     """`albert-hf export`: ONNX (and int8) files of a saved model, into a guarded folder (never the model's own)."""
-    from ..onnx_export import run_export
+    from ..onnx_export import export_file_names, run_export
     from ..training.checkpoints import check_finite_weights, check_pretrained_source
     from ..training.run_folder import open_output_folder
 
@@ -73,14 +74,22 @@ def export_main(argv: list[str] | None = None) -> int:
         raise OptionError("--quantize is for --format onnx; a sentence-transformers export writes the fp32 model.")
     check_pretrained_source(args.model_name_or_path, option="--model_name_or_path")
     check_finite_weights(args.model_name_or_path, option="--model_name_or_path")
-    writes = SENTENCE_TRANSFORMERS_FILES if sentence_transformers else EXPORT_FILES
-    open_output_folder(args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=writes)
     if sentence_transformers:
         from ..convert import export_sentence_transformer
 
+        open_output_folder(
+            args.output_dir,
+            args.overwrite_output_dir,
+            model_source=args.model_name_or_path,
+            writes=SENTENCE_TRANSFORMERS_FILES,
+        )
         folder = export_sentence_transformer(
             args.model_name_or_path, args.output_dir, args.pooling, args.normalize, args.max_seq_length
         )
         print(f"sentence-transformers: {folder} (SentenceTransformer({str(folder)!r}) loads it)")
         return 0
+    # Every file this export writes, known before any work (a user's README.md stays, the card going beside it).
+    names = export_file_names(args.model_name_or_path, args.quantize, pytorch_int8=not args.no_pytorch_int8)
+    writes = tuple(dict.fromkeys([*EXPORT_FILES, *(name for name in names if name != "README.md")]))
+    open_output_folder(args.output_dir, args.overwrite_output_dir, model_source=args.model_name_or_path, writes=writes)
     return run_export(args)

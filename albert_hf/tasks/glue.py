@@ -131,8 +131,9 @@ def predict_test_sets(
         logits = trainer.predict(dataset, metric_key_prefix=f"predict_{split}").predictions
         predictions = logits_to_predictions(task.name, first_output(logits))
         if trainer.is_world_process_zero():
-            path = output_path(training_args, submission_filename(task, split))
-            write_glue_predictions(path, task, dataset["idx"], predictions)
+            path = write_glue_predictions(
+                output_path(training_args, submission_filename(task, split)), task, dataset["idx"], predictions
+            )
             logger.info("Wrote %d %s predictions to %s", len(dataset), split, path)
             written[split] = path
     return written

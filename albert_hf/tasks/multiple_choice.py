@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 from datasets import Dataset
@@ -18,9 +19,10 @@ from sklearn.metrics import accuracy_score
 from transformers import EvalPrediction, Trainer, TrainingArguments
 
 from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice
-from ..data.sources import load_rows
+from ..data.sources import load_rows, row_places
 from ..errors import UserError
 from ..hub import CardInfo
+from ..output_files import write_file
 from .arguments import MultipleChoiceArguments
 from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, output_path, preset_key
@@ -58,8 +60,10 @@ def load_splits(
 
 def load_table(file: str | None, mc_args: MultipleChoiceArguments, split: str) -> Dataset:
     """The questions of one split's table: the file, else that split of --dataset_name."""
+    places = None
     if file:
         rows, source = load_rows(data_files=file, split=split), file
+        places = row_places(file, source)
     elif mc_args.dataset_name:
         rows = load_rows(
             dataset_name=mc_args.dataset_name, dataset_config_name=mc_args.dataset_config_name, split=split
@@ -68,18 +72,22 @@ def load_table(file: str | None, mc_args: MultipleChoiceArguments, split: str) -
     else:
         raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
     examples = examples_from_rows(
-        rows, source, mc_args.context_column, mc_args.choice_columns, mc_args.label_column, mc_args.question_column
+        rows,
+        source,
+        mc_args.context_column,
+        mc_args.choice_columns,
+        mc_args.label_column,
+        mc_args.question_column,
+        places=places,
     )
     return Dataset.from_list(examples)
 
 
-def write_predictions(path: str, logits: np.ndarray) -> None:
-    """One json line per question: the chosen index and the score of every choice."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for scores in logits:
-            handle.write(
-                json.dumps({"prediction": int(np.argmax(scores)), "scores": [float(s) for s in scores]}) + "\n"
-            )
+def write_predictions(path: str, logits: np.ndarray) -> Path:
+    """One json line per question: the chosen index and the score of every choice. Returns the path written
+    (through `albert_hf.output_files`: beside a user's file of that name, never over it)."""
+    lines = [json.dumps({"prediction": int(np.argmax(s)), "scores": [float(x) for x in s]}) + "\n" for s in logits]
+    return write_file(path, "".join(lines))
 
 
 def card_info(model_args: ModelArguments, data_args: FineTuningArguments, mc_args: MultipleChoiceArguments) -> CardInfo:
@@ -100,7 +108,6 @@ def write_test_predictions(trainer: Trainer, test_features: Dataset, training_ar
     if trainer.is_world_process_zero():
         trainer.log_metrics("predict", output.metrics)
         trainer.save_metrics("predict", output.metrics)
-        path = output_path(training_args, "predictions_test.jsonl")
         logits = first_output(output.predictions)
-        write_predictions(path, logits)
+        path = write_predictions(output_path(training_args, "predictions_test.jsonl"), logits)
         logger.info("Wrote %d predictions to %s", len(logits), path)

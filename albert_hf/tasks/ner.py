@@ -32,7 +32,7 @@ from ..data.ner import (
     word_predictions,
     write_conll_predictions,
 )
-from ..data.sources import data_extension, load_rows
+from ..data.sources import data_extension, load_rows, row_places
 from ..data.word_segmentation import log_edges_inside_pieces
 from ..errors import UserError
 from ..hub import CardInfo
@@ -91,15 +91,17 @@ def load_ner_splits(data_args: FineTuningArguments, ner_args: NerArguments, spli
 
 def load_ner_table(file: str | None, ner_args: NerArguments, split: str) -> Dataset:
     """The sentences of one split's table: the file, else that split of --dataset_name."""
+    places = None
     if file:
         rows, source = load_rows(data_files=file, split=split), file
+        places = row_places(file, source)
     elif ner_args.dataset_name:
         rows, source = load_rows(dataset_name=ner_args.dataset_name, split=split), f"{ner_args.dataset_name}[{split}]"
     else:
         raise UserError(f"No {split} data: pass --{split}_file or --dataset_name.")
     tag_names = [name.strip() for name in ner_args.tag_names.split(",")] if ner_args.tag_names else None
     sentences = ner_sentences_from_rows(
-        rows, source, ner_args.tokens_column or "tokens", ner_args.tags_column or "ner_tags", tag_names
+        rows, source, ner_args.tokens_column or "tokens", ner_args.tags_column or "ner_tags", tag_names, places=places
     )
     return Dataset.from_list(sentences)
 
@@ -224,6 +226,10 @@ def write_test_predictions(
     if trainer.is_world_process_zero():
         trainer.log_metrics("predict", metrics)
         trainer.save_metrics("predict", metrics)
-        path = output_path(training_args, "predictions_test.txt")
-        write_conll_predictions(path, test_sentences["tokens"], test_sentences["ner_tags"], predicted)
+        path = write_conll_predictions(
+            output_path(training_args, "predictions_test.txt"),
+            test_sentences["tokens"],
+            test_sentences["ner_tags"],
+            predicted,
+        )
         logger.info("Wrote word-level predictions for %d sentences to %s", len(predicted), path)

@@ -53,6 +53,7 @@ import json
 import logging
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -62,6 +63,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy, Train
 
 from ..formats import save_format_line
 from ..modeling import AlbertPreTrainedModel
+from ..output_files import claim_files, folder_state, naming_the_destination
 from .divergence import (
     DivergenceGuardConfig,
     RefuseNonFiniteCheckpoints,
@@ -312,11 +314,17 @@ class UploadCompleteCheckpoints(TrainerCallback):
             return
         progress = self.trainer.push_in_progress
         before = set(map(id, progress.jobs)) if progress is not None else set()
+        files_before = folder_state(args.output_dir)
         try:
             with self._strategy_restored(args):
                 push_checkpoint(self.trainer, folder)
         except Exception as error:  # noqa: BLE001 - network, auth, quota: whatever it is, training goes on
             self._report(folder, error)
+        finally:
+            # Trainer copied the checkpoint's model and tokenizer files into the output folder (their names, where a
+            # user's file is refused before any work): the job's own files from now on, for albert_hf's writer.
+            files_after = folder_state(args.output_dir)
+            claim_files(args.output_dir, [name for name, seen in files_after.items() if files_before.get(name) != seen])
         progress = self.trainer.push_in_progress
         started = [job for job in (progress.jobs if progress is not None else []) if id(job) not in before]
         complete = CompleteCheckpoints.of(self.trainer)
@@ -468,11 +476,17 @@ def save_final_model(trainer, output_dir: str | None = None) -> None:
     if trainer.args.should_save:
         shutil.rmtree(staging_dir, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()
-    if trainer.is_fsdp_enabled:
-        state_dict = trainer.accelerator.get_state_dict(trainer.model)  # a collective: every process takes part
-        save_weights(trainer, staging_dir, state_dict)
-    else:
-        save_model_unpushed(trainer, staging_dir)
+    try:
+        if trainer.is_fsdp_enabled:
+            state_dict = trainer.accelerator.get_state_dict(trainer.model)  # a collective: every process takes part
+            save_weights(trainer, staging_dir, state_dict)
+        else:
+            save_model_unpushed(trainer, staging_dir)
+    except (OSError, RuntimeError) as error:  # a full disk names the file of the output folder, not the staging
+        named = naming_the_destination(error, {staging_dir: Path(output_dir)})
+        if named is None:
+            raise
+        raise named from error
     trainer.accelerator.wait_for_everyone()  # every process has written its part
     if trainer.args.should_save and os.path.isdir(staging_dir):
         fsync_tree(staging_dir)

@@ -42,6 +42,7 @@ from torch.distributed.tensor import DTensor
 from transformers import Trainer
 
 from ..errors import UserError
+from ..output_files import publish_folder
 from .checkpoints import (
     ADAPTER_FILE_NAMES,
     CHECKPOINT_NAME,
@@ -581,17 +582,9 @@ def hand_hub_token_to_environment(training_args) -> None:
 
 
 def move_files_in(staging_dir: str, final_dir: str) -> None:
-    """Move every entry of a completely written (and fsynced) `staging_dir` into `final_dir` with `os.replace`:
-    weights first, `config.json` last, so that a folder with a config.json always holds the whole model it describes
-    (`from_pretrained` reads config.json first). Entries already in `final_dir` are replaced one by one."""
-    names = os.listdir(staging_dir)
-    weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
-    last = [name for name in names if name == CONFIG_NAME]
-    others = [name for name in names if name not in weights and name not in last]
-    for name in [*sorted(weights), *sorted(others), *last]:
-        target = os.path.join(final_dir, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            shutil.rmtree(target)
-        os.replace(os.path.join(staging_dir, name), target)
-    fsync_path(final_dir)
-    os.rmdir(staging_dir)
+    """Move every entry of a completely written (and fsynced) `staging_dir` into `final_dir`: weights first,
+    `config.json` last, so that a folder with a config.json always holds the whole model it describes
+    (`from_pretrained` reads config.json first). Through albert_hf's writer (`albert_hf.output_files.publish_folder`):
+    a file of the same name is replaced only if a job wrote it, and one that no job wrote (a user's, a symlink)
+    stops the save, naming it, before anything moves."""
+    publish_folder(staging_dir, final_dir, keep_name=True, first=WEIGHTS_FILE_SUFFIXES, last=(CONFIG_NAME,))

@@ -20,7 +20,10 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   trained with.
 * An empty or absent folder, or one holding only logs or files no job writes, is used as it is. transformers' old
   run_glue refused any non-empty folder; that also refused the folder a user keeps the data in, and no file of a run
-  could be lost there.
+  could be lost there. What a job writes there later goes through one writer (`albert_hf.output_files`), which never
+  replaces a file no job wrote: a user's README.md stays and the job's card goes beside it. A file no job wrote with
+  the name of one of the model's files, which could not go beside it, is refused before any work
+  (`check_job_files`), as is an --output_dir that cannot be a folder (`check_output_dir_kind`).
 
 One writer per folder: the main process creates `_albert_hf.lock` (JSON: lease id, pid, host, command, start time,
 lease duration) with an atomic create-if-absent, and removes it when the process exits (explicitly from
@@ -36,7 +39,9 @@ renews it (touches the file: its mtime is the renewal time) ten times per lease,
   when it last renewed and when the lease would expire.
 
 A holder that stalled past its lease and was taken over notices at its next renewal, logs an error and stops
-renewing; its release leaves the new holder's file alone. Staleness is judged from the file's mtime against a probe
+renewing; its release leaves the new holder's file alone. A job's lease also watches its folder: once the folder is
+deleted (or made again), or its lock removed or taken over, the renewal stops the job (`FolderLock.stops_job`), and
+the command reports the loss (`lost_folder`), never success. Staleness is judged from the file's mtime against a probe
 file's (`_age_seconds`), and a stale lock is removed only if still unchanged (`_remove_if_unchanged`): of jobs racing
 for one folder, exactly one gets it. A lock of an older albert_hf (no lease in it) from another host is never taken
 over: it is not renewed, so its age says nothing.
@@ -63,7 +68,18 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..errors import UserError
+from ..errors import OptionError, UserError
+from ..output_files import (
+    adopt_files,
+    foreign_files,
+    pending_files,
+    read_manifest,
+    remove_stale_staging,
+    unwatch_folder,
+    watch_folder,
+    what_is_there,
+    written_files,
+)
 from .checkpoints import CHECKPOINT_NAME, WEIGHTS_FILE_SUFFIXES
 
 logger = logging.getLogger(__name__)
@@ -99,6 +115,25 @@ _OTHER_RUN_FILES = frozenset(
         "added_tokens.json",
         "vocab.txt",  # a WordPiece vocabulary (the Chinese ALBERTs'), as `albert-hf import` writes it
         # The remote code save_pretrained copies beside a model and its tokenizer (`trust_remote_code=True`).
+        "modeling.py",
+        "configuration.py",
+        "tokenization.py",
+    }
+)
+# The files of a model, which its final save writes and loaders read by name: one of them in the folder that no job
+# wrote is refused before any work (`check_job_files`), since the job's own could not go beside it. (Weights of
+# other names, shards, are recognized by their suffix.)
+MODEL_FILE_NAMES = frozenset(
+    {
+        "config.json",
+        "generation_config.json",
+        "training_args.bin",
+        "spiece.model",
+        "spiece.vocab",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
         "modeling.py",
         "configuration.py",
         "tokenization.py",
@@ -220,15 +255,25 @@ def check_output_folder(
 
 def finished_files(folder: str, writes: tuple[str, ...] = ()) -> list[str]:
     """Names in `folder` that are finished work: another run's model, weights or checkpoints, and any of the files
-    `writes` names (what the command about to run would write over), sorted."""
+    `writes` names (what the command about to run would write over), sorted. The files of a publish killed halfway
+    (`albert_hf.output_files.pending_files`) are not finished work: the same command run again replaces them."""
     present = set(run_files(folder))
     if writes and os.path.isdir(folder):
         present |= set(writes) & set(os.listdir(folder))
-    return sorted(present)
+    return sorted(present - pending_files(folder)) if present else []
 
 
 def _shown(names: list[str]) -> str:
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _damaged(folder: str, checkpoints: list[str]) -> str:
+    """'checkpoint-2 is damaged (<the file missing or unreadable>)' for `checkpoints`, the newest first."""
+    from .training.reliability import checkpoint_problem
+
+    newest = sorted(checkpoints, key=lambda name: int(CHECKPOINT_NAME.match(name).group(1)), reverse=True)
+    shown = [f"{name} is damaged ({checkpoint_problem(os.path.join(folder, name))})" for name in newest[:3]]
+    return "; ".join(shown) + (f"; and {len(newest) - 3} more" if len(newest) > 3 else "")
 
 
 def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
@@ -241,13 +286,38 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
     if not latest or latest_checkpoint(output_dir) is not None:
         return
     found = run_files(output_dir)
-    if found:
+    damaged = [name for name in found if CHECKPOINT_NAME.match(name)]
+    if damaged and len(damaged) == len(found):  # checkpoints, none complete, and no model
         raise OutputFolderError(
-            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds a finished model "
-            f"({_shown(found)}) and no complete checkpoint to resume from, so the run would start from step 0 and "
-            "replace that model. Pass another --output_dir, or --overwrite_output_dir without "
-            "--resume_from_checkpoint to replace it."
+            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds no complete "
+            f"checkpoint to resume from: {_damaged(output_dir, damaged)}. Pass --resume_from_checkpoint with a "
+            "complete checkpoint, or --overwrite_output_dir without --resume_from_checkpoint to start the run again."
         )
+    if found:
+        model = [name for name in found if name not in damaged]
+        also = f" ({_damaged(output_dir, damaged)})" if damaged else ""
+        broken = _model_problem(output_dir, model)
+        kind = f"a model whose save did not finish ({broken})" if broken else f"a finished model ({_shown(model)})"
+        raise OutputFolderError(
+            f"--resume_from_checkpoint {resume_from_checkpoint}: --output_dir {output_dir} holds {kind} and no "
+            f"complete checkpoint to resume from{also}, so the run would start from step 0 and replace that model. "
+            "Pass another --output_dir, or --overwrite_output_dir without --resume_from_checkpoint to replace it."
+        )
+
+
+def _model_problem(folder: str, names: list[str]) -> str | None:
+    """Why the model of `folder` (its files `names`) cannot be loaded, naming the file, or None: a weights file
+    truncated by a killed save, or no weights beside config.json."""
+    from .training.checkpoints import weights_file_problem
+
+    weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
+    if "config.json" in names and not weights:
+        return f"{os.path.join(folder, 'config.json')} and no weights file"
+    for name in weights:
+        problem = weights_file_problem(os.path.join(folder, name))
+        if problem is not None:
+            return problem
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -257,21 +327,48 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
 
 @dataclass
 class FolderLock:
-    """The lease on an output folder's lock file, held (and renewed) by this process until `release`."""
+    """The lease on an output folder's lock file, held (and renewed) by this process until `release`.
+
+    A job's lease (`stops_job`, set by `open_output_folder`) also watches its folder: once the folder or the lock
+    file is gone, or the lock names another job, the renewal that notices records why (`lost`), the job's writes
+    into the folder are refused (`albert_hf.output_files.watch_folder`), and the job's main thread is interrupted,
+    so it stops at once instead of making the folder again; the command then reports the loss, never success."""
 
     path: str
     created_folder: bool = False  # the folder did not exist before this job took the lock
     holder: dict = field(default_factory=dict)  # what this process wrote into the lock file; never changes
     checked: bool = False  # the folder was checked for another run's files since this lease was taken
+    stops_job: bool = False  # interrupt the main thread when the lease is lost (a job's lease; not a bare lock)
+    lost: str | None = None  # why the lease was lost, once a renewal noticed
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    # (device, inode) of the folder when the lock was taken: a folder deleted and made again (Trainer makes its
+    # output folder at each save) is another folder.
+    _identity: tuple[int, int] | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self._identity is None:
+            self._identity = _identity(self.folder)
 
     @property
     def lease_seconds(self) -> float:
         return float(self.holder.get("lease_seconds", DEFAULT_LEASE_SECONDS))
 
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(self.path)
+
     def is_held(self) -> bool:
         """Whether the lock file still names this lease (no other job took it over)."""
         return bool(self.holder) and read_lock(self.path) == self.holder
+
+    def loss(self) -> str | None:
+        """Why this process no longer holds the folder (`lost`, or what a look now finds), or None while it does.
+        A folder deleted is named as such, also when a renewal first saw its lock go (the deletion under way)."""
+        if not self._stop.is_set():
+            now = self._problem()
+            if self.lost is None or (now is not None and now.startswith(FOLDER_DELETED)):
+                self.lost = now or self.lost
+        return self.lost
 
     def release(self) -> None:
         """Stop renewing and remove the lock file if it is still this lease's (idempotent; a file another job took
@@ -280,43 +377,131 @@ class FolderLock:
         if _HELD.get(self.path) is self:
             del _HELD[self.path]
         self._stop.set()
+        unwatch_folder(self.folder)
         if self.holder and _remove_if_unchanged(self.path, self.holder) and self.created_folder:
             with contextlib.suppress(OSError):  # not empty, or gone: nothing to do
-                os.rmdir(os.path.dirname(self.path))
+                os.rmdir(self.folder)
 
     def _start_renewing(self) -> None:
         threading.Thread(target=self._renew, name=f"albert_hf lease {self.path}", daemon=True).start()
 
     def _renew(self) -> None:
-        """Renew the lease every `lease_seconds / RENEWALS_PER_LEASE` until released. Once the lock file names
-        another job (this one stalled past its lease and was taken over) or is gone, say so and stop: renewing then
-        would keep alive a lease that is not ours, and `release` leaves that file alone."""
+        """Renew the lease every `lease_seconds / RENEWALS_PER_LEASE` until released. Once the folder or the lock
+        file is gone, or the lock names another job (this one stalled past its lease and was taken over), say so and
+        stop: renewing then would keep alive a lease that is not ours, and `release` leaves that file alone. A job's
+        lease stops the job too (`stops_job`)."""
         while not self._stop.wait(self.lease_seconds / RENEWALS_PER_LEASE):
             problem = self._renew_once()
-            if problem is not None and not self._stop.is_set():  # not the file `release` removed meanwhile
+            if problem is None:
+                continue
+            if not self._stop.is_set():  # not the file `release` removed meanwhile
+                self.lost = problem
                 logger.error(
                     "The lock of %s is no longer this job's: %s. This job stops renewing it; another job may be "
                     "writing into the folder, stop one of them.",
-                    os.path.dirname(self.path),
+                    self.folder,
                     problem,
                 )
-            if problem is not None:
-                return
+                if self.stops_job:
+                    _interrupt_main_thread()
+            return
 
-    def _renew_once(self) -> str | None:
-        """Touch the lock file (its mtime is the renewal time) if it still names this lease; None, or why not.
-        A takeover between the check and the touch would make us touch the new holder's lease: harmless, that
-        one is alive."""
+    def _problem(self) -> str | None:
+        """Why the lock file no longer names this lease (None while it does)."""
+        if _identity(self.folder) != self._identity:  # gone, or made again since
+            return f"{FOLDER_DELETED} (with its lock {os.path.basename(self.path)})"
         found = read_lock(self.path)
         if found is None:
             return f"{self.path} was removed"
         if found != self.holder:
             return f"{self.path} now names another job ({_describe(found)})"
+        return None
+
+    def _renew_once(self) -> str | None:
+        """Touch the lock file (its mtime is the renewal time) if it still names this lease; None, or why not.
+        A takeover between the check and the touch would make us touch the new holder's lease: harmless, that
+        one is alive."""
+        problem = self._problem()
+        if problem is not None:
+            return problem
         try:
             os.utime(self.path)  # no times given: "now" by the clock that stamps the file (see _age_seconds)
         except OSError as error:
             return f"{self.path} cannot be renewed ({error})"
         return None
+
+
+FOLDER_DELETED = "the folder was deleted or moved"
+
+
+def _identity(folder: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _interrupt_main_thread() -> None:
+    """Stop what the main thread is doing with a KeyboardInterrupt, which the error boundary of the command
+    (`albert_hf.cli.run_command`) reports as the lost folder (`lost_folder`). A real SIGINT where Python's own handler
+    takes it, so that a blocking call (a sleep, a read) is interrupted too; otherwise (SIGINT ignored, as in a
+    background job of a script, or handled by other code) the exception is raised in the main thread directly, at
+    its next Python instruction."""
+    import ctypes
+    import signal
+
+    main = threading.main_thread()
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.pthread_kill(main.ident, signal.SIGINT)
+    else:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main.ident), ctypes.py_object(KeyboardInterrupt))
+
+
+def lost_folder() -> str | None:
+    """The one line of a job that lost its output folder while it ran (deleted, its lock removed or taken over), or
+    None: a job that lost it never reports success, even when it finished before a renewal noticed."""
+    for lock in list(_HELD.values()):
+        problem = lock.loss()
+        if problem is not None and not problem.startswith(FOLDER_DELETED):
+            # A lock removed from a folder that still exists may be a deletion of the whole folder under way
+            # (`rm -r` removes the files first): wait a moment to name it for what it is.
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and _identity(lock.folder) == lock._identity:
+                time.sleep(0.05)
+            problem = lock.loss()
+        if problem is not None:
+            return (
+                f"--output_dir {lock.folder}: {problem} while the job ran. The job stopped; what it wrote there is "
+                "incomplete."
+            )
+    return None
+
+
+def interrupted_state() -> str:
+    """What a job interrupted (Ctrl-C) leaves in its output folders, for the line of the error boundary: the newest
+    complete checkpoint to resume from, else the files it wrote, else that nothing was written."""
+    from .training.reliability import latest_checkpoint
+
+    folders = [lock.folder for lock in _HELD.values()]
+    if not folders:
+        return "nothing was written"
+    said = []
+    for folder in folders:
+        checkpoint = latest_checkpoint(folder, marked=True)
+        written = [path.name for path in written_files(folder)]
+        if checkpoint is not None:
+            said.append(
+                f"the newest complete checkpoint is {checkpoint}; the same command with --resume_from_checkpoint "
+                "latest continues the run"
+            )
+        elif any(CHECKPOINT_NAME.match(name) for name in run_files(folder)):
+            said.append(f"{folder} holds no complete checkpoint to resume from")
+        elif written:
+            said.append(f"it wrote {_shown(list(dict.fromkeys(written)))} to {folder}, and no checkpoint")
+        else:
+            said.append(f"nothing was written to {folder}")
+    return "; ".join(said)
 
 
 _HELD: dict[str, FolderLock] = {}
@@ -503,7 +688,13 @@ class _Found:
     def renewal(self) -> str:
         """When the lease was last renewed and when it expires, as times of this machine's clock."""
         renewed = time.time() - self.age
-        text = f"last renewed {_utc(renewed)} ({self.age:.0f} s ago)"
+        if self.age >= 0:
+            text = f"last renewed {_utc(renewed)} ({self.age:.0f} s ago)"
+        else:  # stamped by a clock ahead of ours: the holder's host, or a file server, whose clock disagrees
+            text = (
+                f"last renewed {_utc(renewed)}, {-self.age:.0f} s ahead of this machine's clock (the clocks that "
+                "stamp the lock file and this machine's disagree)"
+            )
         if self.lease is None:
             return text
         return (
@@ -549,11 +740,32 @@ def _refusal(folder: str, path: str, found: _Found) -> FolderInUseError:
     )
 
 
+def check_output_dir_kind(output_dir: str) -> None:
+    """Refuse an --output_dir that cannot be a folder, before anything is made: empty, or a file (a symlink to a
+    file, a dangling symlink), or below a file."""
+    if not str(output_dir).strip():
+        raise OptionError(f"--output_dir {output_dir!r} is empty: pass the folder the job writes into.")
+    path = os.path.abspath(os.path.expanduser(output_dir))
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise OutputFolderError(
+            f"--output_dir {output_dir} is {what_is_there(path)}, not a folder: pass the folder the job writes into."
+        )
+    above = os.path.dirname(path)
+    while not os.path.lexists(above) and above != os.path.dirname(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise OutputFolderError(
+            f"--output_dir {output_dir}: {above} is {what_is_there(above)}, not a folder, so no folder can be made "
+            "below it."
+        )
+
+
 def acquire_lock(folder: str) -> FolderLock:
     """Take the lease on `folder`'s lock (the folder is created if absent) for this process and keep renewing it
     until `release`, or raise `FolderInUseError` naming the job holding it. A lease of this very process is kept;
     the lock of a dead process on this host, and a lease not renewed for longer than it states (on any host), are
     taken over with a warning."""
+    check_output_dir_kind(folder)
     lease = lease_seconds()  # a bad value refused before anything is created
     created_folder = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
@@ -586,6 +798,11 @@ def acquire_lock(folder: str) -> FolderLock:
                 "Taking over the lock of %s from %s (%s; %s).", folder, gone, _describe(found.holder), found.renewal()
             )
     raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
+
+
+def held_folders() -> list[str]:
+    """The output folders whose locks this process holds."""
+    return [lock.folder for lock in _HELD.values()]
 
 
 def release_held_locks() -> None:
@@ -672,7 +889,46 @@ def _lock_and_prepare(training_args, model_args, model_source, tokenizer_source)
     overwrite = bool(getattr(model_args, "overwrite_output_dir", False))
     if resume:
         check_resume_target(training_args.output_dir, resume)
-    open_output_folder(training_args.output_dir, overwrite, model_source, tokenizer_source, resume=bool(resume))
+    lock = open_output_folder(training_args.output_dir, overwrite, model_source, tokenizer_source, resume=bool(resume))
+    try:
+        check_job_files(training_args.output_dir, resume=bool(resume), push_to_hub=training_args.push_to_hub)
+    except UserError:
+        lock.release()
+        raise
+
+
+def check_job_files(folder: str, resume: bool = False, push_to_hub: bool = False) -> None:
+    """Refuse, before any work, a training job's folder holding a file no job wrote under a name the job's model
+    files must have (`MODEL_FILE_NAMES`, weights), which the final save could not write beside it; with
+    --push_to_hub, a README.md no job wrote too, which the push would upload as the model card. The job's other
+    files (card, results, predictions) go beside a user's file of their name (`albert_hf.output_files`).
+
+    A run continued (`resume`) in a folder written by a version that kept no record of its files: its run files
+    (`removable_run_files`) are taken as the run's own, and the log says so."""
+    if not os.path.isdir(folder):
+        return
+    names = [name for name in os.listdir(folder) if name in MODEL_FILE_NAMES or _marks_a_run(name)]
+    names = [name for name in names if not CHECKPOINT_NAME.match(name)]
+    if resume and names and not read_manifest(folder):
+        adopted = adopt_files(folder, removable_run_files(folder))
+        if adopted:
+            logger.warning(
+                "%s keeps no record of the files its run wrote (an earlier albert_hf): the run files there (%s) are "
+                "taken as the run's own.",
+                folder,
+                _shown(adopted),
+            )
+    foreign = foreign_files(folder, names)
+    if foreign:
+        raise OutputFolderError(
+            f"--output_dir {folder} holds {_shown(foreign)}, which no albert_hf job wrote: the job's model files have "
+            "these names (they are read by name). Move them, pass another --output_dir, or --overwrite_output_dir to remove them first."
+        )
+    if push_to_hub and foreign_files(folder, ["README.md"]):
+        raise OutputFolderError(
+            f"--output_dir {folder} holds a README.md that no job wrote: --push_to_hub would upload it as the "
+            "model card (the job's card would go beside it). Move it, or pass another --output_dir."
+        )
 
 
 def open_output_folder(
@@ -687,11 +943,14 @@ def open_output_folder(
     work there; the lock is released again when the folder is refused. The one guard of every command that writes a
     folder: the training jobs (through `open_run_folder`), `train-tokenizer` and `export`."""
     lock = acquire_lock(output_dir)
+    lock.stops_job = True
+    watch_folder(output_dir, lock.loss)
     try:
         to_remove = check_output_folder(output_dir, model_source, tokenizer_source, overwrite, resume, writes)
     except UserError:
         lock.release()
         raise
+    remove_stale_staging(output_dir)  # no writer is at work here: we hold the lock
     if to_remove:
         remove_run_files(output_dir, writes)
     lock.checked = True

@@ -15,6 +15,8 @@ attached to any Trainer, this one included, in one line (`attach_reliability(tra
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +27,10 @@ from transformers import PreTrainedTokenizerBase, Trainer
 from ..formats import pair_with_tokenizer
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
 from ..modeling import AlbertPreTrainedModel
+from ..output_files import destination, write_file, write_json
 from .callbacks import saved_tokenizer
 from .model_selection import kept_checkpoint
+from .reliability import TRAINER_STATE_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +57,23 @@ class AlbertTrainer(Trainer):
 
     def create_model_card(self, **kwargs: Any) -> None:
         write_trainer_model_card(self, self.card_info, **kwargs)
+
+    def save_metrics(self, split: str, metrics: dict[str, float], combined: bool = True) -> None:
+        """Trainer's `save_metrics` (`<split>_results.json`, and `all_results.json` updated), through albert_hf's
+        writer (`albert_hf.output_files`): atomic, and beside a user's file of the same name, never over it."""
+        if not self.is_world_process_zero():
+            return
+        write_json(Path(self.args.output_dir, f"{split}_results.json"), metrics, indent=4, sort_keys=True)
+        if combined:
+            path = destination(Path(self.args.output_dir, "all_results.json"))
+            combined_metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            write_json(path, {**combined_metrics, **metrics}, indent=4, sort_keys=True)
+
+    def save_state(self) -> None:
+        """Trainer's `save_state` (`trainer_state.json` of the output folder) through albert_hf's writer."""
+        if self.is_world_process_zero():
+            state = json.dumps(dataclasses.asdict(self.state), indent=2, sort_keys=True) + "\n"
+            write_file(Path(self.args.output_dir, TRAINER_STATE_NAME), state)
 
     def get_eval_dataloader(self, eval_dataset=None):
         with self._sampling_in_dataset_order():
