@@ -505,8 +505,10 @@ def naming_the_destination(error: BaseException, staged: dict[str, Path]) -> Out
 
 def _staged_path_in(error: BaseException, staged: dict[str, Path]) -> Path:
     """The destination of the staged path the error names, or that a frame of its traceback (innermost first) holds
-    in a local variable; the first destination when none does."""
+    in a local variable (a file inside a staging folder before the folder itself, which a writer's frame holds too);
+    the first destination when none does."""
     candidates = [getattr(error, "filename", None), getattr(error, "filename2", None)]
+    folder = None  # a staging folder itself, named where no file inside one is
     frames = []
     traceback = error.__traceback__
     while traceback is not None:
@@ -524,10 +526,10 @@ def _staged_path_in(error: BaseException, staged: dict[str, Path]) -> Path:
         for staging, target in staged.items():
             staging = os.path.abspath(staging)
             if written == staging:
-                return target
-            if written.startswith(staging + os.sep):
+                folder = folder or target
+            elif written.startswith(staging + os.sep):
                 return target / os.path.relpath(written, staging)
-    return next(iter(staged.values()))
+    return folder or next(iter(staged.values()))
 
 
 # --------------------------------------------------------------------------------------------------------------------

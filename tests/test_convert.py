@@ -77,7 +77,7 @@ def test_import_official_checkpoint(tmp_path, spiece_model):
     assert type(model) is albert_hf.AlbertForPreTraining
     imported = tmp_path / "imported"
     # transformers' own ALBERT describes it, so it is saved as one: no code, no auto_map.
-    assert files_in(imported) == STOCK_FILES | {"README.md"}
+    assert files_in(imported) == STOCK_FILES | {"README.md", "_albert_hf.files.json"}  # and the writer's record
     config = json.loads((imported / "config.json").read_text())
     assert config["model_type"] == "albert" and "auto_map" not in config
     card = ModelCard.load(imported / "README.md")

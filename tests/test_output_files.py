@@ -12,7 +12,6 @@ import errno
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -293,34 +292,34 @@ def test_push_to_hub_refuses_a_users_readme_before_any_work(tmp_path, capsys):
 def test_train_tokenizer_out_of_space_names_the_destination_and_leaves_nothing_a_rerun_trips_on(
     tmp_path, monkeypatch, capsys
 ):
-    """A full disk planted in the copy of the tokenizer's remote code (what `save_pretrained` does last): the line
-    names the destination, not the installed albert_hf/tokenization.py, and the same command then succeeds."""
+    """A full disk planted in the last file `save_pretrained` writes (transformers' tokenizer.json): the line names
+    the destination, not the staging folder nor an installed file, and the same command then succeeds."""
+    from albert_hf.tokenization import AlbertHFTokenizer
+
     out = tmp_path / "tok"
     argv = ["train-tokenizer", str(CORPUS), "--output_dir", str(out), "--vocab_size", "300", "--quiet"]
-    real_copyfile = shutil.copyfile
+    real_save = AlbertHFTokenizer._save_stock_files
 
-    def full_disk(src, dst, *args, **kwargs):
-        if os.fspath(dst).endswith("tokenization.py"):
-            with open(src, "rb") as reading, open(dst, "wb") as writing:
-                writing.write(reading.read(1000))
-                raise OSError(errno.ENOSPC, "No space left on device")
-        return real_copyfile(src, dst, *args, **kwargs)
+    def full_disk(self, save_directory, filename_prefix):
+        with open(os.path.join(save_directory, "tokenizer.json"), "w", encoding="utf-8") as writing:
+            writing.write("{")  # what fitted on the disk
+            raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    monkeypatch.setattr(AlbertHFTokenizer, "_save_stock_files", full_disk)
     assert main(argv) == 3
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith(
-        f"albert-hf train-tokenizer: error: no space left on the device writing {out / 'tokenization.py'}"
+        f"albert-hf train-tokenizer: error: no space left on the device writing {out / 'tokenizer.json'}"
     )
     assert not out.exists()  # the job made the folder, and nothing of it was published
 
-    monkeypatch.setattr(shutil, "copyfile", real_copyfile)
+    monkeypatch.setattr(AlbertHFTokenizer, "_save_stock_files", real_save)
     assert main(argv) == 0
     assert sorted(os.listdir(out)) == [
         MANIFEST_NAME,
         "spiece.model",
         "spiece.vocab",
-        "tokenization.py",
+        "tokenizer.json",
         "tokenizer_config.json",
     ]
 

@@ -269,7 +269,7 @@ def _shown(names: list[str]) -> str:
 
 def _damaged(folder: str, checkpoints: list[str]) -> str:
     """'checkpoint-2 is damaged (<the file missing or unreadable>)' for `checkpoints`, the newest first."""
-    from .training.reliability import checkpoint_problem
+    from .reliability import checkpoint_problem
 
     newest = sorted(checkpoints, key=lambda name: int(CHECKPOINT_NAME.match(name).group(1)), reverse=True)
     shown = [f"{name} is damaged ({checkpoint_problem(os.path.join(folder, name))})" for name in newest[:3]]
@@ -308,7 +308,7 @@ def check_resume_target(output_dir: str, resume_from_checkpoint) -> None:
 def _model_problem(folder: str, names: list[str]) -> str | None:
     """Why the model of `folder` (its files `names`) cannot be loaded, naming the file, or None: a weights file
     truncated by a killed save, or no weights beside config.json."""
-    from .training.checkpoints import weights_file_problem
+    from .checkpoints import weights_file_problem
 
     weights = [name for name in names if name.endswith(WEIGHTS_FILE_SUFFIXES)]
     if "config.json" in names and not weights:
@@ -481,7 +481,7 @@ def lost_folder() -> str | None:
 def interrupted_state() -> str:
     """What a job interrupted (Ctrl-C) leaves in its output folders, for the line of the error boundary: the newest
     complete checkpoint to resume from, else the files it wrote, else that nothing was written."""
-    from .training.reliability import latest_checkpoint
+    from .reliability import latest_checkpoint
 
     folders = [lock.folder for lock in _HELD.values()]
     if not folders:
