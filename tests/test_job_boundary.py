@@ -153,7 +153,8 @@ def delete_when_checkpointed(folder: Path, what: str) -> threading.Thread:
         while not (folder / "checkpoint-2" / "run_fingerprint.json").exists() and time.time() < deadline:
             time.sleep(0.01)
         if what == "folder":
-            shutil.rmtree(folder, ignore_errors=True)
+            while folder.exists():  # as `rm -r` run again: the job may write a file between two removals
+                shutil.rmtree(folder, ignore_errors=True)
         elif what == "moved":
             os.rename(folder, folder.with_name("moved"))
         else:

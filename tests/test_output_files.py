@@ -329,20 +329,18 @@ def test_train_tokenizer_killed_mid_write_leaves_nothing_a_rerun_trips_on(tmp_pa
     out = tmp_path / "tok"
     argv = ["train-tokenizer", str(CORPUS), "--output_dir", str(out), "--vocab_size", "300", "--quiet"]
     killer = (
-        "import os, shutil, signal, sys\n"
-        "real = shutil.copyfile\n"
-        "def dying(src, dst, *a, **k):\n"
-        "    if str(dst).endswith('tokenization.py'):\n"
-        "        open(dst, 'wb').write(open(src, 'rb').read(500))\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "    return real(src, dst, *a, **k)\n"
-        "shutil.copyfile = dying\n"
+        "import os, signal, sys\n"
+        "from albert_hf.tokenization import AlbertHFTokenizer\n"
+        "def dying(self, save_directory, filename_prefix):\n"  # the last file save_pretrained writes, half written
+        "    open(os.path.join(save_directory, 'tokenizer.json'), 'w').write('{')\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "AlbertHFTokenizer._save_stock_files = dying\n"
         "from albert_hf.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     killed = processes.run([sys.executable, "-c", killer, *argv], capture_output=True, text=True, env=CLI_ENV)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert not {"spiece.model", "tokenization.py"} & set(os.listdir(out))  # only the lock and the staging folder
+    assert not {"spiece.model", "tokenizer.json"} & set(os.listdir(out))  # only the lock and the staging folder
     again = processes.run(
         [sys.executable, "-m", "albert_hf.cli", *argv], capture_output=True, text=True, env=CLI_ENV, timeout=600
     )
@@ -351,7 +349,7 @@ def test_train_tokenizer_killed_mid_write_leaves_nothing_a_rerun_trips_on(tmp_pa
         MANIFEST_NAME,
         "spiece.model",
         "spiece.vocab",
-        "tokenization.py",
+        "tokenizer.json",
         "tokenizer_config.json",
     ]
 
