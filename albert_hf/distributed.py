@@ -1,6 +1,6 @@
 """Multi-process training helpers: start-up checks for the launchers, and the memory a training run needs per GPU.
 
-Every job calls `init_distributed(training_args)` (through `tasks.common.start_job`) once its arguments are final
+Every job calls `init_distributed(training_args)` (through `argument_parsing.start_job`) once its arguments are final
 (parsed, presets applied) and before building the model:
 
   * It refuses the silent "independent jobs" trap: a launcher started N processes (WORLD_SIZE=N) but Trainer sees a

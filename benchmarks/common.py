@@ -19,6 +19,7 @@ from datasets import Dataset
 
 import albert_hf
 from albert_hf import AlbertConfig
+from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.configuration import SIZE_FIELDS
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import PretrainingJob
@@ -31,7 +32,6 @@ from albert_hf.pretraining.run import (
     start_pretraining_job,
 )
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer
-from albert_hf.tasks.common import load_tokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -561,7 +561,7 @@ def plan_pretraining(
 
 
 def parse_overrides(text: str) -> dict:
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     return parse_config_overrides(text)
 

@@ -38,6 +38,7 @@ from common import PretrainingRun, pretraining_run
 from datasets import concatenate_datasets
 from transformers import TrainerCallback, set_seed
 
+from albert_hf.argument_parsing import ModelArguments
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.pretraining import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
@@ -45,7 +46,6 @@ from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, P
 from albert_hf.pretraining.report import frequency_baselines
 from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.scripts import glue, ner
-from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
 from albert_hf.vocabulary import train_tokenizer

@@ -31,11 +31,11 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from transformers import TrainingArguments
 
+from albert_hf.argument_parsing import build_config, build_model
+from albert_hf.arguments import FineTuningArguments, ModelArguments, SquadArguments
 from albert_hf.errors import UserError
 from albert_hf.metrics import task_metric
 from albert_hf.metrics.glue import glue_metric
-from albert_hf.tasks.arguments import FineTuningArguments, ModelArguments, SquadArguments
-from albert_hf.tasks.common import build_config, build_model
 from albert_hf.tasks.finetuning import parse_finetuning_args, select_by_task_metric
 from albert_hf.tasks.seeds import SEED_RUN_NAME, publish_summary, summarize_seeds
 from albert_hf.training.run_folder import LOCK_NAME
@@ -438,8 +438,8 @@ MNLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 def mnli_model(tmp_path_factory, spiece_model):
     """A saved three-class sequence classifier with its tokenizer, its head set to 7 so that a loaded head shows."""
     from albert_hf import AlbertConfig
+    from albert_hf.argument_parsing import parse_config_overrides
     from albert_hf.modeling import AlbertForSequenceClassification
-    from albert_hf.tasks.common import parse_config_overrides
     from albert_hf.tokenization import AlbertHFTokenizer
 
     folder = tmp_path_factory.mktemp("mnli-model")

@@ -12,6 +12,7 @@ from helpers.metric_references import reference_f1, reference_matthews, referenc
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction, TrainingArguments
 
+from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
 from albert_hf.data.glue import (
     GLUE_TASKS,
     from_hub_layout,
@@ -25,7 +26,6 @@ from albert_hf.data.glue import (
 )
 from albert_hf.errors import UserError
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_predictions
-from albert_hf.tasks.common import ModelArguments, parse_config_overrides
 from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args
 
 LOCAL_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "wnli")

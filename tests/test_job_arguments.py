@@ -1,4 +1,4 @@
-"""The one argument-parsing path of every job (`albert_hf.tasks.common`): what the user gave wins over a preset or
+"""The one argument-parsing path of every job (`albert_hf.argument_parsing`): what the user gave wins over a preset or
 recipe, and the values derived from them (the batch of --global_batch_size) are computed before TrainingArguments is
 built, so that DeepSpeed's view of it holds them."""
 
@@ -16,9 +16,9 @@ from helpers import processes
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
+from albert_hf.argument_parsing import ModelArguments, is_given, parse_config_overrides
 from albert_hf.errors import UserError
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.tasks.common import ModelArguments, is_given, parse_config_overrides
 from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ TABLE_14 = {
 
 @pytest.mark.parametrize("preset", sorted(TABLE_14))
 def test_every_preset_file_is_its_row_of_table_14(preset, tmp_path):
-    from albert_hf.tasks.arguments import SquadArguments
+    from albert_hf.arguments import SquadArguments
 
     squad = preset.startswith("squad")
     types = (ModelArguments, SquadArguments, TrainingArguments) if squad else FINE_TUNING

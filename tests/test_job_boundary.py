@@ -215,7 +215,7 @@ def test_a_folder_lost_after_the_last_renewal_is_still_no_success(tmp_path, caps
 @pytest.mark.parametrize("command", ["glue", "train-tokenizer", "export"])
 def test_an_output_dir_that_cannot_be_a_folder_is_one_line_before_any_work(tmp_path, capsys, command):
     from albert_hf import AlbertConfig, AlbertForSequenceClassification
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     model = tmp_path / "model"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))

@@ -359,7 +359,7 @@ def test_export_failing_mid_write_publishes_nothing_and_a_rerun_succeeds(tmp_pat
     """The export of the graph is replaced by a write that stops halfway on a full disk, then by one that succeeds:
     the first leaves no config.json without its model.onnx, the second publishes the whole folder."""
     from albert_hf import AlbertConfig, AlbertForSequenceClassification, onnx_export
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     model = tmp_path / "model"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))

@@ -319,7 +319,7 @@ def test_cli_refuses_a_folder_another_job_is_writing(tmp_path):
 def pretrained_model(folder: Path) -> dict[str, bytes]:
     """A tiny pretrained ALBERT saved in `folder`; returns its files' bytes."""
     from albert_hf import AlbertConfig, AlbertForPreTraining
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))
     AlbertForPreTraining(config).save_pretrained(folder)

@@ -17,6 +17,7 @@ from helpers.data import is_full
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
+from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
 from albert_hf.data.squad import (
     NOT_CONTEXT,
     char_span_to_token_span,
@@ -32,7 +33,6 @@ from albert_hf.data.squad import (
 )
 from albert_hf.errors import UserError
 from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
-from albert_hf.tasks.common import ModelArguments, parse_config_overrides
 from albert_hf.tasks.finetuning import parse_finetuning_args
 from albert_hf.tasks.squad import SquadArguments
 

@@ -19,10 +19,10 @@ from helpers import processes
 from safetensors.torch import save_file
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
+from albert_hf.argument_parsing import ModelArguments, build_model
 from albert_hf.configuration import AlbertConfig
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from albert_hf.tasks.common import ModelArguments, build_model
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.transformers_internals import load_checkpoint_weights, save_weights
 

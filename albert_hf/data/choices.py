@@ -1,5 +1,5 @@
 """The values some data options choose from, as plain constants in a module that imports nothing: the jobs' argument
-dataclasses (`albert_hf.tasks.arguments`, `albert_hf.pretraining.recipes`) name them in their checks and help without
+dataclasses (`albert_hf.arguments`, `albert_hf.pretraining.recipes`) name them in their checks and help without
 loading `datasets`, which `albert-hf <job> --help` must not wait for. The modules that act on each value import them
 from here."""
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from datasets import Dataset, IterableDataset
 
+from ..argument_parsing import is_given
 from ..data.embedded_corpus import embedded_documents
 from ..data.instance_stream import ResumableInstanceStream
 from ..data.pretraining import (
@@ -32,7 +33,6 @@ from ..data.pretraining import (
 from ..data.sources import data_format, expand_data_files, is_saved_dataset, load_rows, source_name
 from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..errors import UserError
-from ..tasks.common import is_given
 from .arguments import PretrainingDataArguments, QuickstartArguments
 
 logger = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ from typing import Any
 from datasets import Dataset
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from ..argument_parsing import ModelArguments, build_config, build_model, config_source, start_job
 from ..data.collator import DataCollatorForSOP
 from ..data.instance_stream import stream_position_obstacle
 from ..data.masking_stats import masking_statistics
@@ -25,7 +26,6 @@ from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
 from ..modeling import AlbertForPreTraining
-from ..tasks.common import ModelArguments, build_config, build_model, config_source, start_job
 from ..training.callbacks import attach_reliability
 from ..training.job_logs import TrainingProgressLog
 from ..training.reliability import data_files_fingerprint

@@ -23,10 +23,11 @@ import sys
 
 from transformers import DataCollatorWithPadding, TrainingArguments, set_seed
 
+from albert_hf.argument_parsing import build_model, load_tokenizer, start_job
+from albert_hf.arguments import ClassifyArguments, FineTuningArguments, ModelArguments
 from albert_hf.cli import run_command
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForSequenceClassification
-from albert_hf.tasks.arguments import ClassifyArguments, FineTuningArguments, ModelArguments
 from albert_hf.tasks.classify import (
     FILE_OPTIONS,
     classify_card_info,
@@ -36,7 +37,6 @@ from albert_hf.tasks.classify import (
     prepare_table,
     table_label_space,
 )
-from albert_hf.tasks.common import build_model, load_tokenizer, start_job
 from albert_hf.tasks.finetuning import (
     checked_config,
     hub_dataset_name,

@@ -23,10 +23,10 @@ import sys
 
 from transformers import DataCollatorForTokenClassification, TrainingArguments, set_seed
 
+from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
+from albert_hf.arguments import NerArguments
 from albert_hf.cli import run_command
 from albert_hf.modeling import AlbertForTokenClassification
-from albert_hf.tasks.arguments import NerArguments
-from albert_hf.tasks.common import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.tasks.finetuning import (
     FineTuningArguments,
     checked_config,

@@ -25,6 +25,7 @@ import sys
 
 from transformers import set_seed
 
+from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.cli import run_command
 from albert_hf.pretraining.arguments import parse_pretraining_args
 from albert_hf.pretraining.data import prepare_datasets
@@ -35,7 +36,6 @@ from albert_hf.pretraining.run import (
     run_fingerprint,
     start_pretraining_job,
 )
-from albert_hf.tasks.common import load_tokenizer
 from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)

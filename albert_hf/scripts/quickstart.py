@@ -23,6 +23,7 @@ from pathlib import Path
 
 from transformers import set_seed
 
+from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.cli import run_command
 from albert_hf.pretraining.arguments import parse_quickstart_args
 from albert_hf.pretraining.data import hold_out, prepare_datasets, quickstart_documents, quickstart_held_out_count
@@ -35,7 +36,6 @@ from albert_hf.pretraining.run import (
     start_pretraining_job,
     train_quickstart_tokenizer,
 )
-from albert_hf.tasks.common import load_tokenizer
 from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)

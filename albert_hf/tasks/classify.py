@@ -25,6 +25,8 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score
 from transformers import EvalPrediction, Trainer, TrainingArguments
 
+from ..argument_parsing import ModelArguments
+from ..arguments import ClassifyArguments
 from ..configuration import AlbertConfig
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
 from ..data.sources import load_rows, require_columns, row_places, source_name
@@ -32,8 +34,6 @@ from ..data.text_checks import RowPlaces, check_text, text_problem
 from ..errors import UserError
 from ..hub import CardInfo
 from ..output_files import write_file
-from .arguments import ClassifyArguments
-from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, output_path
 
 logger = logging.getLogger(__name__)

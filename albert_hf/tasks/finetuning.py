@@ -15,14 +15,7 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from ..errors import OptionError, UserError
-from ..metrics import task_metric
-from ..training.callbacks import resume_training, save_final_model
-from ..training.model_selection import kept_checkpoint
-from ..training.reliability import data_files_fingerprint
-from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
-from .arguments import TRAINER_DEFAULTS, FineTuningArguments
-from .common import (
+from ..argument_parsing import (
     TASK_MODEL_ATTRIBUTE,
     ModelArguments,
     build_config,
@@ -33,6 +26,13 @@ from .common import (
     read_options_file,
     recipe_file,
 )
+from ..arguments import TRAINER_DEFAULTS, FineTuningArguments
+from ..errors import OptionError, UserError
+from ..metrics import task_metric
+from ..training.callbacks import resume_training, save_final_model
+from ..training.model_selection import kept_checkpoint
+from ..training.reliability import data_files_fingerprint
+from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 
 logger = logging.getLogger(__name__)
 

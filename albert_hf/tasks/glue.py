@@ -17,6 +17,8 @@ import logging
 from datasets import Dataset, DatasetDict
 from transformers import Trainer, TrainingArguments
 
+from ..argument_parsing import ModelArguments
+from ..arguments import GlueArguments
 from ..data.glue import (
     GLUE_TASKS,
     GlueTask,
@@ -32,8 +34,6 @@ from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace
 from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.glue import logits_to_predictions
-from .arguments import GlueArguments
-from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)

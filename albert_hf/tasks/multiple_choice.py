@@ -18,13 +18,13 @@ from datasets import Dataset
 from sklearn.metrics import accuracy_score
 from transformers import EvalPrediction, Trainer, TrainingArguments
 
+from ..argument_parsing import ModelArguments
+from ..arguments import MultipleChoiceArguments
 from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice
 from ..data.sources import load_rows, row_places
 from ..errors import UserError
 from ..hub import CardInfo
 from ..output_files import write_file
-from .arguments import MultipleChoiceArguments
-from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, output_path, preset_key
 
 logger = logging.getLogger(__name__)

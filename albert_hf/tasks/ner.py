@@ -18,6 +18,8 @@ import numpy as np
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
+from ..argument_parsing import ModelArguments
+from ..arguments import NerArguments
 from ..configuration import AlbertConfig
 from ..data.ner import (
     ALIGN_RUNNING_TEXT,
@@ -38,8 +40,6 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
-from .arguments import NerArguments
-from .common import ModelArguments
 from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)

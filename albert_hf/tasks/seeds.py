@@ -49,6 +49,7 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..argument_parsing import ModelArguments, is_given, setup_logging
 from ..errors import OptionError, UserError
 from ..hub import quality_metrics
 from ..metrics import task_metric
@@ -62,7 +63,6 @@ from ..training.run_folder import (
     removable_run_files,
     run_files,
 )
-from .common import ModelArguments, is_given, setup_logging
 
 logger = logging.getLogger(__name__)
 

@@ -17,6 +17,8 @@ from datasets import Dataset, load_dataset
 from transformers import TrainingArguments
 from transformers.trainer_utils import speed_metrics
 
+from ..argument_parsing import ModelArguments
+from ..arguments import SquadArguments
 from ..data.caching import map_fingerprint
 from ..data.squad import (
     check_squad_examples,
@@ -33,8 +35,6 @@ from ..errors import UserError
 from ..hub import CardInfo
 from ..metrics.squad import squad_metrics
 from ..training.trainer import AlbertTrainer
-from .arguments import SquadArguments
-from .common import ModelArguments
 
 logger = logging.getLogger(__name__)
 

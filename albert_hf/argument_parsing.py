@@ -11,9 +11,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
-from ..errors import OptionError, UserError
-from ..options import (
+from .arguments import ModelArguments
+from .configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
+from .errors import OptionError, UserError
+from .options import (
     CONFIG_OPTION,
     NOT_TYPED,
     check_ranges,
@@ -22,7 +23,6 @@ from ..options import (
     own_fields,
     unknown_options,
 )
-from .arguments import ModelArguments
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def encoder_with_fresh_head(model_class, source: str, config: AlbertConfig):
     """
     import transformers
 
-    from ..modeling import AlbertModel
+    from .modeling import AlbertModel
 
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()  # its load report would list the head it leaves out, as is meant
@@ -194,7 +194,7 @@ def model_from_config(model_class, config: AlbertConfig):
     import transformers
     from transformers.integrations.deepspeed import deepspeed_config, is_deepspeed_zero3_enabled
 
-    from ..modeling import ALBERT_AUTO_CLASSES
+    from .modeling import ALBERT_AUTO_CLASSES
 
     auto_name = next((name for name, registered in ALBERT_AUTO_CLASSES.items() if registered is model_class), None)
     if auto_name is not None:
@@ -212,7 +212,7 @@ def load_tokenizer(model_args: ModelArguments):
     """The job's tokenizer: --tokenizer_name_or_path, else the folder of --model_name_or_path, through the one loader
     (`albert_hf.formats.load_tokenizer`): albert_hf's exact SentencePiece tokenizer, or BERT's WordPiece tokenizer for
     a folder or vocab.txt that holds one (the Chinese ALBERTs)."""
-    from ..formats import load_tokenizer as load
+    from .formats import load_tokenizer as load
 
     source = model_args.tokenizer_name_or_path or model_args.model_name_or_path
     if source is None:
@@ -238,7 +238,7 @@ def load_tokenizer(model_args: ModelArguments):
 # sets up logging once the arguments are final.
 
 # Where the job's own recipes live: albert_hf/recipes/<kind>/<name>.yaml.
-RECIPE_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes")
+RECIPE_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes")
 # Name of the attribute where `parse_args` records the fields the user gave (command line or --config file).
 GIVEN_FIELDS_ATTRIBUTE = "_albert_hf_given_fields"
 # Name of the attribute where `parse_args` keeps the lines naming each given value that differs from the recipe's;
@@ -418,7 +418,7 @@ def split_global_batch(values: dict[str, Any], given: frozenset[str], recipe: se
     over all processes and accumulation steps) on the launcher's processes: the one not given is derived from the
     other; a per-device batch the recipe sets keeps it, else the per-device batch is derived. Given all three, they
     must agree; given both factors, a recipe's or preset's global batch is left aside (logged)."""
-    from ..distributed import launched_world_size
+    from .distributed import launched_world_size
 
     total = values.get("global_batch_size")
     if not total:
@@ -528,7 +528,7 @@ def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) 
 
 
 def _preset_names() -> list[str]:
-    from ..configuration import PRESETS
+    from .configuration import PRESETS
 
     return list(PRESETS)
 
@@ -564,9 +564,9 @@ def start_job(
     all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: the advice for
     a busy machine), then check the model and tokenizer sources and lock and check --output_dir
     (`albert_hf.training.run_folder.open_run_folder`)."""
-    from ..distributed import init_distributed
-    from ..training.job_logs import warn_if_busy
-    from ..training.run_folder import open_run_folder
+    from .distributed import init_distributed
+    from .training.job_logs import warn_if_busy
+    from .training.run_folder import open_run_folder
 
     init_distributed(training_args)
     setup_logging(training_args, transformers_level)
@@ -590,8 +590,8 @@ def check_hub_reachable(model_args: ModelArguments, dataset_name: str | None = N
 
     import huggingface_hub
 
-    from ..errors import MachineStateError
-    from ..training.checkpoints import check_pretrained_source
+    from .errors import MachineStateError
+    from .training.checkpoints import check_pretrained_source
 
     sources = {
         "--model_name_or_path": (model_args.model_name_or_path, True),
@@ -628,7 +628,7 @@ def setup_logging(training_args, transformers_level: int | None = None) -> None:
 
     import transformers
 
-    from ..training.job_logs import quiet_library_noise
+    from .training.job_logs import quiet_library_noise
 
     level = logging.INFO if training_args.should_log else logging.WARNING
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=level)

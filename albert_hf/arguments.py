@@ -3,7 +3,7 @@
 
 They live apart from the jobs, in a module that imports neither torch nor transformers (nor `datasets`), so that
 `albert-hf <job> --help` lists them at once (`albert_hf.job_help`); the jobs parse them with transformers'
-`HfArgumentParser`, together with `TrainingArguments` (`albert_hf.tasks.common.parse_args`).
+`HfArgumentParser`, together with `TrainingArguments` (`albert_hf.argument_parsing.parse_args`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
-from ..data.glue_tasks import GLUE_TASKS
-from ..errors import OptionError, UserError
-from ..options import COUNT, RANGE, Range, check_arguments
+from .data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
+from .data.glue_tasks import GLUE_TASKS
+from .errors import OptionError, UserError
+from .options import COUNT, RANGE, Range, check_arguments
 
 # The defaults of `TrainingArguments` the fine-tuning jobs change. No `logging_nan_inf_filter`: a non-finite loss stops
 # the run before its optimizer step (the reliability plugin's `StopOnNonFiniteLoss`), so Trainer's filter, which
