@@ -297,7 +297,7 @@ def test_the_loss_read_from_the_model_output_is_what_training_step_returns(tmp_p
     (`model_accepts_loss_kwargs`), or divided by the step's micro-batches by Trainer; evaluation passes left out."""
     from transformers import TrainingArguments
 
-    from albert_hf.training.divergence import TrainingLosses
+    from albert_hf.training.non_finite import TrainingLosses
 
     torch.manual_seed(0)
     arguments = TrainingArguments(

@@ -37,7 +37,7 @@ from ..training.sanity import (
 )
 from .arguments import PretrainingDataArguments, PretrainingJob, vocab_size_given
 from .data import first_features
-from .trainer import AlbertPretrainingTrainer, PretrainingArguments
+from .trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +159,9 @@ def build_trainer(
             dataset_name=", ".join(dict.fromkeys(Path(name).name for name in data_args.train_files or [])) or None,
         ),
     )
-    # Complete checkpoints, checked and exact resumption, the divergence guard of the arguments (or a stop at the first
-    # non-finite loss), the SIGTERM checkpoint; and what a resume must not change.
-    attach_reliability(trainer, fingerprint_extra=fingerprint_extra)
+    # Complete checkpoints, checked and exact resumption (of a stream too), the divergence guard of the arguments (or a
+    # stop at the first non-finite loss), the SIGTERM checkpoint; and what a resume must not change.
+    attach_reliability(trainer, fingerprint_extra=fingerprint_extra, callbacks=pretraining_callbacks(trainer))
     # The loss every --logging_steps and the held-out figures at each evaluation, one line each as they happen,
     # in place of the dictionaries Trainer's progress bar prints.
     trainer.add_callback(TrainingProgressLog)
