@@ -1,5 +1,5 @@
 """Options checked before any work from one declaration (`albert_hf.options`, `argument_parsing.parse_args`), and the one
-error boundary of `albert-hf` (`albert_hf.cli.explain_failure`): each family of failure, one line, its exit status."""
+error boundary of `albert-hf` (`albert_hf.error_boundary.explain_failure`): each family of failure, one line, its exit status."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from helpers.data import SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
-from albert_hf import cli
+from albert_hf import cli, error_boundary
 from albert_hf.argument_parsing import (
     ModelArguments,
     build_config,
@@ -214,7 +214,7 @@ def explain(error: BaseException, argv=()):
     try:
         raise error
     except BaseException as raised:  # give it a traceback, as a real failure has
-        return cli.explain_failure(raised, list(argv))
+        return error_boundary.explain_failure(raised, list(argv))
 
 
 def test_user_errors_are_status_2():

@@ -139,7 +139,7 @@ def test_an_os_error_names_the_file_of_the_output_folder_not_a_file_the_code_hel
         copy_to_a_full_disk(source, staging.path / "tokenization.py")
     assert raised.value.filename == str(out / "tokenization.py")
     assert not out.exists()  # made for the files, none published: gone again
-    from albert_hf.cli import explain_failure
+    from albert_hf.error_boundary import explain_failure
 
     status, message = explain_failure(raised.value, [])
     assert status == 3 and message.startswith(f"no space left on the device writing {out / 'tokenization.py'}")

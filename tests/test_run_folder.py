@@ -387,7 +387,7 @@ def test_user_errors_show_their_traceback_only_when_asked(tmp_path, capsys, monk
     ],
 )
 def test_the_global_debug_flag_is_taken_out_of_the_command_line(argv, debug, rest, monkeypatch):
-    from albert_hf.cli import debug_wanted
+    from albert_hf.error_boundary import debug_wanted
 
     monkeypatch.delenv("ALBERT_HF_DEBUG", raising=False)
     assert debug_wanted(argv) == (debug, rest)

@@ -25,7 +25,7 @@ from transformers import DataCollatorWithPadding, TrainingArguments, set_seed
 
 from albert_hf.argument_parsing import build_model, load_tokenizer, start_job
 from albert_hf.arguments import ClassifyArguments, FineTuningArguments, ModelArguments
-from albert_hf.cli import run_command
+from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForSequenceClassification
 from albert_hf.tasks.classify import (

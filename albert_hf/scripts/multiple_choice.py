@@ -25,8 +25,8 @@ from transformers import DataCollatorForMultipleChoice, TrainingArguments, set_s
 
 from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.arguments import MultipleChoiceArguments
-from albert_hf.cli import run_command
 from albert_hf.data.multiple_choice import tokenize_multiple_choice
+from albert_hf.error_boundary import run_command
 from albert_hf.modeling import AlbertForMultipleChoice
 from albert_hf.tasks.finetuning import (
     FineTuningArguments,

@@ -25,7 +25,7 @@ from transformers import DataCollatorForTokenClassification, TrainingArguments, 
 
 from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.arguments import NerArguments
-from albert_hf.cli import run_command
+from albert_hf.error_boundary import run_command
 from albert_hf.modeling import AlbertForTokenClassification
 from albert_hf.tasks.finetuning import (
     FineTuningArguments,

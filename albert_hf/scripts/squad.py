@@ -22,7 +22,7 @@ import sys
 from transformers import TrainingArguments, default_data_collator, set_seed
 
 from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.cli import run_command
+from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForQuestionAnswering
 from albert_hf.tasks.finetuning import (

@@ -444,7 +444,7 @@ def _identity(folder: str) -> tuple[int, int] | None:
 
 def _interrupt_main_thread() -> None:
     """Stop what the main thread is doing with a KeyboardInterrupt, which the error boundary of the command
-    (`albert_hf.cli.run_command`) reports as the lost folder (`lost_folder`). A real SIGINT where Python's own handler
+    (`albert_hf.error_boundary.run_command`) reports as the lost folder (`lost_folder`). A real SIGINT where Python's own handler
     takes it, so that a blocking call (a sleep, a read) is interrupted too; otherwise (SIGINT ignored, as in a
     background job of a script, or handled by other code) the exception is raised in the main thread directly, at
     its next Python instruction."""
