@@ -87,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load_package() -> None:
-    """Load what `import albert_hf` loads in any other process (its public names, the Auto classes registered),
-    before a job runs: the `albert-hf` process imports the package lazily, for --help and --version."""
+    """Do what `import albert_hf` does in any other process (the Auto classes registered) before a job runs: the
+    `albert-hf` process imports the package lazily, for --help and --version."""
     import albert_hf
 
-    albert_hf._load_public_names()
+    albert_hf._register()
 
 
 if __name__ == "__main__":
