@@ -146,7 +146,7 @@ def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     return model_from_config(model_class, config)
 
 
-# Set on ModelArguments by `tasks.finetuning.start_from_task_model`: the model folder (or Hub id) whose encoder the
+# Set on ModelArguments by `finetuning.start_from_task_model`: the model folder (or Hub id) whose encoder the
 # job starts from, with a head of its own.
 TASK_MODEL_ATTRIBUTE = "_albert_hf_task_model"
 

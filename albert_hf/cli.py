@@ -20,7 +20,7 @@ from .error_boundary import DEBUG_FLAG, debug_wanted, run_command
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "quickstart": ("albert_hf.scripts.quickstart", "main", "train a tokenizer and pretrain a small ALBERT"),
     "pretrain": ("albert_hf.scripts.pretrain", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
-    "train-tokenizer": ("albert_hf.tasks.folder_commands", "train_tokenizer_main", "train a SentencePiece vocabulary"),
+    "train-tokenizer": ("albert_hf.folder_commands", "train_tokenizer_main", "train a SentencePiece vocabulary"),
     "glue": ("albert_hf.scripts.glue", "main", "fine-tune on a GLUE task"),
     "squad": ("albert_hf.scripts.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
     "ner": ("albert_hf.scripts.ner", "main", "fine-tune on CoNLL-2003 NER"),
@@ -31,12 +31,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "fine-tune to classify or score the texts of any labelled table",
     ),
     "export": (
-        "albert_hf.tasks.folder_commands",
+        "albert_hf.folder_commands",
         "export_main",
         "export a saved model to ONNX (optionally int8) or as a sentence-transformers model",
     ),
     "import": (
-        "albert_hf.tasks.import_command",
+        "albert_hf.folder_commands",
         "import_main",
         "import an original TensorFlow ALBERT checkpoint (no TensorFlow needed)",
     ),

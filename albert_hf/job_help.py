@@ -29,6 +29,7 @@ from .arguments import (
     NerArguments,
     SquadArguments,
 )
+from .folder_commands import export_command_parser, import_command_parser, train_tokenizer_command_parser
 from .options import HELP_ALL, job_parser, shown
 from .pretraining.recipes import (
     QUICKSTART_ALIASES,
@@ -39,8 +40,6 @@ from .pretraining.recipes import (
     RecipeArguments,
 )
 from .pretraining.recipes import TRAINER_DEFAULTS as PRETRAINING_DEFAULTS
-from .tasks.folder_commands import export_command_parser, train_tokenizer_command_parser
-from .tasks.import_command import import_command_parser
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from albert_hf.data.glue import (
     write_glue_predictions,
 )
 from albert_hf.errors import UserError
+from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_predictions
-from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args
 
 LOCAL_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "wnli")
 # Official GLUE row counts (train, dev, test).

@@ -18,8 +18,8 @@ from transformers import TrainingArguments
 
 from albert_hf.argument_parsing import ModelArguments, is_given, parse_config_overrides
 from albert_hf.errors import UserError
+from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)

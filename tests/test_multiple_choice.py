@@ -215,8 +215,8 @@ def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_p
     import pyarrow.parquet as pq
 
     from albert_hf.cli import main as cli_main
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
     from albert_hf.scripts.multiple_choice import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
     from albert_hf.tasks.multiple_choice import load_splits
 
     examples = read_multiple_choice(str(shared_data / "hf-samples" / "swag" / "sample.json"))
@@ -248,8 +248,8 @@ def test_jcommonsenseqa_as_published(spiece_model, tmp_path):
     index of the answer, every row of both files."""
     from pathlib import Path
 
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
     from albert_hf.scripts.multiple_choice import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
     from albert_hf.tasks.multiple_choice import load_splits
 
     folder = Path(__file__).resolve().parent / "data" / "jglue" / "jcommonsenseqa-v1.3"

@@ -26,9 +26,9 @@ from albert_hf.argument_parsing import (
     parse_config_overrides,
 )
 from albert_hf.errors import MachineStateError, OptionError, UserError
+from albert_hf.finetuning import FineTuningArguments
 from albert_hf.options import COUNT, FRACTION, POSITIVE, STEPS, TRAINING_ARGUMENT_RANGES, Range, declared_range
 from albert_hf.pretraining.arguments import ARGUMENT_CLASSES, parse_pretraining_args
-from albert_hf.tasks.finetuning import FineTuningArguments
 
 # ---- the range vocabulary -------------------------------------------------------------------------------------------
 

@@ -32,8 +32,8 @@ from albert_hf.data.squad import (
     write_prediction_files,
 )
 from albert_hf.errors import UserError
+from albert_hf.finetuning import parse_finetuning_args
 from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
-from albert_hf.tasks.finetuning import parse_finetuning_args
 from albert_hf.tasks.squad import SquadArguments
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -27,17 +27,7 @@ from albert_hf.argument_parsing import build_model, load_tokenizer, start_job
 from albert_hf.arguments import ClassifyArguments, FineTuningArguments, ModelArguments
 from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
-from albert_hf.modeling import AlbertForSequenceClassification
-from albert_hf.tasks.classify import (
-    FILE_OPTIONS,
-    classify_card_info,
-    label_metrics,
-    load_table_split,
-    predict_table,
-    prepare_table,
-    table_label_space,
-)
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     checked_config,
     hub_dataset_name,
     limit_samples,
@@ -47,8 +37,18 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
+from albert_hf.modeling import AlbertForSequenceClassification
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
+from albert_hf.tasks.classify import (
+    FILE_OPTIONS,
+    classify_card_info,
+    label_metrics,
+    load_table_split,
+    predict_table,
+    prepare_table,
+    table_label_space,
+)
 from albert_hf.tasks.glue import encode_texts
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 

@@ -25,9 +25,7 @@ from albert_hf.arguments import FineTuningArguments, GlueArguments, ModelArgumen
 from albert_hf.data.glue import get_glue_task
 from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
-from albert_hf.metrics.glue import glue_compute_metrics
-from albert_hf.modeling import AlbertForSequenceClassification
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     checked_config,
     hub_dataset_name,
     limit_samples,
@@ -36,6 +34,9 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
+from albert_hf.metrics.glue import glue_compute_metrics
+from albert_hf.modeling import AlbertForSequenceClassification
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.tasks.glue import (
     encode_texts,
     glue_card_info,
@@ -44,7 +45,6 @@ from albert_hf.tasks.glue import (
     load_glue_data,
     predict_test_sets,
 )
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 

@@ -27,8 +27,7 @@ from albert_hf.argument_parsing import ModelArguments, build_model, load_tokeniz
 from albert_hf.arguments import MultipleChoiceArguments
 from albert_hf.data.multiple_choice import tokenize_multiple_choice
 from albert_hf.error_boundary import run_command
-from albert_hf.modeling import AlbertForMultipleChoice
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     FineTuningArguments,
     checked_config,
     hub_dataset_name,
@@ -40,8 +39,9 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
+from albert_hf.modeling import AlbertForMultipleChoice
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.tasks.multiple_choice import accuracy_compute_metrics, card_info, load_splits, write_test_predictions
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 

@@ -26,8 +26,7 @@ from transformers import DataCollatorForTokenClassification, TrainingArguments, 
 from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.arguments import NerArguments
 from albert_hf.error_boundary import run_command
-from albert_hf.modeling import AlbertForTokenClassification
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     FineTuningArguments,
     checked_config,
     hub_dataset_name,
@@ -38,6 +37,8 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
+from albert_hf.modeling import AlbertForTokenClassification
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.tasks.ner import (
     card_info,
     check_split_tags,
@@ -49,7 +50,6 @@ from albert_hf.tasks.ner import (
     ner_label_list,
     write_test_predictions,
 )
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability
 from albert_hf.training.trainer import AlbertTrainer
 

@@ -24,8 +24,7 @@ from transformers import TrainingArguments, default_data_collator, set_seed
 from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
 from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
-from albert_hf.modeling import AlbertForQuestionAnswering
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     checked_config,
     hub_dataset_name,
     limit_samples,
@@ -34,7 +33,8 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
+from albert_hf.modeling import AlbertForQuestionAnswering
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.tasks.squad import (
     SquadArguments,
     SquadTrainer,

@@ -32,9 +32,9 @@ from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels,
 from ..data.sources import load_rows, require_columns, row_places, source_name
 from ..data.text_checks import RowPlaces, check_text, text_problem
 from ..errors import UserError
+from ..finetuning import FineTuningArguments, first_output, output_path
 from ..hub import CardInfo
 from ..output_files import write_file
-from .finetuning import FineTuningArguments, first_output, output_path
 
 logger = logging.getLogger(__name__)
 

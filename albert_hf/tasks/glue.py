@@ -32,9 +32,9 @@ from ..data.glue import (
 )
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace
 from ..errors import UserError
+from ..finetuning import FineTuningArguments, first_output, log_truncation, output_path
 from ..hub import CardInfo
 from ..metrics.glue import logits_to_predictions
-from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from ..arguments import MultipleChoiceArguments
 from ..data.multiple_choice import examples_from_rows, from_hub_layout, load_multiple_choice
 from ..data.sources import load_rows, row_places
 from ..errors import UserError
+from ..finetuning import FineTuningArguments, first_output, output_path, preset_key
 from ..hub import CardInfo
 from ..output_files import write_file
-from .finetuning import FineTuningArguments, first_output, output_path, preset_key
 
 logger = logging.getLogger(__name__)
 

@@ -37,10 +37,10 @@ from ..data.ner import (
 from ..data.sources import data_extension, load_rows, row_places
 from ..data.word_segmentation import log_edges_inside_pieces
 from ..errors import UserError
+from ..finetuning import FineTuningArguments, first_output, log_truncation, output_path
 from ..hub import CardInfo
 from ..metrics import load as load_metric_module
 from ..metrics.ner import ner_compute_metrics
-from .finetuning import FineTuningArguments, first_output, log_truncation, output_path
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   none, e.g. the quickstart's): refused, since the run would start from step 0 and replace that model
   (`check_resume_target`).
 * The commands that write a folder without training go through the same guard (`open_output_folder`):
-  `train-tokenizer` and `export` (albert_hf/tasks/folder_commands.py). The files such a command writes count as
+  `train-tokenizer` and `export` (albert_hf/folder_commands.py). The files such a command writes count as
   finished work too: a tokenizer trained into a model's folder would replace the `spiece.model` its embeddings were
   trained with.
 * An empty or absent folder, or one holding only logs or files no job writes, is used as it is. transformers' old

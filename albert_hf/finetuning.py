@@ -15,7 +15,7 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from ..argument_parsing import (
+from .argument_parsing import (
     TASK_MODEL_ATTRIBUTE,
     ModelArguments,
     build_config,
@@ -26,13 +26,13 @@ from ..argument_parsing import (
     read_options_file,
     recipe_file,
 )
-from ..arguments import TRAINER_DEFAULTS, FineTuningArguments
-from ..errors import OptionError, UserError
-from ..metrics import task_metric
-from ..training.callbacks import resume_training, save_final_model
-from ..training.model_selection import kept_checkpoint
-from ..training.reliability import data_files_fingerprint
-from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
+from .arguments import TRAINER_DEFAULTS, FineTuningArguments
+from .errors import OptionError, UserError
+from .metrics import task_metric
+from .training.callbacks import resume_training, save_final_model
+from .training.model_selection import kept_checkpoint
+from .training.reliability import data_files_fingerprint
+from .training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -244,14 +244,14 @@ def start_from_task_model(model_args: ModelArguments, data_args: FineTuningArgum
 
 def check_task_model(path: str) -> None:
     """Raise a `UserError` naming --init_from_task_model when `path` holds no ALBERT model to take an encoder from."""
-    from ..training.checkpoints import check_pretrained_source
+    from .training.checkpoints import check_pretrained_source
 
     option = "--init_from_task_model"
     expanded = os.path.expanduser(path)
     if os.path.isfile(expanded):
         raise UserError(f"{option} {path}: a file, not a model folder; pass the output_dir of a fine-tuning run.")
     summary = os.path.join(expanded, "seeds_summary.json")
-    if os.path.isfile(summary):  # a set of seeds (`albert_hf.tasks.seeds`): one model per seed, none at its top
+    if os.path.isfile(summary):  # a set of seeds (`albert_hf.seed_runs`): one model per seed, none at its top
         with open(summary, encoding="utf-8") as handle:
             median = json.load(handle).get("median_folder", "seed-<N>")
         raise UserError(

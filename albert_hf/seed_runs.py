@@ -49,13 +49,13 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..argument_parsing import ModelArguments, is_given, setup_logging
-from ..errors import OptionError, UserError
-from ..hub import quality_metrics
-from ..metrics import task_metric
-from ..training.model_selection import logged_metric_name, training_log
-from ..training.reliability import latest_checkpoint
-from ..training.run_folder import (
+from .argument_parsing import ModelArguments, is_given, setup_logging
+from .errors import OptionError, UserError
+from .hub import quality_metrics
+from .metrics import task_metric
+from .training.model_selection import logged_metric_name, training_log
+from .training.reliability import latest_checkpoint
+from .training.run_folder import (
     LOCK_NAME,
     OutputFolderError,
     acquire_lock,
