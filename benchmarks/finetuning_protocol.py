@@ -89,7 +89,7 @@ def finetune(args, task: str, start: list[str], name: str) -> dict:
 def majority_baseline(data_dir: Path, task: str) -> float | None:
     """The dev accuracy of always answering the most frequent dev label (None for CoLA's MCC and STS-B's Pearson,
     whose constant-prediction value is 0 or undefined)."""
-    from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, load_glue_tsv
 
     if task not in ("rte", "mrpc"):
         return None

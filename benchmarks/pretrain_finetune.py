@@ -149,7 +149,7 @@ TASK_TEXT = {
 def task_text_lines(data_dir: Path, task: str) -> list[str]:
     """A task's training texts, one per line, in file order: SST-2's phrases, both sentences of each MRPC pair, the
     CoNLL sentences (words joined by spaces)."""
-    from albert_hf.data.glue import GLUE_TASKS, read_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, read_glue_tsv
     from albert_hf.data.ner import read_conll
 
     folder, name = TASK_TEXT[task]

@@ -15,11 +15,11 @@ from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.data.glue import get_glue_task, load_glue_files, read_glue_tsv
+from albert_hf.data.glue_files import get_glue_task, load_glue_files, read_glue_tsv
 from albert_hf.data.multiple_choice import read_multiple_choice
 from albert_hf.data.ner import check_tags_seen_in_training, load_ner_file
 from albert_hf.data.pretraining import load_text_documents
-from albert_hf.data.squad import load_squad_examples
+from albert_hf.data.squad_windows import load_squad_examples
 from albert_hf.errors import DataError, UserError
 
 LATIN1_BYTES = "café".encode("latin-1")  # b"caf\xe9": not UTF-8

@@ -24,7 +24,7 @@ from albert_hf.data.pretraining import (
     sentence_pairs_from_document,
     truncate_seq_pair,
 )
-from albert_hf.data.squad import postprocess_predictions, prepare_eval_features, truncate_questions
+from albert_hf.data.squad_windows import postprocess_predictions, prepare_eval_features, truncate_questions
 
 # Profiles (fixed-seed by default, `HYPOTHESIS_PROFILE=thorough` for 10x more fresh examples): tests/conftest.py.
 

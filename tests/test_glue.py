@@ -13,7 +13,7 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction, TrainingArguments
 
 from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
-from albert_hf.data.glue import (
+from albert_hf.data.glue_files import (
     GLUE_TASKS,
     from_hub_layout,
     get_glue_task,
@@ -21,9 +21,9 @@ from albert_hf.data.glue import (
     load_glue_tsv,
     read_glue_tsv,
     submission_filename,
-    tokenize_glue,
     write_glue_predictions,
 )
+from albert_hf.data.text_pairs import tokenize_text_pairs
 from albert_hf.errors import UserError
 from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_predictions
@@ -344,7 +344,7 @@ def test_tokenize_pairs_with_segments_and_count_truncation(tokenizer):
             {"sentence1": "word " * 40, "sentence2": "tail", "label": 0, "idx": 1},
         ]
     )
-    encoded, num_truncated = tokenize_glue(dataset, tokenizer, max_seq_length=16)
+    encoded, num_truncated = tokenize_text_pairs(dataset, tokenizer, max_seq_length=16)
     assert num_truncated == 1
     assert set(encoded.column_names) == {"input_ids", "token_type_ids", "attention_mask", "label", "idx"}
     first = encoded[0]

@@ -230,3 +230,18 @@ def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
         "train_micro_batch_size_per_gpu": 4,
         "train_batch_size": 16,
     }
+
+
+def test_the_choices_help_lists_are_those_of_the_modules_that_act_on_them():
+    """The argument modules name the values of the choosing options themselves, so that `--help` loads no data
+    library: each list is the one of the module that acts on the value."""
+    from albert_hf import arguments
+    from albert_hf.data import embedded_corpus, labels, ner
+    from albert_hf.data.glue_files import GLUE_TASKS
+    from albert_hf.pretraining import recipes
+
+    assert arguments.GLUE_TASK_NAMES == tuple(name for name in GLUE_TASKS if name != "ax")  # AX: with --ax_file
+    assert arguments.LABEL_KINDS == (labels.CLASSIFICATION, labels.REGRESSION)
+    assert arguments.ALIGNMENTS == ner.ALIGNMENTS and arguments.ALIGNMENTS[0] == ner.ALIGN_AUTO
+    assert recipes.EMBEDDED_SOURCES == embedded_corpus.EMBEDDED_SOURCES
+    assert recipes.DEFAULT_EMBEDDED_SOURCES == embedded_corpus.DEFAULT_EMBEDDED_SOURCES

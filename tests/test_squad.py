@@ -18,7 +18,7 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
-from albert_hf.data.squad import (
+from albert_hf.data.squad_windows import (
     NOT_CONTEXT,
     char_span_to_token_span,
     gold_answers,

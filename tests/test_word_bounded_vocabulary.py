@@ -29,7 +29,7 @@ from transformers import AutoTokenizer, pipeline
 
 from albert_hf.cli import main as cli_main
 from albert_hf.data.ner import build_label_list, join_words, load_ner_file, tokenize_and_align, word_predictions
-from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
+from albert_hf.data.squad_windows import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmenter
 from albert_hf.formats import load_tokenizer
 from albert_hf.metrics.ner import ner_metrics

@@ -22,7 +22,7 @@ from transformers import DataCollatorWithPadding, TrainingArguments, set_seed
 
 from albert_hf.argument_parsing import build_model, load_tokenizer, start_job
 from albert_hf.arguments import FineTuningArguments, GlueArguments, ModelArguments
-from albert_hf.data.glue import get_glue_task
+from albert_hf.data.glue_files import get_glue_task
 from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
 from albert_hf.finetuning import (

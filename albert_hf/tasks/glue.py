@@ -19,7 +19,7 @@ from transformers import Trainer, TrainingArguments
 
 from ..argument_parsing import ModelArguments
 from ..arguments import GlueArguments
-from ..data.glue import (
+from ..data.glue_files import (
     GLUE_TASKS,
     GlueTask,
     load_glue_files,
@@ -27,10 +27,10 @@ from ..data.glue import (
     load_glue_tsv,
     read_glue_tsv,
     submission_filename,
-    tokenize_glue,
     write_glue_predictions,
 )
 from ..data.labels import CLASSIFICATION, REGRESSION, LabelSpace
+from ..data.text_pairs import tokenize_text_pairs
 from ..errors import UserError
 from ..finetuning import FineTuningArguments, first_output, log_truncation, output_path
 from ..hub import CardInfo
@@ -95,9 +95,11 @@ def glue_label_space(task: GlueTask) -> LabelSpace:
 
 
 def encode_texts(split: str, examples: Dataset, tokenizer, data_args: FineTuningArguments) -> Dataset:
-    """One split's `sentence1` (and `sentence2`) as the model reads them (`tokenize_glue`: `[CLS] a [SEP] (b [SEP])`,
+    """One split's `sentence1` (and `sentence2`) as the model reads them (`tokenize_text_pairs`: `[CLS] a [SEP] (b [SEP])`,
     cut at --max_seq_length, padded only with --pad_to_max_length); says how many inputs lost tokens."""
-    encoded, num_truncated = tokenize_glue(examples, tokenizer, data_args.max_seq_length, data_args.pad_to_max_length)
+    encoded, num_truncated = tokenize_text_pairs(
+        examples, tokenizer, data_args.max_seq_length, data_args.pad_to_max_length
+    )
     log_truncation(split, num_truncated, len(encoded), data_args.max_seq_length)
     return encoded
 

@@ -20,7 +20,7 @@ from transformers.trainer_utils import speed_metrics
 from ..argument_parsing import ModelArguments
 from ..arguments import SquadArguments
 from ..data.caching import map_fingerprint
-from ..data.squad import (
+from ..data.squad_windows import (
     check_squad_examples,
     count_unanswerable,
     load_squad_examples,
