@@ -51,7 +51,7 @@ _PUBLIC_MODULES = {
     "AlbertPretrainingTrainer": "pretraining.trainer",
     "AlbertTrainer": "training.trainer",
     "PretrainingArguments": "pretraining.trainer",
-    "SquadTrainer": "tasks.squad",  # SQuAD's evaluation: answers from all the windows of each question
+    "SquadTrainer": "training.squad_trainer",  # SQuAD's evaluation: answers from all the windows of each question
     "attach_reliability": "training.callbacks",
     "resume_training": "training.callbacks",
     "save_final_model": "training.callbacks",

@@ -530,7 +530,8 @@ def test_run_glue_stsb_regression(shared_data, spiece_model, tmp_path):
 
 
 def test_file_arguments_choose_splits(tmp_path):
-    from albert_hf.tasks.glue import GlueArguments, load_glue_splits
+    from albert_hf.arguments import GlueArguments
+    from albert_hf.scripts.glue import load_glue_splits
 
     task = GLUE_TASKS["mnli"]
     dev = tmp_path / "dev.jsonl"

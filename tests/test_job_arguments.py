@@ -175,7 +175,7 @@ def test_one_spelling_of_preset_names(spelling, key):
 
 
 def test_squad_refuses_the_data_options_it_does_not_read():
-    from albert_hf.tasks.squad import SquadArguments
+    from albert_hf.arguments import SquadArguments
 
     with pytest.raises(UserError, match=r"SQuAD does not read \['--test_file'\]"):
         SquadArguments(test_file="test.json")

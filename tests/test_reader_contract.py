@@ -25,7 +25,7 @@ from albert_hf.data.sources import load_rows, row_places
 from albert_hf.data.squad_windows import load_squad_examples
 from albert_hf.data.text_checks import RowPlaces, text_problem
 from albert_hf.errors import DataError
-from albert_hf.tasks.classify import column_texts
+from albert_hf.scripts.classify import column_texts
 from albert_hf.vocabulary import train_tokenizer
 
 NUL = "\x00"

@@ -18,6 +18,7 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
+from albert_hf.arguments import SquadArguments
 from albert_hf.data.squad_windows import (
     NOT_CONTEXT,
     char_span_to_token_span,
@@ -34,7 +35,6 @@ from albert_hf.data.squad_windows import (
 from albert_hf.errors import UserError
 from albert_hf.finetuning import parse_finetuning_args
 from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
-from albert_hf.tasks.squad import SquadArguments
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,7 @@ def test_broken_json_and_json_lines_name_the_line(tmp_path):
 
 
 def test_hub_dataset_is_checked_and_loaded_by_split(monkeypatch):
-    import albert_hf.tasks.squad as squad_task
+    import albert_hf.scripts.squad as squad_task
 
     rows = [
         {

@@ -34,8 +34,8 @@ from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmen
 from albert_hf.formats import load_tokenizer
 from albert_hf.metrics.ner import ner_metrics
 from albert_hf.options import WORD_BOUNDED_CHOICES
-from albert_hf.tasks.ner import log_entity_edges
-from albert_hf.tasks.squad import log_answer_edges
+from albert_hf.scripts.ner import log_entity_edges
+from albert_hf.scripts.squad import log_answer_edges
 from albert_hf.tokenization import (
     WORD_SEGMENTERS,
     AlbertHFTokenizer,
