@@ -29,10 +29,10 @@ from .argument_parsing import (
 from .arguments import TRAINER_DEFAULTS, FineTuningArguments
 from .errors import OptionError, UserError
 from .metrics import task_metric
+from .tokenizer_fit import check_sequence_length, check_tokenizer_fits_vocabulary
 from .training.callbacks import resume_training, save_final_model
 from .training.model_selection import kept_checkpoint
 from .training.reliability import data_files_fingerprint
-from .training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.configuration import SIZE_FIELDS
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import PretrainingJob
-from albert_hf.pretraining.data import CorpusStats, prepare_datasets
+from albert_hf.pretraining.corpus import CorpusStats, prepare_datasets
 from albert_hf.pretraining.run import (
     build_pretraining_model,
     build_trainer,

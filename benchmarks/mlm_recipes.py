@@ -61,9 +61,9 @@ from transformers.trainer_callback import PrinterCallback
 
 from albert_hf.argument_parsing import ModelArguments
 from albert_hf.data.collator import DataCollatorForSOP
-from albert_hf.data.pretraining import tokenize_documents
+from albert_hf.data.sentence_order import tokenize_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
-from albert_hf.pretraining.data import make_instances
+from albert_hf.pretraining.corpus import make_instances
 from albert_hf.pretraining.run import build_pretraining_model
 from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.tokenization import AlbertHFTokenizer

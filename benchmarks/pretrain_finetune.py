@@ -40,7 +40,7 @@ from transformers import TrainerCallback, set_seed
 
 from albert_hf.argument_parsing import ModelArguments
 from albert_hf.configuration import AlbertConfig
-from albert_hf.data.pretraining import load_text_documents
+from albert_hf.data.sentence_order import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.report import frequency_baselines

@@ -19,7 +19,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from albert_hf.data.collator import DataCollatorForSOP
-from albert_hf.data.pretraining import (
+from albert_hf.data.sentence_order import (
     create_sentence_order_instances,
     sentence_pairs_from_document,
     truncate_seq_pair,

@@ -15,7 +15,8 @@ from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import FIXTURES
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.training.sanity import PretrainingSetupError, check_unknown_share, unknown_share
+from albert_hf.pretraining.run import check_unknown_share, unknown_share
+from albert_hf.tokenizer_fit import PretrainingSetupError
 
 SPIECE = FIXTURES / "spiece" / "albert-30k-clean.model"
 JAPANESE = Path(__file__).parent / "data" / "japanese_sample.txt"

@@ -12,20 +12,20 @@ from transformers import TrainerCallback
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
-from albert_hf.data.pretraining import build_pretraining_dataset
+from albert_hf.data.sentence_order import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
+from albert_hf.pretraining.run import check_batch
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
 from albert_hf.scripts.pretrain import main
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.callbacks import attach_reliability
-from albert_hf.training.divergence import TrainingDivergedError, divergence_guard_of
-from albert_hf.training.sanity import (
+from albert_hf.tokenizer_fit import (
     PretrainingSetupError,
-    check_batch,
     check_sequence_length,
     check_single_token,
     check_tokenizer_matches_config,
 )
+from albert_hf.training.callbacks import attach_reliability
+from albert_hf.training.divergence import TrainingDivergedError, divergence_guard_of
 from albert_hf.vocabulary import train_tokenizer
 
 

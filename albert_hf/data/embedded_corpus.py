@@ -26,7 +26,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from .pretraining import split_sentences
+from .sentences import split_sentences
 
 # The sources of the corpus (`albert-hf quickstart --embedded`), and those it reads by default.
 EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings", "stdlib-modules")
