@@ -15,19 +15,10 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from .argument_parsing import (
-    TASK_MODEL_ATTRIBUTE,
-    ModelArguments,
-    build_config,
-    check_model_arguments,
-    config_source,
-    is_given,
-    parse_args,
-    read_options_file,
-    recipe_file,
-)
-from .arguments import TRAINER_DEFAULTS, FineTuningArguments
+from .argument_parsing import check_model_arguments, is_given, parse_args, read_options_file, recipe_file
+from .arguments import TRAINER_DEFAULTS, FineTuningArguments, ModelArguments
 from .errors import OptionError, UserError
+from .job_setup import TASK_MODEL_ATTRIBUTE, build_config, config_source
 from .metrics import task_metric
 from .tokenizer_fit import check_sequence_length, check_tokenizer_fits_vocabulary
 from .training.callbacks import resume_training, save_final_model

@@ -49,9 +49,11 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .argument_parsing import ModelArguments, is_given, setup_logging
+from .argument_parsing import is_given
+from .arguments import ModelArguments
 from .errors import OptionError, UserError
 from .hub import quality_metrics
+from .job_setup import setup_logging
 from .metrics import task_metric
 from .training.model_selection import logged_metric_name, training_log
 from .training.reliability import latest_checkpoint

@@ -19,8 +19,8 @@ from datasets import Dataset
 
 import albert_hf
 from albert_hf import AlbertConfig
-from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.configuration import SIZE_FIELDS
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import PretrainingJob
 from albert_hf.pretraining.corpus import CorpusStats, prepare_datasets

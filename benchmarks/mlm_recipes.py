@@ -59,7 +59,7 @@ from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
 from transformers.trainer_callback import PrinterCallback
 
-from albert_hf.argument_parsing import ModelArguments
+from albert_hf.arguments import ModelArguments
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.sentence_order import tokenize_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments

@@ -38,7 +38,7 @@ from common import PretrainingRun, pretraining_run
 from datasets import concatenate_datasets
 from transformers import TrainerCallback, set_seed
 
-from albert_hf.argument_parsing import ModelArguments
+from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.sentence_order import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining

@@ -23,7 +23,7 @@ from pathlib import Path
 from common import pretraining_run
 from datasets import Dataset, concatenate_datasets
 
-from albert_hf.argument_parsing import ModelArguments
+from albert_hf.arguments import ModelArguments
 from albert_hf.data.sentence_order import load_text_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.corpus import make_instances

@@ -31,10 +31,10 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from transformers import TrainingArguments
 
-from albert_hf.argument_parsing import build_config, build_model
 from albert_hf.arguments import FineTuningArguments, ModelArguments, SquadArguments
 from albert_hf.errors import UserError
 from albert_hf.finetuning import parse_finetuning_args, select_by_task_metric
+from albert_hf.job_setup import build_config, build_model
 from albert_hf.metrics import task_metric
 from albert_hf.metrics.glue import glue_metric
 from albert_hf.seed_runs import SEED_RUN_NAME, publish_summary, summarize_seeds

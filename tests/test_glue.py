@@ -12,7 +12,8 @@ from helpers.metric_references import reference_f1, reference_matthews, referenc
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction, TrainingArguments
 
-from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
+from albert_hf.argument_parsing import parse_config_overrides
+from albert_hf.arguments import ModelArguments
 from albert_hf.data.glue_files import (
     GLUE_TASKS,
     from_hub_layout,

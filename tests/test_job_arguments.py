@@ -16,7 +16,8 @@ from helpers import processes
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
-from albert_hf.argument_parsing import ModelArguments, is_given, parse_config_overrides
+from albert_hf.argument_parsing import is_given, parse_config_overrides
+from albert_hf.arguments import ModelArguments
 from albert_hf.errors import UserError
 from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 from albert_hf.pretraining.arguments import parse_pretraining_args

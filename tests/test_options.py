@@ -18,15 +18,11 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
 from albert_hf import cli, error_boundary
-from albert_hf.argument_parsing import (
-    ModelArguments,
-    build_config,
-    merge_config_overrides,
-    parse_args,
-    parse_config_overrides,
-)
+from albert_hf.argument_parsing import merge_config_overrides, parse_args, parse_config_overrides
+from albert_hf.arguments import ModelArguments
 from albert_hf.errors import MachineStateError, OptionError, UserError
 from albert_hf.finetuning import FineTuningArguments
+from albert_hf.job_setup import build_config
 from albert_hf.options import COUNT, FRACTION, POSITIVE, STEPS, TRAINING_ARGUMENT_RANGES, Range, declared_range
 from albert_hf.pretraining.arguments import ARGUMENT_CLASSES, parse_pretraining_args
 
@@ -177,7 +173,7 @@ def test_a_recipe_and_the_given_overrides_merge_key_by_key(tmp_path, caplog):
 
 
 def test_a_given_value_the_recipe_would_set_otherwise_is_logged_at_the_start(tmp_path, caplog):
-    from albert_hf.argument_parsing import start_job
+    from albert_hf.job_setup import start_job
 
     job = parse_pretraining_args(pretrain(tmp_path, "--recipe", "tiny", "--max_steps", "7"))
     with caplog.at_level(logging.INFO, logger="albert_hf"):
@@ -267,7 +263,7 @@ def test_no_network_is_status_3():
 
 
 def test_a_hub_name_without_network_stops_at_once(tmp_path, monkeypatch):
-    from albert_hf.argument_parsing import check_hub_reachable
+    from albert_hf.job_setup import check_hub_reachable
 
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # CI sets HF_HUB_OFFLINE=1
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")

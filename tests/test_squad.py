@@ -17,8 +17,8 @@ from helpers.data import is_full
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
-from albert_hf.argument_parsing import ModelArguments, parse_config_overrides
-from albert_hf.arguments import SquadArguments
+from albert_hf.argument_parsing import parse_config_overrides
+from albert_hf.arguments import ModelArguments, SquadArguments
 from albert_hf.data.squad_windows import (
     NOT_CONTEXT,
     char_span_to_token_span,

@@ -19,8 +19,9 @@ from helpers import processes
 from safetensors.torch import save_file
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from albert_hf.argument_parsing import ModelArguments, build_model
+from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig
+from albert_hf.job_setup import build_model
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.tokenization import AlbertHFTokenizer

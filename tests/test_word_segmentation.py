@@ -330,7 +330,7 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
 def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
     """Trainer keeps only the columns the model's forward takes: "word_starts" must still reach the collator, or
     training would mask by the "▁" rule while the log reports words."""
-    from albert_hf.argument_parsing import ModelArguments
+    from albert_hf.arguments import ModelArguments
     from albert_hf.pretraining.run import build_pretraining_model, build_trainer
     from albert_hf.pretraining.trainer import PretrainingArguments
 

@@ -16,15 +16,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..argument_parsing import (
-    ModelArguments,
-    fill_unset,
-    is_given,
-    option_names,
-    parse_args,
-    read_options_file,
-    recipe_file,
-)
+from ..argument_parsing import fill_unset, is_given, option_names, parse_args, read_options_file, recipe_file
+from ..arguments import ModelArguments
 from ..errors import OptionError
 from .recipes import (
     ARCHITECTURE_FIELDS,

@@ -18,7 +18,7 @@ import torch
 from datasets import Dataset
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from ..argument_parsing import ModelArguments, build_config, build_model, config_source, start_job
+from ..arguments import ModelArguments
 from ..data.collator import DataCollatorForSOP
 from ..data.instance_stream import stream_position_obstacle
 from ..data.masking_stats import masking_statistics
@@ -26,6 +26,7 @@ from ..data.sentences import cjk_character_share
 from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
+from ..job_setup import build_config, build_model, config_source, start_job
 from ..modeling import AlbertForPreTraining
 from ..tokenizer_fit import (
     PretrainingSetupError,

@@ -29,8 +29,7 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score
 from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, TrainingArguments, set_seed
 
-from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.arguments import ClassifyArguments, FineTuningArguments
+from albert_hf.arguments import ClassifyArguments, FineTuningArguments, ModelArguments
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
 from albert_hf.data.sources import load_rows, require_columns, row_places, source_name
@@ -52,6 +51,7 @@ from albert_hf.finetuning import (
     training_fingerprint,
 )
 from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
 from albert_hf.modeling import AlbertForSequenceClassification
 from albert_hf.output_files import write_file
 from albert_hf.seed_runs import run_seeds, seed_runs_asked

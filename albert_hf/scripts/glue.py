@@ -22,8 +22,7 @@ import sys
 from datasets import Dataset, DatasetDict
 from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
 
-from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.arguments import FineTuningArguments, GlueArguments
+from albert_hf.arguments import FineTuningArguments, GlueArguments, ModelArguments
 from albert_hf.data.glue_files import (
     GLUE_TASKS,
     GlueTask,
@@ -52,6 +51,7 @@ from albert_hf.finetuning import (
     training_fingerprint,
 )
 from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
 from albert_hf.metrics.glue import glue_compute_metrics, logits_to_predictions
 from albert_hf.modeling import AlbertForSequenceClassification
 from albert_hf.seed_runs import run_seeds, seed_runs_asked

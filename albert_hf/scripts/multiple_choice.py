@@ -30,8 +30,7 @@ from datasets import Dataset
 from sklearn.metrics import accuracy_score
 from transformers import DataCollatorForMultipleChoice, EvalPrediction, Trainer, TrainingArguments, set_seed
 
-from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.arguments import FineTuningArguments, MultipleChoiceArguments
+from albert_hf.arguments import FineTuningArguments, ModelArguments, MultipleChoiceArguments
 from albert_hf.data.multiple_choice import (
     examples_from_rows,
     from_hub_layout,
@@ -56,6 +55,7 @@ from albert_hf.finetuning import (
     training_fingerprint,
 )
 from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
 from albert_hf.modeling import AlbertForMultipleChoice
 from albert_hf.output_files import write_file
 from albert_hf.seed_runs import run_seeds, seed_runs_asked

@@ -29,8 +29,7 @@ import numpy as np
 from datasets import Dataset
 from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments, set_seed
 
-from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.arguments import FineTuningArguments, NerArguments
+from albert_hf.arguments import FineTuningArguments, ModelArguments, NerArguments
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.ner import (
     ALIGN_RUNNING_TEXT,
@@ -63,6 +62,7 @@ from albert_hf.finetuning import (
     training_fingerprint,
 )
 from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
 from albert_hf.metrics import load as load_metric_module
 from albert_hf.metrics.ner import ner_compute_metrics
 from albert_hf.modeling import AlbertForTokenClassification

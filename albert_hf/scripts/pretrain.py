@@ -25,8 +25,8 @@ import sys
 
 from transformers import set_seed
 
-from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.error_boundary import run_command
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.pretraining.arguments import parse_pretraining_args
 from albert_hf.pretraining.corpus import prepare_datasets
 from albert_hf.pretraining.run import (

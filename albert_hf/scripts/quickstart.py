@@ -23,8 +23,8 @@ from pathlib import Path
 
 from transformers import set_seed
 
-from albert_hf.argument_parsing import load_tokenizer
 from albert_hf.error_boundary import run_command
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.pretraining.arguments import parse_quickstart_args
 from albert_hf.pretraining.corpus import hold_out, prepare_datasets, quickstart_documents, quickstart_held_out_count
 from albert_hf.pretraining.report import held_out_baselines, plot_learning_curves, quickstart_report

@@ -23,8 +23,7 @@ import sys
 from datasets import Dataset, load_dataset
 from transformers import TrainingArguments, default_data_collator, set_seed
 
-from albert_hf.argument_parsing import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.arguments import SquadArguments
+from albert_hf.arguments import ModelArguments, SquadArguments
 from albert_hf.data.caching import map_fingerprint
 from albert_hf.data.squad_windows import (
     check_squad_examples,
@@ -47,6 +46,7 @@ from albert_hf.finetuning import (
     training_fingerprint,
 )
 from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
 from albert_hf.modeling import AlbertForQuestionAnswering
 from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability

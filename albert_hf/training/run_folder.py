@@ -2,7 +2,7 @@
 
 Trainer writes into `--output_dir` without looking at what is there: a GLUE job given the folder of a pretrained model
 replaces that model, its checkpoints land beside another run's (and `--save_total_limit` then deletes those), and two
-jobs on one folder mix their checkpoints. `open_run_folder`, called by `argument_parsing.start_job` before any data or
+jobs on one folder mix their checkpoints. `open_run_folder`, called by `job_setup.start_job` before any data or
 model work, refuses such a folder with a [`UserError`] that says what to do:
 
 * The folder holds another run's files (a model: `config.json` or weights; checkpoints `checkpoint-N`): refused,
