@@ -6,10 +6,13 @@ transformers' own format (model_type "albert": every model stock ALBERT describe
 so `AutoTokenizer` gives the exact tokenizer where albert_hf is imported and transformers' `TokenizersBackend` on
 the folder's tokenizer.json elsewhere.
 
-One process imports it lazily: the `albert-hf` command itself (its console script, or `python -m albert_hf.cli`),
-whose `--help` and `--version` must answer without loading torch and transformers (seconds). There the public names
-are loaded, and the Auto classes registered, on first access of any of them, and `albert_hf.cli` loads them all before
-it runs a job, so a job sees the package as every other program does.
+Every other public name is loaded from its module on first access (`albert_hf.Lamb` imports the LAMB optimizer, and
+nothing else does), as transformers' lazy `__init__` does: a job imports the modules it uses and no more, so a
+fine-tuning script never loads pretraining's optimizer or the vocabulary trainer. Type checkers and editors read the
+names from `__init__.pyi`. One process defers even the registration: the `albert-hf` command itself (its console
+script, or `python -m albert_hf.cli`), whose `--help` and `--version` must answer without loading torch and
+transformers (seconds); `albert_hf.cli` registers the Auto classes before it runs a job, so a job sees the package as
+every other program does.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ import importlib
 import os
 import re
 import sys
-from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-# Public name -> the module of the package that defines it.
+# Public name -> the module of the package that defines it, imported on the name's first access.
 _PUBLIC_MODULES = {
     "PRESETS": "configuration",
     "SHARING_STRATEGIES": "configuration",
@@ -44,42 +46,16 @@ _PUBLIC_MODULES = {
     "lamb_parameter_groups": "training.lamb",
     "get_albert_polynomial_decay_schedule": "training.schedules",
     "train_tokenizer": "vocabulary",
-}
-# The Trainers (albert_hf/training/trainer.py, albert_hf/pretraining/trainer.py) and the reliability plugin
-# (albert_hf/training/callbacks.py) import transformers' Trainer and
-# accelerate, which loading a model or a tokenizer does not need: they are imported on first access in every process,
-# so that `import albert_hf` stays as light as loading a model.
-_TRAINER_MODULES = {
+    # The Trainers, and the reliability plugin any Trainer attaches in one line, its resume function and its atomic
+    # final save (they import transformers' Trainer and accelerate, which loading a model does not need).
     "AlbertPretrainingTrainer": "pretraining.trainer",
     "AlbertTrainer": "training.trainer",
     "PretrainingArguments": "pretraining.trainer",
-    "SquadTrainer": "tasks.squad",  # SQuAD's evaluation lives with its task
-    # The reliability plugin any Trainer attaches in one line, its resume function and its atomic final save.
+    "SquadTrainer": "training.squad_trainer",  # SQuAD's evaluation: answers from all the windows of each question
     "attach_reliability": "training.callbacks",
     "resume_training": "training.callbacks",
     "save_final_model": "training.callbacks",
 }
-_TRAINER_NAMES = tuple(_TRAINER_MODULES)
-
-if TYPE_CHECKING:  # what type checkers and editors read; the names are loaded by `_load_public_names`
-    from .configuration import PRESETS, SHARING_STRATEGIES, AlbertConfig
-    from .data.collator import DataCollatorForSOP
-    from .formats import load_tokenizer
-    from .modeling import (
-        AlbertForMaskedLM,
-        AlbertForMultipleChoice,
-        AlbertForPreTraining,
-        AlbertForPreTrainingOutput,
-        AlbertForQuestionAnswering,
-        AlbertForSequenceClassification,
-        AlbertForTokenClassification,
-        AlbertModel,
-        AlbertPreTrainedModel,
-    )
-    from .tokenization import AlbertHFTokenizer
-    from .training.lamb import Lamb, lamb_parameter_groups
-    from .training.schedules import get_albert_polynomial_decay_schedule
-    from .vocabulary import train_tokenizer
 
 _AUTO_FACTORY_NAMES = (
     "AutoModel",
@@ -118,25 +94,28 @@ def _register_auto_classes() -> None:
     AlbertHFTokenizer.register_for_auto_class("AutoTokenizer")
 
 
-def _load_public_names() -> None:
-    """Import every public name but the Trainers' into the package and register the Auto classes (once)."""
-    if "AlbertConfig" in globals():
-        return
-    names = {
-        name: getattr(importlib.import_module(f".{module}", __name__), name) for name, module in _PUBLIC_MODULES.items()
-    }
-    _register_auto_classes()
-    globals().update(names)
+_registered = False
+
+
+def _register() -> None:
+    """Register the Auto classes, once (`import albert_hf` does it, except in the `albert-hf` process)."""
+    global _registered
+    if not _registered:
+        _register_auto_classes()
+        _registered = True
 
 
 def __getattr__(name: str):
-    if name in _PUBLIC_MODULES:
-        _load_public_names()
-        return globals()[name]
-    if name in _TRAINER_MODULES:
-        _load_public_names()  # a Trainer's models are registered as with `import albert_hf` anywhere else
-        return getattr(importlib.import_module(f".{_TRAINER_MODULES[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _PUBLIC_MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _register()  # a name of the package comes with the Auto classes registered, as after `import albert_hf`
+    value = getattr(importlib.import_module(f".{_PUBLIC_MODULES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def _started_as_the_command() -> bool:
@@ -153,27 +132,6 @@ def _started_as_the_command() -> bool:
 
 
 if not _started_as_the_command():
-    _load_public_names()
+    _register()
 
-__all__ = [
-    "AlbertConfig",
-    "PRESETS",
-    "SHARING_STRATEGIES",
-    "AlbertPreTrainedModel",
-    "AlbertModel",
-    "AlbertForPreTraining",
-    "AlbertForPreTrainingOutput",
-    "AlbertForMaskedLM",
-    "AlbertForSequenceClassification",
-    "AlbertForTokenClassification",
-    "AlbertForQuestionAnswering",
-    "AlbertForMultipleChoice",
-    "AlbertHFTokenizer",
-    "load_tokenizer",
-    "train_tokenizer",
-    "DataCollatorForSOP",
-    "Lamb",
-    "lamb_parameter_groups",
-    "get_albert_polynomial_decay_schedule",
-    *_TRAINER_NAMES,
-]
+__all__ = [*_PUBLIC_MODULES]

@@ -1,96 +1,26 @@
-"""`albert-hf` command line: one subcommand per job, each a thin call into the library.
+"""`albert-hf` command line: one subcommand per job, each the `main` of its module, run inside the one error boundary.
 
-The example scripts in `examples/` call `main` with their command, so the CLI and the scripts share one
-implementation and one error boundary. Subcommands are imported lazily, and the `albert-hf` process imports the package
-lazily (albert_hf/__init__.py): `albert-hf --help`, `--version` and `albert-hf <command> --help` import neither torch
-nor transformers (`albert_hf.job_help`); `albert-hf <command> --help-all` adds Trainer's options.
-
-The one error boundary of every command: each family of failure becomes one line,
-`albert-hf <command>: error: <message>`, naming the cause and the file, option or folder, with its exit status:
-
-    2  what was given: an option, a file, its data (`UserError`, argparse's errors, and what libraries raise for the
-       user's data: JSON and UTF-8 decoding, safetensors headers, transformers' "cannot load" errors, the checks of
-       the configuration, model and tokenizer modules, which travel as remote code and raise plain `ValueError`s)
-    3  the machine's state: no space left (also torch's "unexpected pos" of a save to a full disk; the file named is
-       the output folder's being written), a read-only folder or a permission refused (a cache folder named as
-       the cache, with what moves it), no network; the output folder deleted, or its lock removed or taken over,
-       while the job ran (the lease stops the job: `albert_hf.training.run_folder.FolderLock`; such a job never reports
-       success)
-    4  an optional dependency missing: the line gives the `pip install "albert_hf[<extra>]"` to run
-    130  interrupted (Ctrl-C): one line naming what the job left, the newest complete checkpoint and the command
-       that continues from it, or that nothing was written
-    128+N  training stopped by signal N, as schedulers announce a preemption or a time limit: 143 for SIGTERM, 138
-       for SIGUSR1 (`sbatch --signal=USR1@<seconds>`). A complete checkpoint of the step reached was written, and
-       no final model, results or card (`StoppedBySignal`, `albert_hf.training.preemption`); the line names the
-       checkpoint, and the same command with `--resume_from_checkpoint latest` continues the run exactly. The
-       status a shell gives a process killed by that signal, so a scheduler reads the job as stopped, not done.
-
-`--debug` (anywhere on the command line) or `ALBERT_HF_DEBUG=1` shows the traceback too. Any other exception is a
-fault of albert_hf or of a library below it and keeps its traceback (exit status 1).
+`albert-hf <job>` runs exactly the job's script, `albert_hf/scripts/<job>.py` (`COMMANDS` names each command's
+module, imported only when it runs); the example scripts in `examples/` call `main` with their command. Subcommands
+are imported lazily, and the `albert-hf` process imports the package lazily (albert_hf/__init__.py): `albert-hf
+--help`, `--version` and `albert-hf <command> --help` import neither torch nor transformers (`albert_hf.job_help`);
+`albert-hf <command> --help-all` adds Trainer's options. What each failure becomes (a line and an exit status per
+family) is `albert_hf.error_boundary`, which a copied job script calls as well.
 """
 
 from __future__ import annotations
 
-import errno
 import importlib
-import io
-import json
-import os
-import shutil
 import sys
-import traceback
-from pathlib import Path
 
 from . import job_help
-from .errors import MachineStateError, StoppedBySignal, UserError
-from .output_files import out_of_space
-
-DEBUG_FLAG = "--debug"
-USER_ERROR_STATUS = 2  # argparse's status for a bad command line
-MACHINE_STATE_STATUS = 3
-MISSING_EXTRA_STATUS = 4
-INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for a process stopped by Ctrl-C
-
-# What the path of a file the user named can be instead, by errno.
-NOT_A_FILE = {
-    errno.ENOENT: "no such file or folder",
-    errno.EISDIR: "a folder, not a file",
-    errno.ENOTDIR: "no such file",
-}
-# Optional modules -> the extra of albert_hf that installs them.
-EXTRAS = {
-    "fugashi": "ja",
-    "unidic_lite": "ja",
-    "jieba": "zh",
-    "onnx": "onnx",
-    "onnxruntime": "onnx",
-    "onnxscript": "onnx",
-    "deepspeed": "deepspeed",
-}
-# Names of the exception classes of the network libraries (requests, httpx, urllib3, huggingface_hub, socket) that
-# mean the network or the Hub cannot be reached.
-NETWORK_ERRORS = frozenset(
-    {
-        "ConnectionError",
-        "ConnectError",
-        "ConnectTimeout",
-        "ConnectTimeoutError",
-        "NewConnectionError",
-        "MaxRetryError",
-        "gaierror",
-        "OfflineModeIsEnabled",
-        "LocalEntryNotFoundError",
-    }
-)
-# The remote-code modules import nothing of the package, so their checks of what was given are plain ValueErrors:
-# those of the configuration and the tokenizer, and of a model being built (the model's forward is not checked here).
-REMOTE_CODE_CHECKS = {"configuration.py": None, "tokenization.py": None, "modeling.py": "__init__"}
+from .error_boundary import DEBUG_FLAG, debug_wanted, run_command
 
 # subcommand -> (module, function taking argv and returning an exit code or None, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "quickstart": ("albert_hf.scripts.quickstart", "main", "train a tokenizer and pretrain a small ALBERT"),
     "pretrain": ("albert_hf.scripts.pretrain", "main", "pretrain ALBERT (MLM + SOP) with Trainer"),
-    "train-tokenizer": ("albert_hf.tasks.folder_commands", "train_tokenizer_main", "train a SentencePiece vocabulary"),
+    "train-tokenizer": ("albert_hf.folder_commands", "train_tokenizer_main", "train a SentencePiece vocabulary"),
     "glue": ("albert_hf.scripts.glue", "main", "fine-tune on a GLUE task"),
     "squad": ("albert_hf.scripts.squad", "main", "fine-tune on SQuAD v1.1 / v2.0"),
     "ner": ("albert_hf.scripts.ner", "main", "fine-tune on CoNLL-2003 NER"),
@@ -101,12 +31,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "fine-tune to classify or score the texts of any labelled table",
     ),
     "export": (
-        "albert_hf.tasks.folder_commands",
+        "albert_hf.folder_commands",
         "export_main",
         "export a saved model to ONNX (optionally int8) or as a sentence-transformers model",
     ),
     "import": (
-        "albert_hf.tasks.import_command",
+        "albert_hf.folder_commands",
         "import_main",
         "import an original TensorFlow ALBERT checkpoint (no TensorFlow needed)",
     ),
@@ -136,22 +66,6 @@ def installed_version() -> str:
         return "unknown (albert_hf runs from a checkout that pip did not install)"
 
 
-def debug_wanted(argv: list[str]) -> tuple[bool, list[str]]:
-    """(whether tracebacks of user errors are wanted, argv without the global --debug flag), so that no command
-    sees the flag; ALBERT_HF_DEBUG=1 asks for them too.
-
-    TrainingArguments has a `--debug <options>` of its own (`--debug underflow_overflow`): after the command, a
-    `--debug` followed by a value is that option and stays.
-    """
-    rest = []
-    for position, arg in enumerate(argv):
-        following = argv[position + 1] if position + 1 < len(argv) else "--"
-        if arg == DEBUG_FLAG and (position == 0 or following.startswith("-")):
-            continue
-        rest.append(arg)
-    return len(rest) < len(argv) or os.environ.get("ALBERT_HF_DEBUG", "") not in ("", "0"), rest
-
-
 def main(argv: list[str] | None = None) -> int:
     debug, argv = debug_wanted(list(sys.argv[1:] if argv is None else argv))
     if not argv or argv[0] in ("-h", "--help"):
@@ -172,264 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(command, getattr(importlib.import_module(module_name), function_name), rest, debug)
 
 
-def run_command(command: str, function, argv: list[str] | None = None, debug: bool | None = None) -> int:
-    """`function(argv)` inside the error boundary of `albert-hf <command>`: what `albert-hf` does for each command,
-    and what a job script copied out of `albert_hf/scripts/` calls under `if __name__ == "__main__"`, so that a
-    forked script gives the same one-line errors and exit statuses. `argv` is the command line after the command
-    (sys.argv[1:] when None); `debug` is read from it (--debug) and ALBERT_HF_DEBUG when None."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if debug is None:  # read as after the command, where `--debug <value>` is TrainingArguments' own option
-        debug, (_, *argv) = debug_wanted([command, *argv])
-    from .training.run_folder import interrupted_state, lost_folder, release_held_locks
-
-    try:
-        result = function(argv)
-        lost = lost_folder()  # a job whose folder went while it ran does not report success
-        if lost is not None:
-            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
-    except StoppedBySignal as stop:  # its status is what the scheduler reads, --debug or not
-        return _say(command, str(stop), stop.exit_status)
-    except KeyboardInterrupt:
-        if debug:
-            traceback.print_exc()
-        lost = lost_folder()  # the lease stops a job whose folder went (`albert_hf.training.run_folder.FolderLock`)
-        if lost is not None:
-            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
-        return _say(command, f"interrupted (Ctrl-C): {_interrupted_state(interrupted_state)}", INTERRUPTED_STATUS)
-    except Exception as error:
-        lost = lost_folder()  # what failed once the folder went: the loss is the cause to name
-        if lost is not None and not debug:
-            return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
-        failure = explain_failure(error, argv)
-        if failure is None or debug:
-            raise
-        status, message = failure
-        return _say(command, f"error: {message}", status)
-    finally:
-        release_held_locks()
-    return int(result or 0)
-
-
-def _say(command: str, line: str, status: int) -> int:
-    """Write `albert-hf <command>: <line>` on stderr in one write (print() writes the text and its newline apart, and
-    the processes of a launch that stop together would interleave their lines on the shared stderr); `status`."""
-    sys.stderr.write(f"albert-hf {command}: {line}\n")
-    sys.stderr.flush()
-    return status
-
-
-def _interrupted_state(describe) -> str:
-    try:
-        return describe()
-    except Exception as error:  # noqa: BLE001 - the line must come out, whatever the folder holds
-        return f"the state of the output folder is unknown ({_first_line(error)})"
-
-
 def _load_package() -> None:
-    """Load what `import albert_hf` loads in any other process (its public names, the Auto classes registered),
-    before a job runs: the `albert-hf` process imports the package lazily, for --help and --version."""
+    """Do what `import albert_hf` does in any other process (the Auto classes registered) before a job runs: the
+    `albert-hf` process imports the package lazily, for --help and --version."""
     import albert_hf
 
-    albert_hf._load_public_names()
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# The families of failure
-# --------------------------------------------------------------------------------------------------------------------
-
-
-def explain_failure(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
-    """(exit status, one-line message) for a failure of a known family, or None (a fault: keep the traceback).
-    The exception and those it was raised from are asked in turn, the outermost first: a `UserError` raised from a
-    decoding error keeps its own message."""
-    for link in _chain(error):
-        for family in (_user_input, _machine_state, _missing_extra, _user_data):
-            found = family(link, argv)
-            if found is not None:
-                return found
-    return None
-
-
-def _chain(error: BaseException):
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        yield error
-        error = error.__cause__ if error.__suppress_context__ else error.__cause__ or error.__context__
-
-
-def _user_input(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
-    if isinstance(error, UserError):
-        return USER_ERROR_STATUS, str(error)
-    if isinstance(error, OSError) and error.errno in NOT_A_FILE and error.filename:
-        return USER_ERROR_STATUS, f"{error.filename}: {NOT_A_FILE[error.errno]}"
-    return None
-
-
-def _machine_state(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
-    if isinstance(error, MachineStateError):
-        return MACHINE_STATE_STATUS, str(error)
-    names = {cls.__name__ for cls in type(error).__mro__}
-    if names & NETWORK_ERRORS:
-        return MACHINE_STATE_STATUS, f"no network: cannot reach the Hub ({_first_line(error)})"
-    code = error.errno if isinstance(error, OSError) else None
-    if code in (errno.ENOSPC, errno.EDQUOT) or out_of_space(error):
-        return MACHINE_STATE_STATUS, f"no space left on the device writing {_file_of(error)}{_free_space(argv)}"
-    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
-        path = _file_of(error)
-        kind = "read-only file system" if code == errno.EROFS else "permission denied"
-        cache = _cache_folder(path, argv)
-        if cache is not None:
-            return MACHINE_STATE_STATUS, f"{path}: {kind}: {cache}"
-        if _in_output_dir(path, argv):
-            return MACHINE_STATE_STATUS, f"{path}: {kind}; choose another --output_dir"
-        return MACHINE_STATE_STATUS, f"{path}: {kind}"
-    return None
-
-
-def _file_of(error: BaseException) -> str:
-    return getattr(error, "filename", None) or file_in_use(error) or "a file"
-
-
-def _is_within(path: str, folder: str | None) -> bool:
-    if not folder:
-        return False
-    path, folder = os.path.realpath(os.path.expanduser(path)), os.path.realpath(os.path.expanduser(folder))
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _in_output_dir(path: str, argv: list[str]) -> bool:
-    """Whether `path` is in the job's output folder (the folders it holds, or --output_dir of the command line)."""
-    from .training.run_folder import held_folders
-
-    return any(_is_within(path, folder) for folder in [*held_folders(), _option_value(argv, "--output_dir")])
-
-
-def _cache_folder(path: str, argv: list[str]) -> str | None:
-    """'it is in the <kind> cache folder <folder>; <what to do>' when `path` is in a cache a library keeps (the
-    datasets cache, --cache_dir, the Hub's), else None: such a folder is set by an option or a variable, and another
-    --output_dir would not help."""
-    caches = [(_option_value(argv, "--cache_dir"), "the datasets cache folder", "pass a writable --cache_dir")]
-    if "datasets" in sys.modules:
-        caches.append(
-            (
-                sys.modules["datasets"].config.HF_DATASETS_CACHE,
-                "the datasets cache folder",
-                "set HF_DATASETS_CACHE to a writable folder",
-            )
-        )
-    if "huggingface_hub" in sys.modules:
-        constants = sys.modules["huggingface_hub"].constants
-        caches.append((constants.HF_HUB_CACHE, "the Hub cache folder", "set HF_HUB_CACHE to a writable folder"))
-        caches.append((constants.HF_HOME, "the Hugging Face cache folder", "set HF_HOME to a writable folder"))
-    for folder, kind, advice in caches:
-        if _is_within(path, os.fspath(folder) if folder else None):
-            return f"it is in {kind} {folder}; {advice}"
-    return None
-
-
-def _free_space(argv: list[str]) -> str:
-    """' (N MiB free on the disk of --output_dir X)' when the command names an --output_dir."""
-    folder = _option_value(argv, "--output_dir")
-    if folder is None:
-        return ""
-    existing = Path(folder).absolute()
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    return f" ({shutil.disk_usage(existing).free / 2**20:.0f} MiB free on the disk of --output_dir {folder})"
-
-
-def _option_value(argv: list[str], option: str) -> str | None:
-    for position, item in enumerate(argv):
-        if item == option and position + 1 < len(argv):
-            return argv[position + 1]
-        if item.startswith(option + "="):
-            return item.split("=", 1)[1]
-    return None
-
-
-def _missing_extra(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
-    if not isinstance(error, ImportError):
-        return None
-    module = (error.name or "").split(".")[0]
-    if module in EXTRAS:
-        extra = EXTRAS[module]
-        return MISSING_EXTRA_STATUS, f'{module} is not installed: pip install "albert_hf[{extra}]"'
-    if "pip install" in str(error):  # an ImportError of albert_hf that says what to install
-        return MISSING_EXTRA_STATUS, _first_line(error)
-    return None
-
-
-def _user_data(error: BaseException, argv: list[str]) -> tuple[int, str] | None:
-    """Errors libraries raise for the user's files and values, with the file the failing code was reading."""
-    if isinstance(error, json.JSONDecodeError):
-        detail = f"not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-    elif isinstance(error, UnicodeDecodeError):
-        detail = f"not valid UTF-8{_decode_line(error)} ({error.reason})"
-    elif type(error).__name__ == "SafetensorError":
-        detail = f"not a readable safetensors file ({error})"
-    elif isinstance(error, ValueError) and _remote_code_check(error):
-        return USER_ERROR_STATUS, _first_line(error)
-    elif (
-        type(error) is OSError
-        and error.errno is None
-        and _raised_in_package(error, ("transformers", "huggingface_hub"))
-    ):
-        return USER_ERROR_STATUS, _first_line(error)  # from_pretrained's "cannot load" / "not a valid JSON file"
-    else:
-        return None
-    source = file_in_use(error)
-    return USER_ERROR_STATUS, f"{source}: {detail}" if source else detail
-
-
-def _decode_line(error: UnicodeDecodeError) -> str:
-    """' at line N' when the undecodable bytes are the start of the input (a whole file read at once)."""
-    line = error.object[: error.start].count(b"\n") + 1
-    return f" at line {line}" if isinstance(error.object, bytes) else ""
-
-
-def file_in_use(error: BaseException) -> str | None:
-    """The file the code that raised `error` was reading or writing: the innermost frame of its traceback holding the path of an
-    existing file (or an open file) among its local variables."""
-    frames = []
-    traceback = error.__traceback__
-    while traceback is not None:
-        frames.append(traceback.tb_frame)
-        traceback = traceback.tb_next
-    for frame in reversed(frames):
-        for value in list(frame.f_locals.values()):
-            path = value.name if isinstance(value, io.IOBase) else value
-            if isinstance(path, (str, Path)) and len(str(path)) < 4096 and os.path.isfile(path):
-                return str(path)
-    return None
-
-
-def _innermost_frame(error: BaseException):
-    traceback = error.__traceback__
-    while traceback is not None and traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    return None if traceback is None else traceback.tb_frame
-
-
-def _remote_code_check(error: BaseException) -> bool:
-    """Whether `error` was raised by one of `REMOTE_CODE_CHECKS` (albert_hf's module, in the function named there)."""
-    frame = _innermost_frame(error)
-    if frame is None:
-        return False
-    folder, name = os.path.split(frame.f_code.co_filename)
-    function = REMOTE_CODE_CHECKS.get(name, "")
-    return os.path.basename(folder) == "albert_hf" and function in (None, frame.f_code.co_name)
-
-
-def _raised_in_package(error: BaseException, packages: tuple[str, ...]) -> bool:
-    """Whether the innermost frame of `error`'s traceback is in one of `packages`."""
-    frame = _innermost_frame(error)
-    return frame is not None and any(f"{os.sep}{package}{os.sep}" in frame.f_code.co_filename for package in packages)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    albert_hf._register()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Multi-process training helpers: start-up checks for the launchers, and the memory a training run needs per GPU.
 
-Every job calls `init_distributed(training_args)` (through `tasks.common.start_job`) once its arguments are final
+Every job calls `init_distributed(training_args)` (through `job_setup.start_job`) once its arguments are final
 (parsed, presets applied) and before building the model:
 
   * It refuses the silent "independent jobs" trap: a launcher started N processes (WORLD_SIZE=N) but Trainer sees a
@@ -44,6 +44,15 @@ GIB = 1024**3
 class LaunchError(UserError, RuntimeError):
     """The launcher and the job's arguments do not fit together (process counts, devices). A `RuntimeError` too, as
     it was before `UserError` existed."""
+
+
+def accelerator_available() -> bool:
+    """Whether torch has an accelerator to train on (a GPU, ...): without one, no pinned memory for the loaders and the
+    advice for a busy machine in the log."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6; before it, CUDA was the one torch pinned for
+    return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
 
 
 def launched_world_size() -> int:

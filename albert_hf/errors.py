@@ -3,7 +3,7 @@
 A [`UserError`] is a problem with what the user gave: an option, a file, a folder, the data in it. Its message names
 the option, the file (and line) or the folder, and says what to do; `albert-hf` prints it as one message and exits
 with status 2, without a traceback (`--debug` or `ALBERT_HF_DEBUG=1` shows it). A [`MachineStateError`] is the
-machine's (no space, no network): status 3. `albert_hf.cli.explain_failure` also recognizes those families in what
+machine's (no space, no network): status 3. `albert_hf.error_boundary.explain_failure` also recognizes those families in what
 libraries raise, and a missing optional dependency (status 4). A [`StoppedBySignal`] is no failure: a scheduler
 stopped training, a checkpoint was written, and the status is 128 + the signal number. Any other exception is a fault
 of albert_hf or of a library below it and keeps its traceback.

@@ -44,12 +44,13 @@ from transformers import PreTrainedTokenizerBase, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from .configuration import AlbertConfig
-from .data.pretraining import script_language
+from .data.sentences import script_language
 from .data.word_segmentation import continuation_prefix
 from .errors import UserError
 from .formats import pair_with_tokenizer, stock_format_problems
 from .modeling import ALBERT_AUTO_CLASSES, AlbertPreTrainedModel
 from .output_files import MANIFEST_NAME, destination, write_file
+from .tokenizer_fit import vocabulary_mismatch
 
 logger = logging.getLogger(__name__)
 
@@ -471,9 +472,7 @@ def uploaded_files(folder: Path) -> set[str]:
 
 def check_tokenizer_fits(model: AlbertPreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
     """Refuse a tokenizer whose ids the model cannot embed (a different vocabulary), naming both sizes; the rule is
-    `albert_hf.vocabulary.vocabulary_mismatch` (a padded embedding matrix is allowed)."""
-    from .vocabulary import vocabulary_mismatch
-
+    `albert_hf.tokenizer_fit.vocabulary_mismatch` (a padded embedding matrix is allowed)."""
     message = vocabulary_mismatch(tokenizer, model.config.vocab_size, "the model")
     if message is not None:
         raise UserError(message)

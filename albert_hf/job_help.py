@@ -2,7 +2,7 @@
 
 A job's parser is `albert_hf.options.job_parser`: its own dataclasses' options, then transformers' `TrainingArguments`
 through `HfArgumentParser`. `--help` prints that same parser without Trainer's options, made from the job's dataclasses
-(`albert_hf.tasks.arguments`, `albert_hf.pretraining.recipes`, which import neither torch nor transformers), so it
+(`albert_hf.arguments`, `albert_hf.pretraining.recipes`, which import neither torch nor transformers), so it
 answers at once; the defaults it shows are the job's own (the recipe's value where the job applies a recipe of its own,
 the Trainer options it sets). `--help-all` then loads transformers and prints `TrainingArguments`' options with the
 defaults this job gives them. The commands that parse with argparse (train-tokenizer, export, import) print their own
@@ -19,6 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import (
+    TRAINER_DEFAULTS,
+    ClassifyArguments,
+    FineTuningArguments,
+    GlueArguments,
+    ModelArguments,
+    MultipleChoiceArguments,
+    NerArguments,
+    SquadArguments,
+)
+from .folder_commands import export_command_parser, import_command_parser, train_tokenizer_command_parser
 from .options import HELP_ALL, job_parser, shown
 from .pretraining.recipes import (
     QUICKSTART_ALIASES,
@@ -29,18 +40,6 @@ from .pretraining.recipes import (
     RecipeArguments,
 )
 from .pretraining.recipes import TRAINER_DEFAULTS as PRETRAINING_DEFAULTS
-from .tasks.arguments import (
-    TRAINER_DEFAULTS,
-    ClassifyArguments,
-    FineTuningArguments,
-    GlueArguments,
-    ModelArguments,
-    MultipleChoiceArguments,
-    NerArguments,
-    SquadArguments,
-)
-from .tasks.folder_commands import export_command_parser, train_tokenizer_command_parser
-from .tasks.import_command import import_command_parser
 
 
 @dataclass(frozen=True)

@@ -429,7 +429,7 @@ POOLING_CHOICES = ("mean", "cls", "max")
 
 def train_tokenizer_parser() -> argparse.ArgumentParser:
     """The options of `albert-hf train-tokenizer` (the command, with its output-folder guard, is
-    `albert_hf.tasks.folder_commands.train_tokenizer_main`; `albert_hf.vocabulary.run_train_tokenizer` does the
+    `albert_hf.folder_commands.train_tokenizer_main`; `albert_hf.vocabulary.run_train_tokenizer` does the
     work)."""
     parser = RefusingParser(prog="albert-hf train-tokenizer", description=TRAIN_TOKENIZER_DESCRIPTION)
     parser.add_argument(
@@ -493,7 +493,7 @@ def train_tokenizer_parser() -> argparse.ArgumentParser:
 
 def export_parser() -> argparse.ArgumentParser:
     """The options of `albert-hf export` (the command, with its output-folder guard, is
-    `albert_hf.tasks.folder_commands.export_main`; `albert_hf.onnx_export.run_export` does the work)."""
+    `albert_hf.folder_commands.export_main`; `albert_hf.onnx_export.run_export` does the work)."""
     parser = RefusingParser(
         prog="albert-hf export",
         description="Export a saved albert_hf model to ONNX (shared layer stored once), optionally quantized to int8 "

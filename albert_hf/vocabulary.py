@@ -39,52 +39,6 @@ from .tokenization import (
     word_segmenter_spec,
 )
 
-# --------------------------------------------------------------------------------------------------------------------
-# Which vocabulary a model can embed
-# --------------------------------------------------------------------------------------------------------------------
-
-# Embedding rows a model may have beyond its tokenizer's pieces. transformers pads embedding matrices to a multiple
-# (`resize_token_embeddings(pad_to_multiple_of=...)`: 8 or 64 for tensor cores, 128 for tensor parallelism); ids
-# never reach the padding rows, so the pair works. A model with more rows than that was trained with another
-# vocabulary: every id would index a row learned for another piece.
-EMBEDDING_PADDING_MULTIPLE = 128
-
-
-def vocabulary_problem(num_pieces: int, vocab_size: int) -> str | None:
-    """Why a tokenizer of `num_pieces` pieces cannot feed an embedding of `vocab_size` rows, or None when it can: no
-    more pieces than rows, and no more rows than the pieces padded to a multiple of `EMBEDDING_PADDING_MULTIPLE`."""
-    if num_pieces > vocab_size:
-        return f"ids {vocab_size} to {num_pieces - 1} have no embedding row"
-    padded = -(-num_pieces // EMBEDDING_PADDING_MULTIPLE) * EMBEDDING_PADDING_MULTIPLE
-    if vocab_size > padded:
-        return (
-            f"more rows than padding to a multiple of {EMBEDDING_PADDING_MULTIPLE} explains ({padded}): the model was "
-            "trained with another vocabulary, and the ids would index embedding rows learned for other pieces"
-        )
-    return None
-
-
-def vocabulary_mismatch(tokenizer, vocab_size: int, config_source: str = "the model config") -> str | None:
-    """The message when `tokenizer` cannot feed a model of `vocab_size` embedding rows (`vocabulary_problem`), naming
-    both sides and what to do, or None: the one rule wherever a tokenizer meets a model (pretraining's start-of-run
-    checks, `albert_hf.hub` before saving a model with its tokenizer)."""
-    problem = vocabulary_problem(len(tokenizer), vocab_size)
-    if problem is None:
-        return None
-    return (
-        f"The tokenizer ({tokenizer_name(tokenizer)}) has {len(tokenizer)} pieces but {config_source} has "
-        f"vocab_size {vocab_size}: {problem}. Use the tokenizer the model was trained with, or start a fresh "
-        "model (no --model_name_or_path) sized to this tokenizer."
-    )
-
-
-def tokenizer_name(tokenizer) -> str:
-    """How messages name a tokenizer: its vocabulary file, else where it was loaded from, else its class."""
-    return (
-        getattr(tokenizer, "vocab_file", None) or getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
-    )
-
-
 logger = logging.get_logger(__name__)
 
 # The ALBERT vocabulary recipe (google-research/albert README, `spm_train` command line).

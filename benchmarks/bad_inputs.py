@@ -230,7 +230,7 @@ def save_tiny_model(folder: Path, poison: str | None = None, **fields) -> None:
     import torch
 
     from albert_hf import AlbertConfig, AlbertForPreTraining
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     model = AlbertForPreTraining(AlbertConfig.preset("base-v2", **{**parse_config_overrides(TINY), **fields}))
     if poison is not None:

@@ -8,11 +8,11 @@ tokenizer on that kind of text, in the same process, alternating, `--repeats` ti
 | WikiText-2 paragraphs | every non-empty line of `corpus/wikitext2_valid_paragraphs.txt` | truncation to 512 |
 | Gutenberg paragraphs | every non-empty line of `corpus/gutenberg_paragraphs.txt` | truncation to 512 |
 | Botchan | every line of `corpus/botchan.txt` | truncation to 512 |
-| GLUE sentences | SST-2 train sentences | truncation to 128, token type ids (`tokenize_glue`) |
-| GLUE pairs | MRPC and RTE train pairs | truncation to 128, token type ids (`tokenize_glue`) |
+| GLUE sentences | SST-2 train sentences | truncation to 128, token type ids (`tokenize_text_pairs`) |
+| GLUE pairs | MRPC and RTE train pairs | truncation to 128, token type ids (`tokenize_text_pairs`) |
 | SQuAD questions | the questions of `squad/dev-v1.1-part-a.json` | no special tokens, offsets (`truncate_questions`) |
 | SQuAD question + context | question and context pairs | windows of 384, stride 128, offsets, padding (`tokenize_windows`) |
-| SQuAD question + sentence | each question with the context sentence its first answer starts in | truncation to 128, token type ids (QNLI-style pairs, `tokenize_glue`) |
+| SQuAD question + sentence | each question with the context sentence its first answer starts in | truncation to 128, token type ids (QNLI-style pairs, `tokenize_text_pairs`) |
 | CoNLL sentences | CoNLL-2003 train, pre-tokenized words | `is_split_into_words`, truncation to 128 (`tokenize_ner`) |
 | mixed | the three corpora and the SQuAD contexts, shuffled | truncation to 512 |
 

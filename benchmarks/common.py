@@ -20,9 +20,10 @@ from datasets import Dataset
 import albert_hf
 from albert_hf import AlbertConfig
 from albert_hf.configuration import SIZE_FIELDS
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import PretrainingJob
-from albert_hf.pretraining.data import CorpusStats, prepare_datasets
+from albert_hf.pretraining.corpus import CorpusStats, prepare_datasets
 from albert_hf.pretraining.run import (
     build_pretraining_model,
     build_trainer,
@@ -31,7 +32,6 @@ from albert_hf.pretraining.run import (
     start_pretraining_job,
 )
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer
-from albert_hf.tasks.common import load_tokenizer
 
 logger = logging.getLogger(__name__)
 

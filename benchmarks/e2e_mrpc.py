@@ -162,7 +162,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from albert_hf import AlbertConfig
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     config = AlbertConfig.preset(args.preset, **parse_config_overrides(args.config_overrides))
     spiece = args.data_dir / "spiece" / "albert-30k-clean.model"

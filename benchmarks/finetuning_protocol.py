@@ -18,7 +18,7 @@ Every run is the real command line (`albert-hf quickstart`, `albert-hf glue`), p
    MNLI, which the paper started RTE from, is not available offline; MRPC is the other sentence-pair classification
    task here.
 
-Each set of seeds is the runner's own (`albert_hf/tasks/seeds.py`), so a rerun skips what is finished. The tables are
+Each set of seeds is the runner's own (`albert_hf/seed_runs.py`), so a rerun skips what is finished. The tables are
 read from the sets' `seeds_summary.json` (the last-step figures from each seed's logged evaluation at step 300) and
 printed; `<output_dir>/table.md` holds them, `<output_dir>/commands.txt` the commands.
 """
@@ -89,7 +89,7 @@ def finetune(args, task: str, start: list[str], name: str) -> dict:
 def majority_baseline(data_dir: Path, task: str) -> float | None:
     """The dev accuracy of always answering the most frequent dev label (None for CoLA's MCC and STS-B's Pearson,
     whose constant-prediction value is 0 or undefined)."""
-    from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, load_glue_tsv
 
     if task not in ("rte", "mrpc"):
         return None

@@ -561,7 +561,7 @@ def plan_pretraining(
 
 
 def parse_overrides(text: str) -> dict:
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     return parse_config_overrides(text)
 
@@ -660,7 +660,7 @@ def learning_plan(ctx: Context, documents, tokenizer, args) -> PretrainingPlan:
     """The plan for this run (`plan_pretraining`), written into `args`: pretraining seconds (150, fewer if the budget
     is short), model, batch, passes (`dupe_factor`: each pass a fresh cut into sentence pairs) and warm-up."""
     from albert_hf.pretraining.arguments import PretrainingDataArguments
-    from albert_hf.pretraining.data import make_instances
+    from albert_hf.pretraining.corpus import make_instances
 
     one_pass, _ = make_instances(documents, tokenizer, PretrainingDataArguments(max_seq_length=args.max_seq_length), 0)
     unique_tokens = int(sum(map(len, one_pass["input_ids"])))

@@ -105,7 +105,7 @@ def train(variant: str, settings: dict, data: str, output_dir: Path) -> None:
 
 def dev_batches(model_dir: Path, data: str, settings: dict, batch_size: int) -> tuple[list[dict], np.ndarray]:
     """SST-2 dev in consecutive batches (padded to each batch's longest), tokenized as the job does; and the labels."""
-    from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, load_glue_tsv
     from albert_hf.tokenization import AlbertHFTokenizer
 
     dev = load_glue_tsv(os.path.join(data, "glue", "SST-2"), GLUE_TASKS["sst2"], ["validation"])["validation"]

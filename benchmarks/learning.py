@@ -64,7 +64,7 @@ def parse_arguments() -> argparse.Namespace:
 
 def write_sst2_tables(data: str, folder: str) -> tuple[str, str]:
     """SST-2's train and dev sentences as a user's own files: train.parquet and dev.jsonl, labels by name."""
-    from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, load_glue_tsv
 
     splits = load_glue_tsv(os.path.join(data, "glue", "SST-2"), GLUE_TASKS["sst2"], ["train", "validation"])
     paths = []
@@ -127,7 +127,7 @@ def result_rows(task: str, args: argparse.Namespace, output_dir: str) -> list[tu
             ("dev macro-F1", f"{results['eval_macro_f1']:.4f}"),
         ]
     if task == "sst2":
-        from albert_hf.data.glue import GLUE_TASKS, load_glue_tsv
+        from albert_hf.data.glue_files import GLUE_TASKS, load_glue_tsv
 
         results = json.loads(Path(output_dir, "eval_results.json").read_text())
         dev = load_glue_tsv(os.path.join(args.data, "glue", "SST-2"), GLUE_TASKS["sst2"], ["validation"])["validation"]

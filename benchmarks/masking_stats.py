@@ -25,7 +25,7 @@ import numpy as np
 
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
 from albert_hf.data.masking_stats import masking_statistics
-from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
+from albert_hf.data.sentence_order import build_pretraining_dataset, load_text_documents
 from albert_hf.data.word_segmentation import describe_word_segmenter, resolve_word_segmenter
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer

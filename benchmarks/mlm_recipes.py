@@ -59,13 +59,13 @@ from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
 from transformers.trainer_callback import PrinterCallback
 
+from albert_hf.arguments import ModelArguments
 from albert_hf.data.collator import DataCollatorForSOP
-from albert_hf.data.pretraining import tokenize_documents
+from albert_hf.data.sentence_order import tokenize_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
-from albert_hf.pretraining.data import make_instances
+from albert_hf.pretraining.corpus import make_instances
 from albert_hf.pretraining.run import build_pretraining_model
 from albert_hf.pretraining.trainer import PretrainingArguments
-from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 
 EVAL_SEED = 1234  # the held-out masks: one draw, the same tensors for both models

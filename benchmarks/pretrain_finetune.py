@@ -38,14 +38,14 @@ from common import PretrainingRun, pretraining_run
 from datasets import concatenate_datasets
 from transformers import TrainerCallback, set_seed
 
+from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig
-from albert_hf.data.pretraining import load_text_documents
+from albert_hf.data.sentence_order import load_text_documents
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
 from albert_hf.pretraining.report import frequency_baselines
 from albert_hf.pretraining.trainer import PretrainingArguments
 from albert_hf.scripts import glue, ner
-from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.lamb import Lamb, lamb_parameter_groups
 from albert_hf.vocabulary import train_tokenizer
@@ -149,7 +149,7 @@ TASK_TEXT = {
 def task_text_lines(data_dir: Path, task: str) -> list[str]:
     """A task's training texts, one per line, in file order: SST-2's phrases, both sentences of each MRPC pair, the
     CoNLL sentences (words joined by spaces)."""
-    from albert_hf.data.glue import GLUE_TASKS, read_glue_tsv
+    from albert_hf.data.glue_files import GLUE_TASKS, read_glue_tsv
     from albert_hf.data.ner import read_conll
 
     folder, name = TASK_TEXT[task]

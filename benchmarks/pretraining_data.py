@@ -3,7 +3,7 @@
 The same text (built from ../shared/data/corpus, repeated up to 10, 50 and 200 MB, one sentence per line and a blank
 line between documents, written to /tmp) is turned into instances of at most 512 tokens by
 
-  * ours: `albert_hf.pretraining.data.make_instances` (read -> tokenize -> over-long/single-sentence checks -> SOP
+  * ours: `albert_hf.pretraining.corpus.make_instances` (read -> tokenize -> over-long/single-sentence checks -> SOP
     instances, all as `datasets` Arrow files on disk), with num_proc 1 and 2;
   * the original: google-research's BERT `create_training_instances` (the bert-tensorflow wheel) with ALBERT's
     `FullTokenizer` over the SentencePiece model (the albert-tensorflow wheel), i.e. the in-memory design that
@@ -51,7 +51,7 @@ PARAGRAPHS_PER_BOOK_DOCUMENT = 30  # books are cut into documents of 30 paragrap
 
 def base_documents() -> list[list[str]]:
     """Documents (lists of sentences) of the shared English corpora: WikiText-2 articles and book chapters."""
-    from albert_hf.data.pretraining import split_sentences
+    from albert_hf.data.sentences import split_sentences
 
     documents = []
     for name, per_document in (
@@ -120,7 +120,7 @@ def length_statistics(lengths, labels) -> dict:
 
 def run_ours(corpus: str, num_proc: int, dupe_factor: int, cache_dir: str) -> dict:
     from albert_hf.pretraining.arguments import PretrainingDataArguments
-    from albert_hf.pretraining.data import load_documents, make_instances
+    from albert_hf.pretraining.corpus import load_documents, make_instances
     from albert_hf.tokenization import AlbertHFTokenizer
 
     start = time.perf_counter()

@@ -23,12 +23,12 @@ from pathlib import Path
 from common import pretraining_run
 from datasets import Dataset, concatenate_datasets
 
-from albert_hf.data.pretraining import load_text_documents
+from albert_hf.arguments import ModelArguments
+from albert_hf.data.sentence_order import load_text_documents
 from albert_hf.pretraining.arguments import RECIPES, PretrainingDataArguments, PretrainingJob, RecipeArguments
-from albert_hf.pretraining.data import make_instances
+from albert_hf.pretraining.corpus import make_instances
 from albert_hf.pretraining.report import frequency_baselines
 from albert_hf.pretraining.trainer import PretrainingArguments
-from albert_hf.tasks.common import ModelArguments
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer
 

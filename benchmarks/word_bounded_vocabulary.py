@@ -51,7 +51,7 @@ from datasets import Dataset
 from ner_alignment import alignment_figures, fixture
 
 from albert_hf.data.ner import join_words
-from albert_hf.data.squad import (
+from albert_hf.data.squad_windows import (
     char_span_to_token_span,
     postprocess_predictions,
     prepare_eval_features,

@@ -15,11 +15,11 @@ from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.data.glue import get_glue_task, load_glue_files, read_glue_tsv
+from albert_hf.data.glue_files import get_glue_task, load_glue_files, read_glue_tsv
 from albert_hf.data.multiple_choice import read_multiple_choice
 from albert_hf.data.ner import check_tags_seen_in_training, load_ner_file
-from albert_hf.data.pretraining import load_text_documents
-from albert_hf.data.squad import load_squad_examples
+from albert_hf.data.sentence_order import load_text_documents
+from albert_hf.data.squad_windows import load_squad_examples
 from albert_hf.errors import DataError, UserError
 
 LATIN1_BYTES = "café".encode("latin-1")  # b"caf\xe9": not UTF-8
@@ -60,7 +60,7 @@ def test_runs_of_blank_lines_make_no_empty_documents(tmp_path):
 
 def prepare(tmp_path: Path, tokenizer, text: str, max_seq_length: int = 32):
     from albert_hf.pretraining.arguments import PretrainingDataArguments
-    from albert_hf.pretraining.data import prepare_datasets
+    from albert_hf.pretraining.corpus import prepare_datasets
 
     path = write(tmp_path, "corpus.txt", text)
     data_args = PretrainingDataArguments(
@@ -339,7 +339,7 @@ def test_read_utf8_names_the_line_of_the_bad_byte(tmp_path):
     ],
 )
 def test_tokenizer_and_vocabulary_rule(pieces, vocab_size, fits):
-    from albert_hf.vocabulary import vocabulary_problem
+    from albert_hf.tokenizer_fit import vocabulary_problem
 
     assert (vocabulary_problem(pieces, vocab_size) is None) == fits
 
@@ -349,7 +349,7 @@ def test_hub_and_pretraining_checks_ask_the_same_rule(tokenizer):
 
     from albert_hf.hub import check_tokenizer_fits
     from albert_hf.modeling import AlbertForMaskedLM
-    from albert_hf.training.sanity import PretrainingSetupError, check_tokenizer_matches_config
+    from albert_hf.tokenizer_fit import PretrainingSetupError, check_tokenizer_matches_config
 
     assert len(tokenizer) == 30000
     padded, larger = tiny_config(vocab_size=30080), tiny_config(vocab_size=29999)

@@ -227,3 +227,42 @@ def test_the_guard_refuses_a_trainer_that_trains_on_a_loss_of_its_own(tmp_path):
     with pytest.raises(UserError, match=r"^--divergence_guard reads the loss of the model's output; .*label_smoothing"):
         trainer.train()
     assert trainer.state.global_step == 0
+
+
+def test_the_plugin_attaches_what_every_job_needs_and_the_pieces_a_job_passes_in_where_they_belong(tmp_path):
+    """`attach_reliability` alone adds the callbacks every job needs, in their order, and neither the stream resume
+    nor the divergence guard (a fine-tuning job imports neither); the pieces passed in go where they must: the stream
+    resume before the marking (its position is part of the checkpoint marked), the guard right after Trainer's flow
+    callback, in place of the stop on a non-finite loss. Attaching again adds nothing."""
+    from transformers import DefaultFlowCallback
+
+    from albert_hf.training.callbacks import CompleteCheckpoints, UploadCompleteCheckpoints, attach_reliability
+    from albert_hf.training.divergence import DivergenceGuardConfig
+    from albert_hf.training.non_finite import RefuseNonFiniteCheckpoints, StopOnNonFiniteLoss
+    from albert_hf.training.preemption import CheckpointOnSignal
+    from albert_hf.training.stream_resume import ResumableStream
+
+    def plugin_callbacks(trainer) -> list[str]:
+        own = [type(callback) for callback in trainer.callback_handler.callbacks]
+        return [kind.__name__ for kind in own if kind.__module__.startswith(("albert_hf.", "transformers.trainer_c"))]
+
+    core = ["CompleteCheckpoints", "UploadCompleteCheckpoints", "StopOnNonFiniteLoss", "CheckpointOnSignal"]
+    core += ["RefuseNonFiniteCheckpoints"]
+    trainer = Trainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences())
+    assert plugin_callbacks(trainer)[0] == "DefaultFlowCallback"
+    attach_reliability(trainer)
+    assert plugin_callbacks(trainer)[-5:] == core
+    assert not any(isinstance(c, (ResumableStream, RollbackDivergedSteps)) for c in trainer.callback_handler.callbacks)
+    for kind in (CompleteCheckpoints, UploadCompleteCheckpoints, StopOnNonFiniteLoss, CheckpointOnSignal):
+        assert sum(isinstance(c, kind) for c in trainer.callback_handler.callbacks) == 1
+    assert isinstance(trainer.callback_handler.callbacks[-1], RefuseNonFiniteCheckpoints)
+
+    guard = RollbackDivergedSteps(trainer, DivergenceGuardConfig(snapshot_steps=3))
+    attach_reliability(trainer, callbacks=[ResumableStream(trainer), guard])
+    attach_reliability(trainer, callbacks=[ResumableStream(trainer)])  # again: nothing more
+    callbacks = trainer.callback_handler.callbacks
+    names = plugin_callbacks(trainer)
+    assert names.count("ResumableStream") == names.count("RollbackDivergedSteps") == 1
+    assert names.index("ResumableStream") == names.index("CompleteCheckpoints") - 1
+    assert isinstance(callbacks[callbacks.index(guard) - 1], DefaultFlowCallback)
+    assert "StopOnNonFiniteLoss" not in names  # the guard rolls a non-finite step back instead

@@ -11,8 +11,8 @@ import pytest
 from test_classify import job_args, loaded_data, write_table
 from test_squad import gold_logits
 
-from albert_hf.data.glue import GLUE_TASKS, read_glue_tsv
-from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
+from albert_hf.data.glue_files import GLUE_TASKS, read_glue_tsv
+from albert_hf.data.squad_windows import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.errors import DataError
 from albert_hf.metrics.squad import squad_v1_scores
 

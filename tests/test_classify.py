@@ -23,16 +23,16 @@ from transformers import EvalPrediction
 
 from albert_hf.cli import main as cli_main
 from albert_hf.errors import UserError
-from albert_hf.scripts.classify import ARGUMENTS
-from albert_hf.scripts.classify import main as classify_main
-from albert_hf.tasks.classify import (
+from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
+from albert_hf.scripts.classify import (
+    ARGUMENTS,
     classification_metrics,
     load_table_split,
     prepare_table,
     regression_metrics,
     table_label_space,
 )
-from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
+from albert_hf.scripts.classify import main as classify_main
 
 ROWS = [
     {"review": "A fine film.", "stars": "good"},

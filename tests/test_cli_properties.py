@@ -121,7 +121,7 @@ def files(tmp_path_factory) -> Path:
     (root / "nul.txt").write_bytes(b"a line\n\x00\x00\x00\n")
     (root / "folder").mkdir()
     from albert_hf import AlbertConfig, AlbertModel
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     AlbertModel(AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))).save_pretrained(
         root / "model"

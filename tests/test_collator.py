@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
-from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
+from albert_hf.data.sentence_order import build_pretraining_dataset, load_text_documents
 
 NGRAM_PROBS = np.array([6 / 11, 3 / 11, 2 / 11])
 

@@ -19,8 +19,8 @@ from helpers.command_line import error_lines, run_cli
 from helpers.data import FIXTURES, REPO_ROOT
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.cli import MACHINE_STATE_STATUS
 from albert_hf.distributed import StaleBuildLockError, check_extension_build_locks
+from albert_hf.error_boundary import MACHINE_STATE_STATUS
 
 OP = "deepspeed_shm_comm"  # the op DeepSpeed's CPU backend builds when its communication starts
 

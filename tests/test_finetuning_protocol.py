@@ -1,5 +1,5 @@
 """The paper's fine-tuning protocol: one job over several seeds and the spread of their results (`--seeds`,
-albert_hf/tasks/seeds.py), best-dev selection (the presets' `load_best_model_at_end` by the task's own metric), and a
+albert_hf/seed_runs.py), best-dev selection (the presets' `load_best_model_at_end` by the task's own metric), and a
 task started from another task's fine-tuned model (`--init_from_task_model`).
 
 References: the summary's figures against values computed by hand from the files written here; a resumed seed
@@ -31,13 +31,13 @@ from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from safetensors.torch import load_file
 from transformers import TrainingArguments
 
+from albert_hf.arguments import FineTuningArguments, ModelArguments, SquadArguments
 from albert_hf.errors import UserError
+from albert_hf.finetuning import parse_finetuning_args, select_by_task_metric
+from albert_hf.job_setup import build_config, build_model
 from albert_hf.metrics import task_metric
 from albert_hf.metrics.glue import glue_metric
-from albert_hf.tasks.arguments import FineTuningArguments, ModelArguments, SquadArguments
-from albert_hf.tasks.common import build_config, build_model
-from albert_hf.tasks.finetuning import parse_finetuning_args, select_by_task_metric
-from albert_hf.tasks.seeds import SEED_RUN_NAME, publish_summary, summarize_seeds
+from albert_hf.seed_runs import SEED_RUN_NAME, publish_summary, summarize_seeds
 from albert_hf.training.run_folder import LOCK_NAME
 
 FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)
@@ -270,7 +270,7 @@ def test_seed_options_refused_before_any_work(extra, message, spiece_model, tmp_
 
 
 def test_a_seed_folder_is_taken_up_only_when_a_set_started_it(tmp_path):
-    from albert_hf.tasks.seeds import FRESH, RESTART, SKIP, seed_start, write_seed_run
+    from albert_hf.seed_runs import FRESH, RESTART, SKIP, seed_start, write_seed_run
 
     folder, options = tmp_path / "seed-3", {"learning_rate": 3e-5, "task_name": "rte"}
     assert seed_start(str(folder), 3, options) == FRESH
@@ -438,8 +438,8 @@ MNLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 def mnli_model(tmp_path_factory, spiece_model):
     """A saved three-class sequence classifier with its tokenizer, its head set to 7 so that a loaded head shows."""
     from albert_hf import AlbertConfig
+    from albert_hf.argument_parsing import parse_config_overrides
     from albert_hf.modeling import AlbertForSequenceClassification
-    from albert_hf.tasks.common import parse_config_overrides
     from albert_hf.tokenization import AlbertHFTokenizer
 
     folder = tmp_path_factory.mktemp("mnli-model")

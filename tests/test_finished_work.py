@@ -31,7 +31,7 @@ def finished_model(tmp_path_factory) -> Path:
     """A finished run's folder: a tiny model saved with the 30k tokenizer, and no checkpoint (as the quickstart
     leaves it)."""
     from albert_hf import AlbertConfig, AlbertForPreTraining, AlbertHFTokenizer
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     folder = tmp_path_factory.mktemp("finished")
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))

@@ -19,12 +19,12 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from albert_hf.data.collator import DataCollatorForSOP
-from albert_hf.data.pretraining import (
+from albert_hf.data.sentence_order import (
     create_sentence_order_instances,
     sentence_pairs_from_document,
     truncate_seq_pair,
 )
-from albert_hf.data.squad import postprocess_predictions, prepare_eval_features, truncate_questions
+from albert_hf.data.squad_windows import postprocess_predictions, prepare_eval_features, truncate_questions
 
 # Profiles (fixed-seed by default, `HYPOTHESIS_PROFILE=thorough` for 10x more fresh examples): tests/conftest.py.
 

@@ -12,7 +12,9 @@ from helpers.metric_references import reference_f1, reference_matthews, referenc
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import EvalPrediction, TrainingArguments
 
-from albert_hf.data.glue import (
+from albert_hf.argument_parsing import parse_config_overrides
+from albert_hf.arguments import ModelArguments
+from albert_hf.data.glue_files import (
     GLUE_TASKS,
     from_hub_layout,
     get_glue_task,
@@ -20,13 +22,12 @@ from albert_hf.data.glue import (
     load_glue_tsv,
     read_glue_tsv,
     submission_filename,
-    tokenize_glue,
     write_glue_predictions,
 )
+from albert_hf.data.text_pairs import tokenize_text_pairs
 from albert_hf.errors import UserError
+from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric, logits_to_predictions
-from albert_hf.tasks.common import ModelArguments, parse_config_overrides
-from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args
 
 LOCAL_TASKS = ("cola", "sst2", "mrpc", "stsb", "rte", "wnli")
 # Official GLUE row counts (train, dev, test).
@@ -344,7 +345,7 @@ def test_tokenize_pairs_with_segments_and_count_truncation(tokenizer):
             {"sentence1": "word " * 40, "sentence2": "tail", "label": 0, "idx": 1},
         ]
     )
-    encoded, num_truncated = tokenize_glue(dataset, tokenizer, max_seq_length=16)
+    encoded, num_truncated = tokenize_text_pairs(dataset, tokenizer, max_seq_length=16)
     assert num_truncated == 1
     assert set(encoded.column_names) == {"input_ids", "token_type_ids", "attention_mask", "label", "idx"}
     first = encoded[0]
@@ -530,7 +531,8 @@ def test_run_glue_stsb_regression(shared_data, spiece_model, tmp_path):
 
 
 def test_file_arguments_choose_splits(tmp_path):
-    from albert_hf.tasks.glue import GlueArguments, load_glue_splits
+    from albert_hf.arguments import GlueArguments
+    from albert_hf.scripts.glue import load_glue_splits
 
     task = GLUE_TASKS["mnli"]
     dev = tmp_path / "dev.jsonl"

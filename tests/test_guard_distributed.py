@@ -32,9 +32,9 @@ from trainer_parity import deepspeed_config
 import albert_hf.training.divergence as divergence
 from albert_hf.errors import UserError
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
-from albert_hf.training.divergence import unsupported_engine
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
+from albert_hf.training.callbacks import attach_reliability
+from albert_hf.training.divergence import divergence_guard_of, unsupported_engine
 
 GLOBAL_BATCH, STEPS, SEQ_LEN, BAD_STEP = 8, 6, 12, 4
 
@@ -126,7 +126,9 @@ def test_the_pretraining_trainer_refuses_the_guard_on_such_an_engine(monkeypatch
     monkeypatch.setattr(divergence, "unsupported_engine", lambda trainer: "FSDP1 is not supported")
     arguments = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])
     with pytest.raises(UserError, match=r"^--divergence_guard: FSDP1 is not supported; or turn the guard off with"):
-        attach_reliability(AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments))
+        trainer = AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=arguments)
+        attach_reliability(trainer, callbacks=pretraining_callbacks(trainer))
     guard_off = PretrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[], divergence_guard=False)
-    trainer = attach_reliability(AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=guard_off))
+    trainer = AlbertPretrainingTrainer(model=AlbertForPreTraining(tiny_config()), args=guard_off)
+    attach_reliability(trainer, callbacks=pretraining_callbacks(trainer))
     assert divergence_guard_of(trainer) is None

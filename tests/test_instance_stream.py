@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
-from albert_hf.data.pretraining import (
+from albert_hf.data.sentence_order import (
     create_sentence_order_instances,
     load_text_documents,
     read_documents,

@@ -13,14 +13,9 @@ from tokenizers import normalizers
 
 import albert_hf
 from albert_hf import AlbertConfig
-from albert_hf.data import pretraining as data_pretraining
-from albert_hf.data.pretraining import (
-    cjk_character_share,
-    documents_from_texts,
-    load_text_documents,
-    resolve_sentence_splitter,
-    split_sentences,
-)
+from albert_hf.data import sentences as data_sentences
+from albert_hf.data.sentence_order import documents_from_texts, load_text_documents
+from albert_hf.data.sentences import cjk_character_share, resolve_sentence_splitter, split_sentences
 from albert_hf.pretraining.arguments import parse_pretraining_args
 from albert_hf.pretraining.run import quickstart_tokenizer_options
 from albert_hf.tokenization import segment_japanese
@@ -57,10 +52,10 @@ def test_split_sentences_on_japanese_and_chinese(text, sentences):
 def _english_rule_only(text: str) -> list[str]:
     """The splitter as it was before the CJK rule: the English boundary only."""
     sentences = []
-    for paragraph in data_pretraining._BLANK_LINE.split(text):
-        paragraph = data_pretraining._WHITESPACE.sub(" ", paragraph).strip()
+    for paragraph in data_sentences._BLANK_LINE.split(text):
+        paragraph = data_sentences._WHITESPACE.sub(" ", paragraph).strip()
         if paragraph:
-            marked = data_pretraining._SENTENCE_BOUNDARY.sub("\\1\n", paragraph)
+            marked = data_sentences._SENTENCE_BOUNDARY.sub("\\1\n", paragraph)
             sentences.extend(s.strip() for s in marked.split("\n") if s.strip())
     return sentences
 
@@ -272,10 +267,10 @@ def test_card_language_is_read_off_the_vocabulary_unless_given(japanese_tokenize
     assert card_language(CardInfo(), english) == ["en"]
     assert card_language(CardInfo(), None) == ["en"]
     assert card_language(CardInfo(language=["fr"]), english) == ["fr"]
-    assert data_pretraining.script_language(["한국어 문장입니다."]) == "ko"
-    assert data_pretraining.script_language(["我不知道。你呢？"]) == "zh"
-    assert data_pretraining.script_language(["吾輩は猫である。"]) == "ja"
-    assert data_pretraining.script_language(["Plain English."]) is None
+    assert data_sentences.script_language(["한국어 문장입니다."]) == "ko"
+    assert data_sentences.script_language(["我不知道。你呢？"]) == "zh"
+    assert data_sentences.script_language(["吾輩は猫である。"]) == "ja"
+    assert data_sentences.script_language(["Plain English."]) is None
 
 
 # ---- model card -------------------------------------------------------------------------------------------------------

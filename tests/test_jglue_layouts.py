@@ -12,7 +12,7 @@ import pytest
 from albert_hf.data.labels import CLASSIFICATION, REGRESSION, LabelSpace, encode_labels, infer_label_space
 from albert_hf.data.multiple_choice import examples_from_rows
 from albert_hf.data.sources import load_rows, require_columns
-from albert_hf.data.squad import load_squad_examples
+from albert_hf.data.squad_windows import load_squad_examples
 
 JGLUE = Path(__file__).parent / "data" / "jglue"
 

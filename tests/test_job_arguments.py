@@ -1,4 +1,4 @@
-"""The one argument-parsing path of every job (`albert_hf.tasks.common`): what the user gave wins over a preset or
+"""The one argument-parsing path of every job (`albert_hf.argument_parsing`): what the user gave wins over a preset or
 recipe, and the values derived from them (the batch of --global_batch_size) are computed before TrainingArguments is
 built, so that DeepSpeed's view of it holds them."""
 
@@ -16,10 +16,11 @@ from helpers import processes
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
+from albert_hf.argument_parsing import is_given, parse_config_overrides
+from albert_hf.arguments import ModelArguments
 from albert_hf.errors import UserError
+from albert_hf.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.tasks.common import ModelArguments, is_given, parse_config_overrides
-from albert_hf.tasks.finetuning import FineTuningArguments, parse_finetuning_args, preset_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FINE_TUNING = (ModelArguments, FineTuningArguments, TrainingArguments)
@@ -73,7 +74,7 @@ TABLE_14 = {
 
 @pytest.mark.parametrize("preset", sorted(TABLE_14))
 def test_every_preset_file_is_its_row_of_table_14(preset, tmp_path):
-    from albert_hf.tasks.arguments import SquadArguments
+    from albert_hf.arguments import SquadArguments
 
     squad = preset.startswith("squad")
     types = (ModelArguments, SquadArguments, TrainingArguments) if squad else FINE_TUNING
@@ -175,7 +176,7 @@ def test_one_spelling_of_preset_names(spelling, key):
 
 
 def test_squad_refuses_the_data_options_it_does_not_read():
-    from albert_hf.tasks.squad import SquadArguments
+    from albert_hf.arguments import SquadArguments
 
     with pytest.raises(UserError, match=r"SQuAD does not read \['--test_file'\]"):
         SquadArguments(test_file="test.json")
@@ -230,3 +231,18 @@ def test_deepspeed_gets_the_accumulation_set_after_parsing(tmp_path):
         "train_micro_batch_size_per_gpu": 4,
         "train_batch_size": 16,
     }
+
+
+def test_the_choices_help_lists_are_those_of_the_modules_that_act_on_them():
+    """The argument modules name the values of the choosing options themselves, so that `--help` loads no data
+    library: each list is the one of the module that acts on the value."""
+    from albert_hf import arguments
+    from albert_hf.data import embedded_corpus, labels, ner
+    from albert_hf.data.glue_files import GLUE_TASKS
+    from albert_hf.pretraining import recipes
+
+    assert arguments.GLUE_TASK_NAMES == tuple(name for name in GLUE_TASKS if name != "ax")  # AX: with --ax_file
+    assert arguments.LABEL_KINDS == (labels.CLASSIFICATION, labels.REGRESSION)
+    assert arguments.ALIGNMENTS == ner.ALIGNMENTS and arguments.ALIGNMENTS[0] == ner.ALIGN_AUTO
+    assert recipes.EMBEDDED_SOURCES == embedded_corpus.EMBEDDED_SOURCES
+    assert recipes.DEFAULT_EMBEDDED_SOURCES == embedded_corpus.DEFAULT_EMBEDDED_SOURCES

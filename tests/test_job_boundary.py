@@ -1,4 +1,4 @@
-"""What the error boundary of every command (`albert_hf.cli.run_command`) says of the ways a job stops short:
+"""What the error boundary of every command (`albert_hf.error_boundary.run_command`) says of the ways a job stops short:
 Ctrl-C (one line, exit status 130, the state left named), an output folder deleted or its lock removed while the job
 runs (the lease stops the job, exit status 3, never success), an --output_dir that cannot be a folder (one line
 before any work), and the messages built from what failed (a read-only cache named as a cache, a damaged checkpoint
@@ -25,7 +25,8 @@ from helpers.command_line import CLI_ENV
 from helpers.data import FIXTURES, SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.cli import explain_failure, main, run_command
+from albert_hf.cli import main
+from albert_hf.error_boundary import explain_failure, run_command
 from albert_hf.training.run_folder import LOCK_NAME, OutputFolderError, check_resume_target, open_output_folder
 
 INTERRUPTED = 130
@@ -215,7 +216,7 @@ def test_a_folder_lost_after_the_last_renewal_is_still_no_success(tmp_path, caps
 @pytest.mark.parametrize("command", ["glue", "train-tokenizer", "export"])
 def test_an_output_dir_that_cannot_be_a_folder_is_one_line_before_any_work(tmp_path, capsys, command):
     from albert_hf import AlbertConfig, AlbertForSequenceClassification
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     model = tmp_path / "model"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))

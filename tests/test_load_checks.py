@@ -15,7 +15,8 @@ from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import FIXTURES
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.training.sanity import PretrainingSetupError, check_unknown_share, unknown_share
+from albert_hf.pretraining.run import check_unknown_share, unknown_share
+from albert_hf.tokenizer_fit import PretrainingSetupError
 
 SPIECE = FIXTURES / "spiece" / "albert-30k-clean.model"
 JAPANESE = Path(__file__).parent / "data" / "japanese_sample.txt"
@@ -24,7 +25,7 @@ JAPANESE = Path(__file__).parent / "data" / "japanese_sample.txt"
 def tiny_model(folder: Path, poison: str | None = None, **config_fields) -> Path:
     """A tiny pretrained ALBERT saved in `folder`; with `poison`, that parameter's first value NaN and last inf."""
     from albert_hf import AlbertConfig, AlbertForPreTraining
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     fields = {**parse_config_overrides(TINY_ONE_LAYER_OVERRIDES), **config_fields}
     model = AlbertForPreTraining(AlbertConfig.preset("base-v2", **fields))

@@ -18,9 +18,9 @@ from helpers.data import is_full
 from transformers import EvalPrediction
 
 import albert_hf.metrics
-from albert_hf.data.glue import get_glue_task, read_glue_tsv
+from albert_hf.data.glue_files import get_glue_task, read_glue_tsv
 from albert_hf.data.ner import read_conll
-from albert_hf.data.squad import gold_answers, load_squad_examples
+from albert_hf.data.squad_windows import gold_answers, load_squad_examples
 from albert_hf.metrics import glue as glue_metrics
 from albert_hf.metrics import ner as ner_module
 from albert_hf.metrics.glue import glue_compute_metrics, glue_metric

@@ -17,7 +17,7 @@ from albert_hf.data.multiple_choice import (
     read_multiple_choice,
     tokenize_multiple_choice,
 )
-from albert_hf.tasks.multiple_choice import accuracy_compute_metrics
+from albert_hf.scripts.multiple_choice import accuracy_compute_metrics
 
 ARTICLE = "Tom went to the market. He bought three apples and a pear."
 
@@ -215,9 +215,8 @@ def test_multiple_choice_from_a_table_by_column(shared_data, spiece_model, tmp_p
     import pyarrow.parquet as pq
 
     from albert_hf.cli import main as cli_main
-    from albert_hf.scripts.multiple_choice import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
-    from albert_hf.tasks.multiple_choice import load_splits
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.scripts.multiple_choice import ARGUMENTS, load_splits
 
     examples = read_multiple_choice(str(shared_data / "hf-samples" / "swag" / "sample.json"))
     table = {"scene": [example["context"] for example in examples]}
@@ -248,9 +247,8 @@ def test_jcommonsenseqa_as_published(spiece_model, tmp_path):
     index of the answer, every row of both files."""
     from pathlib import Path
 
-    from albert_hf.scripts.multiple_choice import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
-    from albert_hf.tasks.multiple_choice import load_splits
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.scripts.multiple_choice import ARGUMENTS, load_splits
 
     folder = Path(__file__).resolve().parent / "data" / "jglue" / "jcommonsenseqa-v1.3"
     files = {split: folder / f"{split}-v1.3.json" for split in ("train", "valid")}

@@ -294,9 +294,8 @@ def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path)
     import pyarrow.parquet as pq
 
     from albert_hf.cli import main as cli_main
-    from albert_hf.scripts.ner import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
-    from albert_hf.tasks.ner import check_split_tags, load_ner_splits
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.scripts.ner import ARGUMENTS, check_split_tags, load_ner_splits
 
     sentences = conll_valid.select(range(min(40, len(conll_valid))))  # the excerpt holds 10
     parquet = tmp_path / "train.parquet"
@@ -334,8 +333,8 @@ def test_ner_from_tables_with_named_columns(conll_valid, spiece_model, tmp_path)
 
 def test_a_data_dir_without_the_split_file_names_the_names_looked_for(tmp_path):
     from albert_hf.errors import UserError
-    from albert_hf.tasks.finetuning import FineTuningArguments
-    from albert_hf.tasks.ner import find_split_files
+    from albert_hf.finetuning import FineTuningArguments
+    from albert_hf.scripts.ner import find_split_files
 
     with pytest.raises(UserError, match=r"No validation file: none of \[.*valid\.txt.*eng\.testa'\] exists"):
         find_split_files(FineTuningArguments(data_dir=str(tmp_path)), ["validation"])

@@ -242,9 +242,8 @@ def test_ner_on_japanese_running_text_learns(tmp_path, tokenizers):
 def test_tables_are_read_as_running_text_unless_told(alignment, tokenizers, tmp_path):
     """The table reader (--tokens_column/--tags_column) goes through the same choice: `auto` on Japanese is running
     text, `--alignment words` keeps one "▁" per word."""
-    from albert_hf.scripts.ner import ARGUMENTS
-    from albert_hf.tasks.finetuning import limit_samples, parse_finetuning_args, requested_splits
-    from albert_hf.tasks.ner import check_split_tags, choose_alignment, encode_sentences, load_ner_splits
+    from albert_hf.finetuning import limit_samples, parse_finetuning_args, requested_splits
+    from albert_hf.scripts.ner import ARGUMENTS, check_split_tags, choose_alignment, encode_sentences, load_ner_splits
 
     sentences = fixture("ja", "valid").select(range(30))
     table = tmp_path / "dev.jsonl"

@@ -1,5 +1,5 @@
-"""Options checked before any work from one declaration (`albert_hf.options`, `tasks.common.parse_args`), and the one
-error boundary of `albert-hf` (`albert_hf.cli.explain_failure`): each family of failure, one line, its exit status."""
+"""Options checked before any work from one declaration (`albert_hf.options`, `argument_parsing.parse_args`), and the one
+error boundary of `albert-hf` (`albert_hf.error_boundary.explain_failure`): each family of failure, one line, its exit status."""
 
 from __future__ import annotations
 
@@ -17,18 +17,14 @@ from helpers.data import SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
-from albert_hf import cli
+from albert_hf import cli, error_boundary
+from albert_hf.argument_parsing import merge_config_overrides, parse_args, parse_config_overrides
+from albert_hf.arguments import ModelArguments
 from albert_hf.errors import MachineStateError, OptionError, UserError
+from albert_hf.finetuning import FineTuningArguments
+from albert_hf.job_setup import build_config
 from albert_hf.options import COUNT, FRACTION, POSITIVE, STEPS, TRAINING_ARGUMENT_RANGES, Range, declared_range
 from albert_hf.pretraining.arguments import ARGUMENT_CLASSES, parse_pretraining_args
-from albert_hf.tasks.common import (
-    ModelArguments,
-    build_config,
-    merge_config_overrides,
-    parse_args,
-    parse_config_overrides,
-)
-from albert_hf.tasks.finetuning import FineTuningArguments
 
 # ---- the range vocabulary -------------------------------------------------------------------------------------------
 
@@ -177,7 +173,7 @@ def test_a_recipe_and_the_given_overrides_merge_key_by_key(tmp_path, caplog):
 
 
 def test_a_given_value_the_recipe_would_set_otherwise_is_logged_at_the_start(tmp_path, caplog):
-    from albert_hf.tasks.common import start_job
+    from albert_hf.job_setup import start_job
 
     job = parse_pretraining_args(pretrain(tmp_path, "--recipe", "tiny", "--max_steps", "7"))
     with caplog.at_level(logging.INFO, logger="albert_hf"):
@@ -214,7 +210,7 @@ def explain(error: BaseException, argv=()):
     try:
         raise error
     except BaseException as raised:  # give it a traceback, as a real failure has
-        return cli.explain_failure(raised, list(argv))
+        return error_boundary.explain_failure(raised, list(argv))
 
 
 def test_user_errors_are_status_2():
@@ -267,7 +263,7 @@ def test_no_network_is_status_3():
 
 
 def test_a_hub_name_without_network_stops_at_once(tmp_path, monkeypatch):
-    from albert_hf.tasks.common import check_hub_reachable
+    from albert_hf.job_setup import check_hub_reachable
 
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # CI sets HF_HUB_OFFLINE=1
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")

@@ -139,7 +139,7 @@ def test_an_os_error_names_the_file_of_the_output_folder_not_a_file_the_code_hel
         copy_to_a_full_disk(source, staging.path / "tokenization.py")
     assert raised.value.filename == str(out / "tokenization.py")
     assert not out.exists()  # made for the files, none published: gone again
-    from albert_hf.cli import explain_failure
+    from albert_hf.error_boundary import explain_failure
 
     status, message = explain_failure(raised.value, [])
     assert status == 3 and message.startswith(f"no space left on the device writing {out / 'tokenization.py'}")
@@ -359,7 +359,7 @@ def test_export_failing_mid_write_publishes_nothing_and_a_rerun_succeeds(tmp_pat
     """The export of the graph is replaced by a write that stops halfway on a full disk, then by one that succeeds:
     the first leaves no config.json without its model.onnx, the second publishes the whole folder."""
     from albert_hf import AlbertConfig, AlbertForSequenceClassification, onnx_export
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     model = tmp_path / "model"
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))

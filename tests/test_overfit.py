@@ -19,7 +19,7 @@ from datasets import Dataset
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
-from albert_hf.data.pretraining import build_pretraining_dataset
+from albert_hf.data.sentence_order import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
 from albert_hf.vocabulary import train_tokenizer

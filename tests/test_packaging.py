@@ -50,3 +50,24 @@ def test_docs_index_links_every_doc_and_the_readme_links_the_index():
 def test_py_typed_is_package_data():
     package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert (REPO_ROOT / "albert_hf" / "py.typed").is_file() and "py.typed" in package_data["albert_hf"]
+
+
+def test_the_public_names_are_one_list_for_the_run_time_and_for_type_checkers():
+    """`albert_hf/__init__.py` loads each public name from its module on first access; `__init__.pyi` tells type
+    checkers the same names from the same modules, so an editor completes exactly what `import albert_hf` has."""
+    import ast
+    import importlib
+
+    import albert_hf
+
+    stub = ast.parse((REPO_ROOT / "albert_hf" / "__init__.pyi").read_text(encoding="utf-8"))
+    declared = {
+        alias.asname: (node.module, alias.name)
+        for node in stub.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert {name: (module, name) for name, module in albert_hf._PUBLIC_MODULES.items()} == declared
+    assert sorted(albert_hf.__all__) == sorted(declared)
+    for name, (module, _) in declared.items():  # each resolves to the object of the module the stub names
+        assert getattr(albert_hf, name) is getattr(importlib.import_module(f"albert_hf.{module}"), name)

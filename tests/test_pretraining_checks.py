@@ -12,20 +12,20 @@ from transformers import TrainerCallback
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
 from albert_hf.data.embedded_corpus import embedded_documents
-from albert_hf.data.pretraining import build_pretraining_dataset
+from albert_hf.data.sentence_order import build_pretraining_dataset
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
+from albert_hf.pretraining.run import check_batch
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
 from albert_hf.scripts.pretrain import main
 from albert_hf.tokenization import AlbertHFTokenizer
-from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
-from albert_hf.training.divergence import TrainingDivergedError
-from albert_hf.training.sanity import (
+from albert_hf.tokenizer_fit import (
     PretrainingSetupError,
-    check_batch,
     check_sequence_length,
     check_single_token,
     check_tokenizer_matches_config,
 )
+from albert_hf.training.callbacks import attach_reliability
+from albert_hf.training.divergence import TrainingDivergedError, divergence_guard_of
 from albert_hf.vocabulary import train_tokenizer
 
 
@@ -284,7 +284,7 @@ def guarded_run(tokenizer, features: list[dict], tmp_path, callbacks=(), **args)
         train_dataset=Dataset.from_list(features),
         callbacks=list(callbacks),
     )
-    attach_reliability(trainer).train()  # the divergence guard of the arguments
+    attach_reliability(trainer, callbacks=pretraining_callbacks(trainer)).train()  # the guard of the arguments
     return trainer
 
 

@@ -1,4 +1,4 @@
-"""Pretraining data: text files -> documents -> tokens -> SOP/NSP instances (albert_hf.data.pretraining)."""
+"""Pretraining data: text files -> documents -> tokens -> SOP/NSP instances (albert_hf.data.sentence_order)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from datasets import Dataset
 
-from albert_hf.data.pretraining import (
+from albert_hf.data.sentence_order import (
     build_pretraining_dataset,
     count_single_sentence_documents,
     create_sentence_order_instances,
     documents_from_texts,
     load_text_documents,
     sentence_pairs_from_document,
-    split_sentences,
     tokenize_documents,
     truncate_seq_pair,
 )
+from albert_hf.data.sentences import split_sentences
 
 CLS, SEP = 2, 3
 
@@ -274,7 +274,7 @@ def test_single_sentence_documents_are_counted(tokenizer):
 
 def test_counts_read_arrow_offsets_of_the_selected_rows():
     """The counts (read from Arrow list offsets) agree with counting the Python lists, on a shuffled selection."""
-    from albert_hf.data.pretraining import count_long_sentences
+    from albert_hf.data.sentence_order import count_long_sentences
 
     generator = random.Random(5)
     documents = [
@@ -338,7 +338,7 @@ def test_dataset_instances_equal_the_token_list_algorithm(wikitext_tokenized, ob
     token lists, batch by batch, with dupe_factor 2 and short targets: every instance, segment and label."""
     from helpers import pretraining_reference as reference
 
-    from albert_hf.data.pretraining import _document_rng
+    from albert_hf.data.sentence_order import _document_rng
 
     options = dict(max_seq_length=64, short_seq_prob=0.3, dupe_factor=2, objective=objective)
     actual = create_sentence_order_instances(wikitext_tokenized, CLS, SEP, seed=3, documents_per_batch=3, **options)

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 from huggingface_hub import ModelCard
 
+from albert_hf.argument_parsing import parse_config_overrides
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.instance_stream import stream_position_obstacle
 from albert_hf.errors import UserError
@@ -20,7 +21,6 @@ from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, parse_quickstart_args
 from albert_hf.pretraining.trainer import pretraining_metric_sums
 from albert_hf.scripts.pretrain import main
-from albert_hf.tasks.common import parse_config_overrides
 
 
 def job_argv(train_file: Path, spiece_model: Path, output_dir: Path, *extra: str) -> list[str]:

@@ -14,7 +14,7 @@ from transformers import AutoModelForPreTraining, AutoTokenizer, default_data_co
 import albert_hf  # noqa: F401 - registers the Auto classes
 from albert_hf.configuration import AlbertConfig
 from albert_hf.data.collator import DataCollatorForSOP
-from albert_hf.data.pretraining import build_pretraining_dataset, load_text_documents
+from albert_hf.data.sentence_order import build_pretraining_dataset, load_text_documents
 from albert_hf.errors import OptionError
 from albert_hf.modeling import AlbertForPreTraining
 from albert_hf.pretraining.arguments import RECIPES, parse_pretraining_args

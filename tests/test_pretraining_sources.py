@@ -14,11 +14,11 @@ from datasets import Dataset
 from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 
 from albert_hf.data.instance_stream import ResumableInstanceStream
-from albert_hf.data.pretraining import DocumentRows
+from albert_hf.data.sentence_order import DocumentRows
 from albert_hf.data.sources import load_rows
 from albert_hf.errors import DataError
 from albert_hf.pretraining.arguments import PretrainingDataArguments
-from albert_hf.pretraining.data import prepare_datasets
+from albert_hf.pretraining.corpus import prepare_datasets
 from albert_hf.scripts.pretrain import main
 
 

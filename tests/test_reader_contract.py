@@ -16,16 +16,16 @@ import pytest
 from helpers.data import FIXTURES, SPIECE_MODEL
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 
-from albert_hf.data.glue import get_glue_task, load_glue_files, read_glue_tsv
+from albert_hf.data.glue_files import get_glue_task, load_glue_files, read_glue_tsv
 from albert_hf.data.labels import LabelError, infer_label_space
 from albert_hf.data.multiple_choice import examples_from_rows, read_multiple_choice
 from albert_hf.data.ner import load_ner_file, ner_sentences_from_rows
-from albert_hf.data.pretraining import DocumentRows, documents_from_rows, load_text_documents
+from albert_hf.data.sentence_order import DocumentRows, documents_from_rows, load_text_documents
 from albert_hf.data.sources import load_rows, row_places
-from albert_hf.data.squad import load_squad_examples
+from albert_hf.data.squad_windows import load_squad_examples
 from albert_hf.data.text_checks import RowPlaces, text_problem
 from albert_hf.errors import DataError
-from albert_hf.tasks.classify import column_texts
+from albert_hf.scripts.classify import column_texts
 from albert_hf.vocabulary import train_tokenizer
 
 NUL = "\x00"

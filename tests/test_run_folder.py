@@ -319,7 +319,7 @@ def test_cli_refuses_a_folder_another_job_is_writing(tmp_path):
 def pretrained_model(folder: Path) -> dict[str, bytes]:
     """A tiny pretrained ALBERT saved in `folder`; returns its files' bytes."""
     from albert_hf import AlbertConfig, AlbertForPreTraining
-    from albert_hf.tasks.common import parse_config_overrides
+    from albert_hf.argument_parsing import parse_config_overrides
 
     config = AlbertConfig.preset("base-v2", **parse_config_overrides(TINY_ONE_LAYER_OVERRIDES))
     AlbertForPreTraining(config).save_pretrained(folder)
@@ -387,7 +387,7 @@ def test_user_errors_show_their_traceback_only_when_asked(tmp_path, capsys, monk
     ],
 )
 def test_the_global_debug_flag_is_taken_out_of_the_command_line(argv, debug, rest, monkeypatch):
-    from albert_hf.cli import debug_wanted
+    from albert_hf.error_boundary import debug_wanted
 
     monkeypatch.delenv("ALBERT_HF_DEBUG", raising=False)
     assert debug_wanted(argv) == (debug, rest)

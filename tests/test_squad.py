@@ -17,7 +17,9 @@ from helpers.data import is_full
 from helpers.tiny import TINY_ONE_LAYER_OVERRIDES
 from transformers import TrainingArguments
 
-from albert_hf.data.squad import (
+from albert_hf.argument_parsing import parse_config_overrides
+from albert_hf.arguments import ModelArguments, SquadArguments
+from albert_hf.data.squad_windows import (
     NOT_CONTEXT,
     char_span_to_token_span,
     gold_answers,
@@ -31,10 +33,8 @@ from albert_hf.data.squad import (
     write_prediction_files,
 )
 from albert_hf.errors import UserError
+from albert_hf.finetuning import parse_finetuning_args
 from albert_hf.metrics.squad import normalize_answer, squad_metrics, squad_v1_scores, squad_v2_scores
-from albert_hf.tasks.common import ModelArguments, parse_config_overrides
-from albert_hf.tasks.finetuning import parse_finetuning_args
-from albert_hf.tasks.squad import SquadArguments
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,7 @@ def test_broken_json_and_json_lines_name_the_line(tmp_path):
 
 
 def test_hub_dataset_is_checked_and_loaded_by_split(monkeypatch):
-    import albert_hf.tasks.squad as squad_task
+    import albert_hf.scripts.squad as squad_task
 
     rows = [
         {

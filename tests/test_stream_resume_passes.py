@@ -27,6 +27,7 @@ from transformers import TrainerCallback
 from albert_hf.data.instance_stream import ResumableInstanceStream
 from albert_hf.training.callbacks import attach_reliability, resume_training
 from albert_hf.training.reliability import STREAM_POSITION_NAME
+from albert_hf.training.stream_resume import ResumableStream
 from albert_hf.training.trainer import AlbertTrainer
 
 ACCUMULATION = 2
@@ -88,7 +89,7 @@ def train(output_dir, size: int, checkpoint=None) -> tuple[AlbertTrainer, Positi
     stream, probe = PositionedSequences(size), TrainerCallsAccelerate()
     args = tiny_arguments(output_dir, gradient_accumulation_steps=ACCUMULATION)
     trainer = AlbertTrainer(model=tiny_classifier(), args=args, train_dataset=stream, callbacks=[probe])
-    resume_training(attach_reliability(trainer), checkpoint)
+    resume_training(attach_reliability(trainer, callbacks=[ResumableStream(trainer)]), checkpoint)
     return trainer, stream, probe
 
 

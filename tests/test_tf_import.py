@@ -569,7 +569,7 @@ def test_import_never_replaces_a_file_already_there(tmp_path):
 
 
 def test_head_choices_of_the_command_are_the_librarys():
-    from albert_hf.tasks.import_command import HEAD_CHOICES
+    from albert_hf.folder_commands import HEAD_CHOICES
     from albert_hf.tf_import import HEAD_CHOICES as LIBRARY_CHOICES
 
     assert HEAD_CHOICES == LIBRARY_CHOICES

@@ -13,7 +13,7 @@ import sentencepiece as spm
 from helpers.tokenization_reference import preprocess_text, reference_ids
 
 from albert_hf.errors import UserError
-from albert_hf.tasks.folder_commands import train_tokenizer_main
+from albert_hf.folder_commands import train_tokenizer_main
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.vocabulary import train_tokenizer
 

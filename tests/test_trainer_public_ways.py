@@ -19,10 +19,11 @@ from helpers import processes
 from safetensors.torch import save_file
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
+from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig
+from albert_hf.job_setup import build_model
 from albert_hf.modeling import AlbertForPreTraining, AlbertForSequenceClassification
 from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from albert_hf.tasks.common import ModelArguments, build_model
 from albert_hf.tokenization import AlbertHFTokenizer
 from albert_hf.training.transformers_internals import load_checkpoint_weights, save_weights
 
@@ -297,7 +298,7 @@ def test_the_loss_read_from_the_model_output_is_what_training_step_returns(tmp_p
     (`model_accepts_loss_kwargs`), or divided by the step's micro-batches by Trainer; evaluation passes left out."""
     from transformers import TrainingArguments
 
-    from albert_hf.training.divergence import TrainingLosses
+    from albert_hf.training.non_finite import TrainingLosses
 
     torch.manual_seed(0)
     arguments = TrainingArguments(

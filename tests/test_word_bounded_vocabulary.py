@@ -29,13 +29,13 @@ from transformers import AutoTokenizer, pipeline
 
 from albert_hf.cli import main as cli_main
 from albert_hf.data.ner import build_label_list, join_words, load_ner_file, tokenize_and_align, word_predictions
-from albert_hf.data.squad import load_squad_examples, postprocess_predictions, prepare_eval_features
+from albert_hf.data.squad_windows import load_squad_examples, postprocess_predictions, prepare_eval_features
 from albert_hf.data.word_segmentation import is_start_piece, resolve_word_segmenter
 from albert_hf.formats import load_tokenizer
 from albert_hf.metrics.ner import ner_metrics
 from albert_hf.options import WORD_BOUNDED_CHOICES
-from albert_hf.tasks.ner import log_entity_edges
-from albert_hf.tasks.squad import log_answer_edges
+from albert_hf.scripts.ner import log_entity_edges
+from albert_hf.scripts.squad import log_answer_edges
 from albert_hf.tokenization import (
     WORD_SEGMENTERS,
     AlbertHFTokenizer,

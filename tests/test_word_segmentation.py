@@ -17,7 +17,7 @@ from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
 from albert_hf.data.collator import DataCollatorForSOP, sample_ngram_spans
 from albert_hf.data.instance_stream import ResumableInstanceStream
 from albert_hf.data.masking_stats import is_punctuation_piece, masking_statistics
-from albert_hf.data.pretraining import (
+from albert_hf.data.sentence_order import (
     build_pretraining_dataset,
     create_sentence_order_instances,
     load_text_documents,
@@ -29,7 +29,7 @@ from albert_hf.data.word_segmentation import (
     resolve_word_segmenter,
 )
 from albert_hf.pretraining.arguments import PretrainingDataArguments, parse_pretraining_args
-from albert_hf.pretraining.data import SCRIPT_SAMPLE_DOCUMENTS, SCRIPT_SAMPLE_SENTENCES, choose_word_segmenter
+from albert_hf.pretraining.corpus import SCRIPT_SAMPLE_DOCUMENTS, SCRIPT_SAMPLE_SENTENCES, choose_word_segmenter
 from albert_hf.scripts.pretrain import main
 from albert_hf.tokenization import segment_chinese, segment_japanese
 from albert_hf.vocabulary import train_tokenizer
@@ -330,9 +330,9 @@ def test_pretrain_logs_the_masking_statistics_of_its_first_instances(japanese, s
 def test_trainer_hands_the_word_starts_to_the_collator(japanese, tmp_path):
     """Trainer keeps only the columns the model's forward takes: "word_starts" must still reach the collator, or
     training would mask by the "▁" rule while the log reports words."""
+    from albert_hf.arguments import ModelArguments
     from albert_hf.pretraining.run import build_pretraining_model, build_trainer
     from albert_hf.pretraining.trainer import PretrainingArguments
-    from albert_hf.tasks.common import ModelArguments
 
     tokenizer, documents = japanese
     dataset = build_pretraining_dataset(

@@ -26,8 +26,11 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from .choices import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
-from .pretraining import split_sentences
+from .sentences import split_sentences
+
+# The sources of the corpus (`albert-hf quickstart --embedded`), and those it reads by default.
+EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings", "stdlib-modules")
+DEFAULT_EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings")
 
 # Standard-library folders left out: test suites (mostly code and test data), the IDE, demos, vendored packages.
 _SKIPPED_FOLDERS = frozenset(

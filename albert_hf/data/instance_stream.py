@@ -36,19 +36,18 @@ import torch
 from datasets.fingerprint import Hasher
 
 from .caching import tokenizer_fingerprint
-from .pretraining import (
+from .sentence_order import (
     FILES_START,
     DocumentRows,
     Objective,
     ReadPosition,
-    SentenceSplitter,
     check_instance_options,
     file_signatures,
     instances_batch,
     read_documents,
-    resolve_sentence_splitter,
     tokenize_batch,
 )
+from .sentences import SentenceSplitter, resolve_sentence_splitter
 
 TOKENIZED_TYPE = pa.list_(pa.list_(pa.int32()))
 WORD_STARTS_TYPE = pa.list_(pa.list_(pa.int8()))

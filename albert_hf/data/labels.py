@@ -26,8 +26,11 @@ from dataclasses import dataclass
 import datasets
 
 from ..errors import UserError
-from .choices import CLASSIFICATION, REGRESSION
 from .text_checks import RowPlaces
+
+# What a label column holds.
+CLASSIFICATION = "classification"
+REGRESSION = "regression"
 
 
 class LabelError(UserError):

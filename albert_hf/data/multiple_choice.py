@@ -30,9 +30,9 @@ from datasets import Dataset
 
 from ..errors import DataError, MissingFileError
 from .caching import map_fingerprint
-from .glue import find_truncated
 from .sources import require_columns
 from .text_checks import RowPlaces, check_text
+from .text_pairs import find_truncated
 from .textfiles import read_utf8
 
 _ENDING_KEY = re.compile(r"^ending(\d+)$")

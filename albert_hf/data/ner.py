@@ -43,7 +43,6 @@ from datasets import Dataset
 from ..errors import DataError, MissingFileError, UserError
 from ..output_files import write_file
 from .caching import map_fingerprint
-from .choices import ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS, ALIGNMENTS
 from .sources import require_columns
 from .text_checks import RowPlaces, check_text
 from .textfiles import read_utf8
@@ -53,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 # The Hub's class order for conll2003 ner_tags, so integer tags from the Hub keep their meaning.
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+# How the words of a sentence become the model's input (see the module docstring).
+ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS = "auto", "running_text", "words"
+ALIGNMENTS = (ALIGN_AUTO, ALIGN_RUNNING_TEXT, ALIGN_WORDS)
 IGNORE_INDEX = -100  # label of sub-tokens that neither the loss nor the metric sees
 _TAG_PATTERN = re.compile(r"^(O|[BI]-\S+)$")
 _DOCSTART = "-DOCSTART-"

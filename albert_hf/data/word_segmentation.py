@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..tokenization import WORD_SEGMENTERS, segment_word_ends
-from .pretraining import import_function, script_language
+from .sentences import import_function, script_language
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ References are given as `{question_id: [answer texts]}` (an empty list: unanswer
 `{question_id: text}`. A question without a prediction scores 0 and is counted in `missing`; the official v1.1 script
 does the same (the v2.0 script would stop with a KeyError).
 
-`squad_metrics` scores a SQuAD job's post-processed answers (`albert_hf.data.squad.SquadPredictions`) against its
+`squad_metrics` scores a SQuAD job's post-processed answers (`albert_hf.data.squad_windows.SquadPredictions`) against its
 examples, through the `evaluate` modules shipped in albert_hf/metrics/modules.
 """
 
@@ -25,13 +25,13 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..data.squad import gold_answers
+from ..data.squad_windows import gold_answers
 from . import load as load_metric_module
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from ..data.squad import SquadPredictions
+    from ..data.squad_windows import SquadPredictions
 
 logger = logging.getLogger(__name__)
 

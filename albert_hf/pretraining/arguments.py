@@ -1,9 +1,9 @@
 """The arguments of a pretraining run and its recipes.
 
-A run is described by one [`PretrainingJob`]: the model arguments every job shares (`tasks.common.ModelArguments`),
+A run is described by one [`PretrainingJob`]: the model arguments every job shares (`argument_parsing.ModelArguments`),
 [`PretrainingDataArguments`], [`RecipeArguments`], [`QuickstartArguments`] (the tokenizer step and the embedded corpus
 of `albert-hf quickstart`) and [`PretrainingArguments`] (Trainer's). `albert-hf pretrain` and `albert-hf quickstart`
-parse the same dataclasses the same way (`tasks.common.parse_args`): a recipe is a YAML file of options
+parse the same dataclasses the same way (`argument_parsing.parse_args`): a recipe is a YAML file of options
 (albert_hf/recipes/pretrain/, or the user's own) that the parser reads as its defaults, so the command line wins.
 
 The dataclasses are in `albert_hf.pretraining.recipes`.
@@ -16,16 +16,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ..argument_parsing import fill_unset, is_given, option_names, parse_args, read_options_file, recipe_file
+from ..arguments import ModelArguments
 from ..errors import OptionError
-from ..tasks.common import (
-    ModelArguments,
-    fill_unset,
-    is_given,
-    option_names,
-    parse_args,
-    read_options_file,
-    recipe_file,
-)
 from .recipes import (
     ARCHITECTURE_FIELDS,
     QUICKSTART_ALIASES,
@@ -74,7 +67,7 @@ class PretrainingJob:
 
 def parse_pretraining_args(argv: list[str] | None = None) -> PretrainingJob:
     """The arguments of `albert-hf pretrain`, parsed as every job parses them, with --recipe as the defaults
-    ([`pretraining_recipe`]); --global_batch_size sets the accumulation steps (`tasks.common.split_global_batch`)."""
+    ([`pretraining_recipe`]); --global_batch_size sets the accumulation steps (`argument_parsing.split_global_batch`)."""
     model, data, recipe, training = parse_args(
         ARGUMENT_CLASSES, argv, recipe=pretraining_recipe, trainer_defaults=TRAINER_DEFAULTS
     )
@@ -98,7 +91,7 @@ def pretraining_recipe(options, given: frozenset[str] = frozenset()) -> tuple[st
 def parse_quickstart_args(argv: list[str] | None = None) -> PretrainingJob:
     """The arguments of `albert-hf quickstart`: those of `albert-hf pretrain` with --recipe quickstart as default
     (--fast: the smoke recipe), the quickstart's own ([`QuickstartArguments`]) and a schedule in proportion to
-    --max_steps. Values out of their declared ranges are `OptionError`s (`tasks.common.parse_args`)."""
+    --max_steps. Values out of their declared ranges are `OptionError`s (`argument_parsing.parse_args`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     recipes = [item for item in argv if item == "--fast" or item == "--recipe" or item.startswith("--recipe=")]
     if "--fast" in recipes and len(recipes) > 1:

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..data.choices import DEFAULT_EMBEDDED_SOURCES, EMBEDDED_SOURCES
 from ..options import COUNT, FRACTION, NON_NEGATIVE, POSITIVE, PROBABILITY, RANGE, SHARE, Range
+
+# The sources of the quickstart's embedded corpus (`albert_hf.data.embedded_corpus.EMBEDDED_SOURCES`, which this light
+# module, read by `--help`, does not import; tests/test_job_arguments.py holds the two equal), and its default ones.
+EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings", "stdlib-modules")
+DEFAULT_EMBEDDED_SOURCES = ("language-reference", "stdlib-docstrings")
 
 # The recipes shipped with the package: albert_hf/recipes/pretrain/<name>.yaml, each a file of options (names without
 # --) read as the parser's defaults, so that anything given on the command line wins. Each lists its values in full,

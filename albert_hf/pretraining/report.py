@@ -15,7 +15,7 @@ from datasets import Dataset
 from ..configuration import AlbertConfig
 from ..output_files import write_with
 from .arguments import PretrainingJob
-from .data import CorpusStats
+from .corpus import CorpusStats
 from .trainer import AlbertPretrainingTrainer
 
 

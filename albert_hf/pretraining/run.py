@@ -14,30 +14,32 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import torch
 from datasets import Dataset
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from ..arguments import ModelArguments
 from ..data.collator import DataCollatorForSOP
 from ..data.instance_stream import stream_position_obstacle
 from ..data.masking_stats import masking_statistics
-from ..data.pretraining import cjk_character_share
+from ..data.sentences import cjk_character_share
 from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
+from ..job_setup import build_config, build_model, config_source, start_job
 from ..modeling import AlbertForPreTraining
-from ..tasks.common import ModelArguments, build_config, build_model, config_source, start_job
+from ..tokenizer_fit import (
+    PretrainingSetupError,
+    check_sequence_length,
+    check_tokenizer_matches_config,
+    tokenizer_name,
+)
 from ..training.callbacks import attach_reliability
 from ..training.job_logs import TrainingProgressLog
 from ..training.reliability import data_files_fingerprint
-from ..training.sanity import (
-    check_batch,
-    check_sequence_length,
-    check_tokenizer_matches_config,
-    check_unknown_share,
-)
 from .arguments import PretrainingDataArguments, PretrainingJob, vocab_size_given
-from .data import first_features
-from .trainer import AlbertPretrainingTrainer, PretrainingArguments
+from .corpus import first_features
+from .trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +161,9 @@ def build_trainer(
             dataset_name=", ".join(dict.fromkeys(Path(name).name for name in data_args.train_files or [])) or None,
         ),
     )
-    # Complete checkpoints, checked and exact resumption, the divergence guard of the arguments (or a stop at the first
-    # non-finite loss), the SIGTERM checkpoint; and what a resume must not change.
-    attach_reliability(trainer, fingerprint_extra=fingerprint_extra)
+    # Complete checkpoints, checked and exact resumption (of a stream too), the divergence guard of the arguments (or a
+    # stop at the first non-finite loss), the SIGTERM checkpoint; and what a resume must not change.
+    attach_reliability(trainer, fingerprint_extra=fingerprint_extra, callbacks=pretraining_callbacks(trainer))
     # The loss every --logging_steps and the held-out figures at each evaluation, one line each as they happen,
     # in place of the dictionaries Trainer's progress bar prints.
     trainer.add_callback(TrainingProgressLog)
@@ -253,3 +255,63 @@ def quickstart_tokenizer_options(texts: list[str], vocab_size: int, vocab_size_g
         f"({needed} characters), {vocab_size} pieces"
     )
     return dict(vocab_size=vocab_size, character_coverage=CJK_CHARACTER_COVERAGE)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The first training instances, checked before training
+# --------------------------------------------------------------------------------------------------------------------
+
+# A share of <unk> tokens above this is warned about at the start of pretraining (with the share); above
+# `--max_unknown_share` (0.2 unless given) the run is refused.
+UNKNOWN_SHARE_WARNING = 0.01
+
+
+def unknown_share(features: list[dict], tokenizer) -> float:
+    """The share of <unk> among the tokens of `features` (their `input_ids`), special tokens other than <unk> left
+    out: how much of the text the tokenizer's vocabulary does not cover. 0.0 for no tokens."""
+    unk = tokenizer.unk_token_id
+    special = set(tokenizer.all_special_ids) - {unk}
+    ids = [int(token) for feature in features for token in feature["input_ids"] if int(token) not in special]
+    return sum(token == unk for token in ids) / len(ids) if ids else 0.0
+
+
+def check_unknown_share(features: list[dict], tokenizer, limit: float, warn=None) -> float:
+    """Warn (through `warn`) when more than `UNKNOWN_SHARE_WARNING` of the tokens of `features` are <unk>, and raise
+    [`PretrainingSetupError`] when more than `limit` are; returns the share."""
+    if not 0.0 <= limit <= 1.0:
+        raise PretrainingSetupError(f"--max_unknown_share must be between 0 and 1, got {limit}.")
+    share = unknown_share(features, tokenizer)
+    described = (
+        f"<unk> is {share:.1%} of the tokens of the first {len(features)} training instances: the vocabulary of "
+        f"the tokenizer ({tokenizer_name(tokenizer)}) does not cover this text (another language or script?)"
+    )
+    if share > limit:
+        raise PretrainingSetupError(
+            f"{described}, above --max_unknown_share {limit:g}. Train a tokenizer on this corpus (albert-hf "
+            "train-tokenizer), or pass a higher --max_unknown_share (1 allows any share) to train anyway."
+        )
+    if share > UNKNOWN_SHARE_WARNING and warn is not None:
+        warn(f"{described}; the model learns nothing from those tokens.")
+    return share
+
+
+def check_batch(batch: dict[str, torch.Tensor], tokenizer, config, source: str = "the data collator") -> None:
+    """A collated training batch fits the model: no longer than the position embeddings, no padding as a target."""
+    length = batch["input_ids"].shape[1]
+    if length > config.max_position_embeddings:
+        raise PretrainingSetupError(
+            f"{source} made a batch of length {length}, longer than the model config's max_position_embeddings "
+            f"{config.max_position_embeddings}."
+        )
+    labels = batch.get("labels")
+    if labels is None:
+        return
+    targets = labels != -100
+    pad_id = tokenizer.pad_token_id
+    padded = targets & (batch["attention_mask"] == 0) if "attention_mask" in batch else torch.zeros_like(targets)
+    if padded.any() or (labels[targets] == pad_id).any():
+        count = int((padded | (targets & (labels == pad_id))).sum())
+        raise PretrainingSetupError(
+            f"{source} chose padding as an MLM target {count} times (label = the tokenizer's pad id {pad_id}, or a "
+            "position outside the attention mask): the model would learn to predict padding."
+        )

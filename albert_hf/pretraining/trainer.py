@@ -15,8 +15,9 @@
 * The model card it writes (`create_model_card`, `--push_to_hub`) is albert_hf's, as for every albert_hf Trainer
   (`write_trainer_model_card`); `card_info=CardInfo(...)` holds its metadata.
 * It is an `AlbertTrainer` (training/trainer.py). The reliability plugin (`attach_reliability`, training/callbacks.py)
-  attaches complete checkpoints, checked resumption and the divergence guard of `PretrainingArguments`
-  (`divergence_guard_config`) or, with the guard off, a stop at the first non-finite loss.
+  attaches complete checkpoints and checked resumption; with [`pretraining_callbacks`] also the exact resume of a
+  stream and the divergence guard of `PretrainingArguments` (`divergence_guard_config`), or, with the guard off, the
+  plugin's stop at the first non-finite loss stays.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ import torch
 from transformers import TrainerCallback, TrainingArguments
 
 from ..errors import UserError
-from ..training.divergence import DivergenceGuardConfig
+from ..training.divergence import DivergenceGuardConfig, RollbackDivergedSteps
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.schedules import get_albert_polynomial_decay_schedule
+from ..training.stream_resume import ResumableStream
 from ..training.trainer import AlbertTrainer
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
@@ -316,3 +318,17 @@ def summarize_metric_sums(sums: torch.Tensor, prefix: str = "") -> dict[str, flo
         metrics[f"{prefix}sop_loss"] = values["sop_loss_sum"] / values["sop_count"]
         metrics[f"{prefix}sop_accuracy"] = values["sop_correct"] / values["sop_count"]
     return metrics
+
+
+def pretraining_callbacks(trainer) -> list:
+    """The pieces of the reliability plugin a pretraining run attaches besides those every job has
+    (`attach_reliability(trainer, callbacks=pretraining_callbacks(trainer))`): the exact resume of a training stream
+    (`ResumableStream`, for `--streaming`), and the divergence guard of `trainer.args` (`RollbackDivergedSteps` with
+    `PretrainingArguments.divergence_guard_config()`; none with `--no_divergence_guard` or plain `TrainingArguments`,
+    where a non-finite loss stops the run)."""
+    pieces = [ResumableStream(trainer)]
+    guard = getattr(trainer.args, "divergence_guard_config", None)
+    config = guard() if guard is not None else None
+    if config is not None:
+        pieces.append(RollbackDivergedSteps(trainer, config))
+    return pieces

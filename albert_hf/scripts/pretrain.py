@@ -25,9 +25,10 @@ import sys
 
 from transformers import set_seed
 
-from albert_hf.cli import run_command
+from albert_hf.error_boundary import run_command
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.pretraining.data import prepare_datasets
+from albert_hf.pretraining.corpus import prepare_datasets
 from albert_hf.pretraining.run import (
     build_pretraining_model,
     build_trainer,
@@ -35,7 +36,6 @@ from albert_hf.pretraining.run import (
     run_fingerprint,
     start_pretraining_job,
 )
-from albert_hf.tasks.common import load_tokenizer
 from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)

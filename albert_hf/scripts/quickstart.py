@@ -23,9 +23,10 @@ from pathlib import Path
 
 from transformers import set_seed
 
-from albert_hf.cli import run_command
+from albert_hf.error_boundary import run_command
+from albert_hf.job_setup import load_tokenizer
 from albert_hf.pretraining.arguments import parse_quickstart_args
-from albert_hf.pretraining.data import hold_out, prepare_datasets, quickstart_documents, quickstart_held_out_count
+from albert_hf.pretraining.corpus import hold_out, prepare_datasets, quickstart_documents, quickstart_held_out_count
 from albert_hf.pretraining.report import held_out_baselines, plot_learning_curves, quickstart_report
 from albert_hf.pretraining.run import (
     build_pretraining_model,
@@ -35,7 +36,6 @@ from albert_hf.pretraining.run import (
     start_pretraining_job,
     train_quickstart_tokenizer,
 )
-from albert_hf.tasks.common import load_tokenizer
 from albert_hf.training.callbacks import resume_training, save_final_model
 
 logger = logging.getLogger(__name__)

@@ -10,22 +10,33 @@ Writes to `--output_dir` the model, `train_results.json` / `eval_results.json` (
 v2.0 also the best F1 over all null thresholds), `predictions.json`, `nbest_predictions.json`, (v2.0)
 `null_odds.json`, and the model card.
 
-To change the job (a model head, a data format, a metric), copy this file and edit the copy: it uses only public
-functions of albert_hf with absolute imports, and `python my_squad.py <options>` runs it with the same options, one-line
-errors and exit statuses as `albert-hf squad`.
+To change the job (a model head, a data format, a metric), copy this file and run the copy with `python my_squad.py
+<options>`: the task's own code is in it, above `main`, and it calls only the library functions listed in docs/api.md,
+with absolute imports; it gives the same one-line errors and exit statuses as `albert-hf squad`.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
+from datasets import Dataset, load_dataset
 from transformers import TrainingArguments, default_data_collator, set_seed
 
-from albert_hf.cli import run_command
+from albert_hf.arguments import ModelArguments, SquadArguments
+from albert_hf.data.caching import map_fingerprint
+from albert_hf.data.squad_windows import (
+    check_squad_examples,
+    count_unanswerable,
+    load_squad_examples,
+    prepare_eval_features,
+    prepare_train_features,
+    truncate_questions,
+)
+from albert_hf.data.word_segmentation import log_edges_inside_pieces, unspaced_language
+from albert_hf.error_boundary import run_command
 from albert_hf.errors import UserError
-from albert_hf.modeling import AlbertForQuestionAnswering
-from albert_hf.tasks.common import ModelArguments, build_model, load_tokenizer, start_job
-from albert_hf.tasks.finetuning import (
+from albert_hf.finetuning import (
     checked_config,
     hub_dataset_name,
     limit_samples,
@@ -34,16 +45,101 @@ from albert_hf.tasks.finetuning import (
     train_and_evaluate,
     training_fingerprint,
 )
-from albert_hf.tasks.seeds import run_seeds, seed_runs_asked
-from albert_hf.tasks.squad import (
-    SquadArguments,
-    SquadTrainer,
-    encode_squad_windows,
-    load_squad_split,
-    prepare_squad_examples,
-    squad_card_info,
-)
+from albert_hf.hub import CardInfo
+from albert_hf.job_setup import build_model, load_tokenizer, start_job
+from albert_hf.modeling import AlbertForQuestionAnswering
+from albert_hf.seed_runs import run_seeds, seed_runs_asked
 from albert_hf.training.callbacks import attach_reliability
+from albert_hf.training.squad_trainer import SquadTrainer
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------------------------------
+# The task's data: questions, their windows, the model card's dataset
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def load_squad_split(squad_args: SquadArguments, split: str) -> Dataset:
+    """The training ("train") or evaluation (any other split name) questions, from the given file or from the Hub."""
+    file_flag, hub_split = ("train_file", "train") if split == "train" else ("validation_file", "validation")
+    path = getattr(squad_args, file_flag)
+    if path:
+        return load_squad_examples(path)
+    if not squad_args.dataset_name:
+        raise UserError(f"No {split} data: pass --{file_flag} or --dataset_name.")
+    examples = load_dataset(squad_args.dataset_name, split=hub_split)
+    return check_squad_examples(examples, f"{squad_args.dataset_name}[{hub_split}]")
+
+
+def prepare_squad_examples(split: str, examples: Dataset, squad_args: SquadArguments, tokenizer) -> Dataset:
+    """One split's questions, checked and cut: unanswerable questions are refused outside v2.0, and questions longer
+    than --max_query_length tokens are cut (and counted in a warning)."""
+    unanswerable = count_unanswerable(examples)
+    if unanswerable and not squad_args.version_2_with_negative:
+        raise UserError(
+            f"The {split} data has {unanswerable} unanswerable questions (no answer): that is SQuAD v2.0, pass "
+            "--version_2_with_negative (or --preset squad2.0)."
+        )
+    examples, cut = truncate_questions(examples, tokenizer, squad_args.max_query_length)
+    if cut:
+        logger.warning(
+            "%s: %d of %d questions were longer than %d tokens and were cut.",
+            split,
+            cut,
+            len(examples),
+            squad_args.max_query_length,
+        )
+    logger.info("%s: %d questions (%d unanswerable).", split, len(examples), unanswerable)
+    log_answer_edges(split, examples, tokenizer)
+    return examples
+
+
+def log_answer_edges(split: str, examples: Dataset, tokenizer) -> tuple[int, int] | None:
+    """For contexts written without spaces (Japanese, Chinese): logs once the share of the answers' edges that fall
+    inside a piece, answers no span of pieces can reproduce (`log_edges_inside_pieces`: with what to do about it
+    when the vocabulary's pieces run across words). Returns (inside, total), or None for spaced text."""
+    contexts = list(examples["context"])
+    if not unspaced_language(contexts[:200]):
+        return None
+    edges: dict[str, list[int]] = {}
+    for context, answers in zip(contexts, examples["answers"]):
+        for text, start in zip(answers["text"], answers["answer_start"]):
+            edges.setdefault(context, []).extend((start, start + len(text)))
+    return log_edges_inside_pieces(tokenizer, split, ("answer", "answers"), list(edges), list(edges.values()))
+
+
+def encode_squad_windows(
+    split: str, examples: Dataset, squad_args: SquadArguments, tokenizer, training_args: TrainingArguments
+) -> Dataset:
+    """The windows of one split's questions, padded to --max_seq_length: labelled with the answer span for "train",
+    with example ids and context offsets for evaluation (any other split). The main process encodes first; the
+    others read its cache."""
+    prepare = prepare_train_features if split == "train" else prepare_eval_features
+    settings = {"max_seq_length": squad_args.max_seq_length, "doc_stride": squad_args.doc_stride}
+    with training_args.main_process_first(desc=f"{split} windows"):
+        return examples.map(
+            prepare,
+            batched=True,
+            remove_columns=examples.column_names,
+            fn_kwargs={"tokenizer": tokenizer, **settings},
+            new_fingerprint=map_fingerprint(examples, prepare, tokenizer, **settings),
+            desc=f"Cutting {split} contexts into windows",
+        )
+
+
+def squad_card_info(model_args: ModelArguments, squad_args: SquadArguments) -> CardInfo:
+    """The model card's base model and dataset (SQuAD v2.0 with --version_2_with_negative, else v1.1)."""
+    v2 = squad_args.version_2_with_negative
+    return CardInfo(
+        base_model=model_args.model_name_or_path,
+        dataset_id="rajpurkar/squad_v2" if v2 else "rajpurkar/squad",
+        dataset_name="SQuAD v2.0" if v2 else "SQuAD v1.1",
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The job
+# --------------------------------------------------------------------------------------------------------------------
 
 ARGUMENTS = (ModelArguments, SquadArguments, TrainingArguments)
 

@@ -6,10 +6,8 @@
     result = resume_training(trainer, args.resume_from_checkpoint)  # "latest": the newest complete checkpoint
     save_final_model(trainer)  # atomic; push with trainer.push_to_hub() once evaluated
 
-[`attach_reliability`] adds, in this order:
+[`attach_reliability`] adds what every run needs, in this order:
 
-  * [`ResumableStream`] (training/stream_resume.py): the position of a positionable training stream saved in each
-    checkpoint, and a resumed stream started after the batches trained on, in the right pass (exact resume).
   * [`CompleteCheckpoints`]: **a checkpoint counts once it is marked.** Trainer writes `checkpoint-N` in place, file
     by file, so a process killed mid-save leaves a folder that `get_last_checkpoint` takes as the latest. Trainer
     calls `on_save` on every process after the whole checkpoint is written; the callback then waits for every process
@@ -24,11 +22,21 @@
     rewrite must not leave an old marker beside new, partly written files.
   * [`UploadCompleteCheckpoints`]: `--push_to_hub` uploads of marked checkpoints only; a failed upload never stops
     training.
-  * `StopOnNonFiniteLoss`, or with a `DivergenceGuardConfig` the divergence guard (training/divergence.py), and
-    `RefuseNonFiniteCheckpoints`: a NaN/inf loss stops the run (or is rolled back) before its optimizer step, and no
-    checkpoint ever holds NaN/inf weights.
+  * `StopOnNonFiniteLoss` and `RefuseNonFiniteCheckpoints` (training/non_finite.py): a NaN/inf loss stops the run
+    before its optimizer step, and no checkpoint ever holds NaN/inf weights.
   * `CheckpointOnSignal` (training/preemption.py): SIGTERM/SIGUSR1 write a complete checkpoint of the step under way
     and stop the job, non-zero.
+
+and the pieces a job passes in (`callbacks=[...]`), each imported by the job that attaches it, each placed where it
+belongs by its own `attach_to(trainer)`:
+
+  * `ResumableStream(trainer)` (training/stream_resume.py): the position of a positionable training stream saved in
+    each checkpoint, and a resumed stream started after the batches trained on, in the right pass (exact resume);
+  * `RollbackDivergedSteps(trainer, DivergenceGuardConfig(...))` (training/divergence.py): a non-finite loss or a
+    loss spike rolled back to the last good state instead of stopping the run.
+
+The pretraining jobs attach both (`albert_hf.pretraining.trainer.pretraining_callbacks`); the fine-tuning jobs need
+neither, and their scripts import neither.
 
 It also takes the lease on `--output_dir` (training/run_folder.py: one writer per folder, renewed while the process
 runs), unless this process holds it already (a job's `start_job` takes it, and checks the folder, before any data or
@@ -36,10 +44,10 @@ model work); `resume_training` checks the folder then, if the job has not.
 
 [`resume_training`] is `trainer.train()` resumed from `--resume_from_checkpoint` ([`resume_checkpoint`]: "latest" or
 True is the newest marked checkpoint of `output_dir`, or a fresh start when there is none, so one command starts a job
-and restarts it; the checkpoint must fit the model and the run's fingerprint), with a positionable stream started at
-its position, a finished run relaunched left untrained, and `StoppedBySignal` raised after a SIGTERM's checkpoint.
-[`save_final_model`] writes the final model atomically and never uploads it: the job pushes once, after evaluating,
-so that the card on the Hub holds the results.
+and restarts it; the checkpoint must fit the model and the run's fingerprint), inside the `resumed(checkpoint)` context
+of every attached piece that has one (the stream starts at its position), a finished run relaunched left untrained,
+and `StoppedBySignal` raised after a SIGTERM's checkpoint. [`save_final_model`] writes the final model atomically and
+never uploads it: the job pushes once, after evaluating, so that the card on the Hub holds the results.
 
 Limits: checkpoints written without `on_save` (transformers' `--enable_jit_checkpoint`) are not marked; call
 [`mark_checkpoint`] after such a save. Under a hyperparameter search (`run-<trial>` folders) nothing is marked.
@@ -53,6 +61,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +73,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy, Train
 from ..formats import save_format_line
 from ..modeling import AlbertPreTrainedModel
 from ..output_files import claim_files, folder_state, naming_the_destination
-from .divergence import (
-    DivergenceGuardConfig,
-    RefuseNonFiniteCheckpoints,
-    RollbackDivergedSteps,
-    StopOnNonFiniteLoss,
-    guard_divergence,
-)
+from .non_finite import RefuseNonFiniteCheckpoints, StopOnNonFiniteLoss
 from .preemption import CheckpointOnSignal
 from .reliability import (
     FINGERPRINT_NAME,
@@ -92,7 +95,6 @@ from .reliability import (
     rotate_checkpoints,
 )
 from .run_folder import guard_output_folder, hold_output_folder
-from .stream_resume import ResumableStream
 from .transformers_internals import (
     load_checkpoint_weights,
     push_checkpoint,
@@ -366,15 +368,11 @@ class UploadCompleteCheckpoints(TrainerCallback):
 # The plugin: attach, resume, save
 # --------------------------------------------------------------------------------------------------------------------
 
-# `attach_reliability`'s default divergence guard: the one `trainer.args` describes (`PretrainingArguments`' options),
-# or none.
-FROM_ARGUMENTS = "from the training arguments"
-
 
 def attach_reliability(
     trainer,
     fingerprint_extra: dict[str, Any] | None = None,
-    divergence_guard: DivergenceGuardConfig | None | str = FROM_ARGUMENTS,
+    callbacks: Sequence[TrainerCallback] = (),
     lease: bool = True,
 ):
     """Attach the reliability plugin to `trainer` (any `transformers.Trainer`): the callbacks of the module docstring
@@ -382,32 +380,31 @@ def attach_reliability(
 
     `fingerprint_extra`: the job's own options a resume must keep (JSON-serializable values), e.g.
     `{"tokenizer": "spiece.model", **data_files_fingerprint([train_file])}`; saved in each checkpoint's
-    `run_fingerprint.json` with the model config, optimizer and global batch. `divergence_guard`: a
-    `DivergenceGuardConfig` rolls a diverging step back instead of stopping on a NaN/inf loss; by default the guard of
-    `trainer.args.divergence_guard_config()` (`PretrainingArguments`' --divergence_guard options), else none. The
-    Hub token of `--hub_token` moves into this process's `HF_TOKEN` (`hand_hub_token_to_environment`), so that no
-    saved `training_args.bin` holds it.
+    `run_fingerprint.json` with the model config, optimizer and global batch. `callbacks`: the optional pieces this
+    job attaches too (`ResumableStream(trainer)`, `RollbackDivergedSteps(trainer, config)`), each registered by its
+    own `attach_to(trainer)`, else appended. The Hub token of `--hub_token` moves into this process's `HF_TOKEN`
+    (`hand_hub_token_to_environment`), so that no saved `training_args.bin` holds it.
     """
     hand_hub_token_to_environment(trainer.args)
     if lease:
         hold_output_folder(trainer.args)
-    if divergence_guard is FROM_ARGUMENTS:
-        from_arguments = getattr(trainer.args, "divergence_guard_config", None)
-        divergence_guard = from_arguments() if from_arguments is not None else None
     complete = CompleteCheckpoints.of(trainer)
     if complete is None:
-        # The stream's position is written into a checkpoint before it is marked, the marking before the upload.
-        trainer.add_callback(ResumableStream(trainer))
         complete = CompleteCheckpoints()
         trainer.add_callback(complete)
+        # The marking before the upload.
         trainer.add_callback(UploadCompleteCheckpoints(trainer))
         trainer.add_callback(StopOnNonFiniteLoss(trainer))
         trainer.add_callback(CheckpointOnSignal())
         # Last: it sees every other callback's decision to save a step (a signal's, a rollback's).
         trainer.add_callback(RefuseNonFiniteCheckpoints(trainer))
     complete.fingerprint_extra = dict(fingerprint_extra or complete.fingerprint_extra)
-    if divergence_guard is not None:
-        guard_divergence(trainer, divergence_guard)
+    for piece in callbacks:
+        attach = getattr(piece, "attach_to", None)
+        if attach is not None:
+            attach(trainer)
+        else:
+            trainer.add_callback(piece)
     return trainer
 
 
@@ -420,7 +417,8 @@ def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | 
       * A run that already reached `--max_steps` in that checkpoint is not trained further: its weights and state are
         loaded (so that a following save writes the trained model) and its `TrainOutput` returned. Trainer itself
         would train one step past `max_steps` (tests/test_reliability.py shows it).
-      * A positionable training stream starts after the batches trained on ([`ResumableStream`]).
+      * Every attached piece with a `resumed(checkpoint)` context is inside it while `train()` runs: a positionable
+        training stream then starts after the batches trained on (`ResumableStream`).
       * A SIGTERM or SIGUSR1 during training writes the checkpoint of the step reached, then [`StoppedBySignal`] is
         raised, before anything final is written (a `CheckpointOnSignal` is added for the call if none is attached).
     """
@@ -436,9 +434,11 @@ def resume_training(trainer, resume_from_checkpoint: str | bool | os.PathLike | 
     if added:
         stop_on_signal = CheckpointOnSignal()
         trainer.add_callback(stop_on_signal)
-    stream = ResumableStream.of(trainer)
+    resumable = [piece.resumed for piece in trainer.callback_handler.callbacks if hasattr(piece, "resumed")]
     try:
-        with stream.resumed(checkpoint) if stream is not None else contextlib.nullcontext():
+        with contextlib.ExitStack() as contexts:
+            for resumed in resumable:
+                contexts.enter_context(resumed(checkpoint))
             result = trainer.train(resume_from_checkpoint=checkpoint, **train_kwargs)
     finally:
         stop_on_signal.restore_handlers()  # also when train() raised, which skips on_train_end
@@ -508,9 +508,3 @@ def failed_pushes(trainer) -> list[tuple[str, str]]:
     """(checkpoint folder, error) of every checkpoint upload of the plugin that failed."""
     uploads = UploadCompleteCheckpoints.of(trainer)
     return [] if uploads is None else uploads.failed
-
-
-def divergence_guard_of(trainer):
-    """The divergence guard of the current (or last) run, when one is attached, else None."""
-    callback = RollbackDivergedSteps.of(trainer)
-    return None if callback is None else callback.guard

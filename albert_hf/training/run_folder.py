@@ -2,7 +2,7 @@
 
 Trainer writes into `--output_dir` without looking at what is there: a GLUE job given the folder of a pretrained model
 replaces that model, its checkpoints land beside another run's (and `--save_total_limit` then deletes those), and two
-jobs on one folder mix their checkpoints. `open_run_folder`, called by `tasks.common.start_job` before any data or
+jobs on one folder mix their checkpoints. `open_run_folder`, called by `job_setup.start_job` before any data or
 model work, refuses such a folder with a [`UserError`] that says what to do:
 
 * The folder holds another run's files (a model: `config.json` or weights; checkpoints `checkpoint-N`): refused,
@@ -15,7 +15,7 @@ model work, refuses such a folder with a [`UserError`] that says what to do:
   none, e.g. the quickstart's): refused, since the run would start from step 0 and replace that model
   (`check_resume_target`).
 * The commands that write a folder without training go through the same guard (`open_output_folder`):
-  `train-tokenizer` and `export` (albert_hf/tasks/folder_commands.py). The files such a command writes count as
+  `train-tokenizer` and `export` (albert_hf/folder_commands.py). The files such a command writes count as
   finished work too: a tokenizer trained into a model's folder would replace the `spiece.model` its embeddings were
   trained with.
 * An empty or absent folder, or one holding only logs or files no job writes, is used as it is. transformers' old
@@ -444,7 +444,7 @@ def _identity(folder: str) -> tuple[int, int] | None:
 
 def _interrupt_main_thread() -> None:
     """Stop what the main thread is doing with a KeyboardInterrupt, which the error boundary of the command
-    (`albert_hf.cli.run_command`) reports as the lost folder (`lost_folder`). A real SIGINT where Python's own handler
+    (`albert_hf.error_boundary.run_command`) reports as the lost folder (`lost_folder`). A real SIGINT where Python's own handler
     takes it, so that a blocking call (a sleep, a read) is interrupted too; otherwise (SIGINT ignored, as in a
     background job of a script, or handled by other code) the exception is raised in the main thread directly, at
     its next Python instruction."""

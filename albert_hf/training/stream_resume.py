@@ -1,6 +1,7 @@
-"""Exact resume of a training stream: [`ResumableStream`], the callback of the reliability plugin that saves a
+"""Exact resume of a training stream: [`ResumableStream`], a piece of the reliability plugin that saves a
 positionable stream's position in each checkpoint and starts the stream of a resumed run after the batches trained on,
-in the right pass, so that Trainer skips nothing.
+in the right pass, so that Trainer skips nothing. A job that trains on such a stream attaches it with the rest of the
+plugin: `attach_reliability(trainer, callbacks=[ResumableStream(trainer)])` (the pretraining jobs do).
 
 A stream has no length, so Trainer counts `max_steps` updates per pass and resumes by skipping `global_step` x
 accumulation batches of the *first* pass: once the run has read the stream more than once, that skip runs off the end
@@ -24,6 +25,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, has_length
 
+from .callbacks import CompleteCheckpoints
 from .reliability import STREAM_POSITION_NAME, TRAINER_STATE_NAME
 from .transformers_internals import load_rng_state
 
@@ -42,7 +44,7 @@ POSITION_METHODS = (
 class ResumableStream(TrainerCallback):
     """Saves the position of a positionable training stream in each checkpoint (`stream_position.json`, written in
     `on_save` before [`CompleteCheckpoints`] marks the checkpoint, so it counts with it), and [`resumed`] starts the
-    stream of a resumed run after the batches trained on (`resume_training` asks it).
+    stream of a resumed run after the batches trained on (`resume_training` enters it around `train()`).
 
     Such a stream (e.g. `ResumableInstanceStream`) has `position_state(pass, instances consumed)`,
     `resume_from_state(state, pass, instances consumed)`, `read_again_until(pass, instances consumed)`,
@@ -55,6 +57,18 @@ class ResumableStream(TrainerCallback):
     @staticmethod
     def of(trainer) -> ResumableStream | None:
         return next((c for c in trainer.callback_handler.callbacks if isinstance(c, ResumableStream)), None)
+
+    def attach_to(self, trainer) -> ResumableStream:
+        """Register it on `trainer` (what `attach_reliability` asks of each piece it is given), before the callback
+        that marks checkpoints complete ([`CompleteCheckpoints`]): the position is part of the checkpoint it marks.
+        One already attached stays."""
+        existing = ResumableStream.of(trainer)
+        if existing is not None:
+            return existing
+        callbacks = trainer.callback_handler.callbacks
+        marking = [i for i, registered in enumerate(callbacks) if isinstance(registered, CompleteCheckpoints)]
+        callbacks.insert(marking[0] if marking else len(callbacks), self)
+        return self
 
     # ---- saving the position ----------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 albert_hf's ([`write_trainer_model_card`]), and evaluation and prediction follow the dataset's order. Where a task
 changes the loss or the evaluation, one class above it: `AlbertPretrainingTrainer(AlbertTrainer)` (MLM + SOP, LAMB;
 albert_hf/pretraining/trainer.py) and `SquadTrainer(AlbertTrainer)` (answer extraction and the official metrics;
-albert_hf/tasks/squad.py).
+albert_hf/training/squad_trainer.py).
 
 What a long run needs to survive crashes (complete checkpoints, checked and exact resumption, the loss checks, the
 SIGTERM checkpoint, the folder's lease) is no Trainer class: it is the reliability plugin of training/callbacks.py,

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
+from albert_hf.job_setup import start_job
 from albert_hf.pretraining.arguments import parse_pretraining_args
-from albert_hf.tasks.common import start_job
 
 KEYS = ("gradient_accumulation_steps", "train_micro_batch_size_per_gpu", "train_batch_size")
 

@@ -24,8 +24,9 @@ from transformers import default_data_collator
 
 from albert_hf.distributed import init_distributed
 from albert_hf.modeling import AlbertForPreTraining
-from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments
-from albert_hf.training.callbacks import attach_reliability, divergence_guard_of
+from albert_hf.pretraining.trainer import AlbertPretrainingTrainer, PretrainingArguments, pretraining_callbacks
+from albert_hf.training.callbacks import attach_reliability
+from albert_hf.training.divergence import divergence_guard_of
 
 GLOBAL_BATCH, PER_DEVICE_BATCH, STEPS = 8, 4, 6
 BAD_STEP = 4  # 1-based: the optimizer step whose loss is NaN on rank 0
@@ -83,7 +84,7 @@ def train(name: str, checkpoint: str, rows: list[dict], output: Path, flags: lis
     model = AlbertForPreTraining.from_pretrained(checkpoint)  # under ZeRO-3 inside zero.Init: partitioned
     trainer = PoisonedTrainer(model=model, args=args, train_dataset=rows, data_collator=default_data_collator)
     trainer.poison_step = poison_step
-    attach_reliability(trainer)  # the divergence guard of the arguments
+    attach_reliability(trainer, callbacks=pretraining_callbacks(trainer))  # the divergence guard of the arguments
     trainer.train()
     persistent = [getattr(parameter, "ds_persist", None) for parameter in trainer.model.parameters()]
     weights = trainer.accelerator.get_state_dict(trainer.model_wrapped)  # gathered whole on process 0

@@ -29,7 +29,7 @@ from torch.utils.data import Dataset  # noqa: E402
 from transformers import Trainer, TrainerCallback  # noqa: E402
 
 from albert_hf.training.callbacks import attach_reliability, resume_training, save_final_model  # noqa: E402
-from albert_hf.training.divergence import DivergenceGuardConfig  # noqa: E402
+from albert_hf.training.divergence import DivergenceGuardConfig, RollbackDivergedSteps  # noqa: E402
 
 BATCH = 4
 
@@ -105,7 +105,8 @@ def build(argv: list[str]) -> tuple[Trainer, str | None]:
     )
     every = options.divergence_guard_every
     guard = DivergenceGuardConfig(snapshot_steps=every) if every else None
-    attach_reliability(trainer, fingerprint_extra={"data": options.data_version}, divergence_guard=guard)
+    pieces = [RollbackDivergedSteps(trainer, guard)] if guard else []
+    attach_reliability(trainer, fingerprint_extra={"data": options.data_version}, callbacks=pieces)
     return trainer, options.resume
 
 

@@ -1,5 +1,5 @@
 """One process under DeepSpeed ZeRO-3 (gloo, CPU) builds a fresh model from its config the way the fine-tuning and
-pretraining jobs do (`albert_hf.tasks.common.build_model` without a checkpoint), and prints one JSON line: per
+pretraining jobs do (`albert_hf.job_setup.build_model` without a checkpoint), and prints one JSON line: per
 parameter, its local element count, DeepSpeed's count of the whole tensor, and the gathered tensor's mean and std.
 
 Usage: python zero3_from_config.py <output_dir> <master_port>
@@ -14,10 +14,11 @@ os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[2], RANK="0", LO
 import deepspeed  # noqa: E402
 from transformers import TrainingArguments  # noqa: E402
 
+from albert_hf.argument_parsing import build_model  # noqa: E402
+from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig  # noqa: E402
 from albert_hf.distributed import check_extension_build_locks  # noqa: E402
 from albert_hf.modeling import AlbertForSequenceClassification  # noqa: E402
-from albert_hf.tasks.common import ModelArguments, build_model  # noqa: E402
 
 # Persistence threshold 0: ZeRO-3 partitions even the tiny model's tensors (by default it keeps small ones whole).
 ZERO3 = {

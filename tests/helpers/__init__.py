@@ -11,7 +11,7 @@ only pytest's hooks and fixtures; nothing imports from it.
     distributed             `torchrun` with two processes, the parity runs' model, batches and engine arguments
     hub                     the tiny model of the Hub and conversion tests, the files a Hub repository holds
     metric_references       GLUE and NER metrics from the textbook formulas and conlleval's chunk rule
-    pretraining_reference   the instance creation on token lists, the reference of albert_hf.data.pretraining
+    pretraining_reference   the instance creation on token lists, the reference of albert_hf.data.sentence_order
     tokenization_reference  google-research's ALBERT tokenization, every text of the data by source
     tensorflow_stand_in     google-research's tokenization.py imported without TensorFlow
 """

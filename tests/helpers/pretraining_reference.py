@@ -1,5 +1,5 @@
 """The instance creation as it was written on Python token lists (one list per sentence), kept as the reference that
-the span/Arrow implementation in albert_hf.data.pretraining must reproduce draw for draw: same pairs, same labels,
+the span/Arrow implementation in albert_hf.data.sentence_order must reproduce draw for draw: same pairs, same labels,
 same truncation, for SOP and NSP. Only tests import this module."""
 
 from __future__ import annotations

@@ -49,12 +49,15 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..errors import OptionError, UserError
-from ..hub import quality_metrics
-from ..metrics import task_metric
-from ..training.model_selection import logged_metric_name, training_log
-from ..training.reliability import latest_checkpoint
-from ..training.run_folder import (
+from .argument_parsing import is_given
+from .arguments import ModelArguments
+from .errors import OptionError, UserError
+from .hub import quality_metrics
+from .job_setup import setup_logging
+from .metrics import task_metric
+from .training.model_selection import logged_metric_name, training_log
+from .training.reliability import latest_checkpoint
+from .training.run_folder import (
     LOCK_NAME,
     OutputFolderError,
     acquire_lock,
@@ -62,7 +65,6 @@ from ..training.run_folder import (
     removable_run_files,
     run_files,
 )
-from .common import ModelArguments, is_given, setup_logging
 
 logger = logging.getLogger(__name__)
 

@@ -15,24 +15,15 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from ..errors import OptionError, UserError
-from ..metrics import task_metric
-from ..training.callbacks import resume_training, save_final_model
-from ..training.model_selection import kept_checkpoint
-from ..training.reliability import data_files_fingerprint
-from ..training.sanity import check_sequence_length, check_tokenizer_fits_vocabulary
-from .arguments import TRAINER_DEFAULTS, FineTuningArguments
-from .common import (
-    TASK_MODEL_ATTRIBUTE,
-    ModelArguments,
-    build_config,
-    check_model_arguments,
-    config_source,
-    is_given,
-    parse_args,
-    read_options_file,
-    recipe_file,
-)
+from .argument_parsing import check_model_arguments, is_given, parse_args, read_options_file, recipe_file
+from .arguments import TRAINER_DEFAULTS, FineTuningArguments, ModelArguments
+from .errors import OptionError, UserError
+from .job_setup import TASK_MODEL_ATTRIBUTE, build_config, config_source
+from .metrics import task_metric
+from .tokenizer_fit import check_sequence_length, check_tokenizer_fits_vocabulary
+from .training.callbacks import resume_training, save_final_model
+from .training.model_selection import kept_checkpoint
+from .training.reliability import data_files_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -244,14 +235,14 @@ def start_from_task_model(model_args: ModelArguments, data_args: FineTuningArgum
 
 def check_task_model(path: str) -> None:
     """Raise a `UserError` naming --init_from_task_model when `path` holds no ALBERT model to take an encoder from."""
-    from ..training.checkpoints import check_pretrained_source
+    from .training.checkpoints import check_pretrained_source
 
     option = "--init_from_task_model"
     expanded = os.path.expanduser(path)
     if os.path.isfile(expanded):
         raise UserError(f"{option} {path}: a file, not a model folder; pass the output_dir of a fine-tuning run.")
     summary = os.path.join(expanded, "seeds_summary.json")
-    if os.path.isfile(summary):  # a set of seeds (`albert_hf.tasks.seeds`): one model per seed, none at its top
+    if os.path.isfile(summary):  # a set of seeds (`albert_hf.seed_runs`): one model per seed, none at its top
         with open(summary, encoding="utf-8") as handle:
             median = json.load(handle).get("median_folder", "seed-<N>")
         raise UserError(

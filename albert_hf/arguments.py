@@ -3,7 +3,7 @@
 
 They live apart from the jobs, in a module that imports neither torch nor transformers (nor `datasets`), so that
 `albert-hf <job> --help` lists them at once (`albert_hf.job_help`); the jobs parse them with transformers'
-`HfArgumentParser`, together with `TrainingArguments` (`albert_hf.tasks.common.parse_args`).
+`HfArgumentParser`, together with `TrainingArguments` (`albert_hf.argument_parsing.parse_args`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..data.choices import ALIGN_AUTO, ALIGNMENTS, CLASSIFICATION, REGRESSION
-from ..data.glue_tasks import GLUE_TASKS
-from ..errors import OptionError, UserError
-from ..options import COUNT, RANGE, Range, check_arguments
+from .errors import OptionError, UserError
+from .options import COUNT, RANGE, Range, check_arguments
+
+# The values of the data options that choose, declared here where `albert-hf <job> --help` reads them without loading
+# `datasets`: the modules that act on them hold the same (tests/test_job_arguments.py holds them equal).
+GLUE_TASK_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")  # `data.glue_files.GLUE_TASKS`
+LABEL_KINDS = ("classification", "regression")  # `data.labels.CLASSIFICATION`, `REGRESSION`
+ALIGNMENTS = ("auto", "running_text", "words")  # `data.ner.ALIGNMENTS`
 
 # The defaults of `TrainingArguments` the fine-tuning jobs change. No `logging_nan_inf_filter`: a non-finite loss stops
 # the run before its optimizer step (the reliability plugin's `StopOnNonFiniteLoss`), so Trainer's filter, which
@@ -197,7 +201,7 @@ class EarlyExitArguments:
 class GlueArguments(EarlyExitArguments):
     option_group: ClassVar[str] = "GLUE"
 
-    task_name: str = field(metadata={"help": f"GLUE task: {', '.join(name for name in GLUE_TASKS if name != 'ax')}."})
+    task_name: str = field(metadata={"help": f"GLUE task: {', '.join(GLUE_TASK_NAMES)}."})
     dataset_name: str = field(
         default="nyu-mll/glue", metadata={"help": "Hub dataset used when neither --data_dir nor files are given."}
     )
@@ -242,8 +246,8 @@ class ClassifyArguments(EarlyExitArguments):
     )
 
     def __post_init__(self):
-        if self.label_kind not in (None, CLASSIFICATION, REGRESSION):
-            raise UserError(f"--label_kind must be {CLASSIFICATION} or {REGRESSION}, got {self.label_kind!r}.")
+        if self.label_kind not in (None, *LABEL_KINDS):
+            raise UserError(f"--label_kind must be {' or '.join(LABEL_KINDS)}, got {self.label_kind!r}.")
 
 
 @dataclass
@@ -279,7 +283,7 @@ class NerArguments:
         default=None, metadata={"help": "With tables whose tags are ids: the tag names in id order, comma-separated."}
     )
     alignment: str = field(
-        default=ALIGN_AUTO,
+        default=ALIGNMENTS[0],
         metadata={
             "help": "How words become the model's input: 'running_text' joins them as a language without spaces "
             "writes them (Japanese, Chinese) and tokenizes the text once, 'words' encodes each word as if a space "

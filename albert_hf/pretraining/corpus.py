@@ -16,9 +16,10 @@ from pathlib import Path
 import torch
 from datasets import Dataset, IterableDataset
 
+from ..argument_parsing import is_given
 from ..data.embedded_corpus import embedded_documents
 from ..data.instance_stream import ResumableInstanceStream
-from ..data.pretraining import (
+from ..data.sentence_order import (
     DocumentRows,
     count_long_sentences,
     count_single_sentence_documents,
@@ -26,13 +27,12 @@ from ..data.pretraining import (
     documents_from_rows,
     load_text_documents,
     read_documents,
-    resolve_sentence_splitter,
     tokenize_documents,
 )
+from ..data.sentences import resolve_sentence_splitter
 from ..data.sources import data_format, expand_data_files, is_saved_dataset, load_rows, source_name
 from ..data.word_segmentation import WordSegmenter, describe_word_segmenter, resolve_word_segmenter
 from ..errors import UserError
-from ..tasks.common import is_given
 from .arguments import PretrainingDataArguments, QuickstartArguments
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""GLUE data: the original tsv layout (`glue_data/<TASK>/`), csv/json with named columns, or the Hub's `nyu-mll/glue`.
+"""GLUE's files: the tasks (where each keeps its texts and labels), the original tsv layout (`glue_data/<TASK>/`),
+csv/json with named columns, or the Hub's `nyu-mll/glue`, and the leaderboard's prediction files.
 
 Whatever the source, every split becomes a `datasets.Dataset` with the same columns:
 
@@ -18,19 +19,83 @@ import logging
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from datasets import Dataset, DatasetDict
 
 from ..errors import DataError, MissingFileError, UserError
 from ..output_files import write_file
-from .caching import map_fingerprint
-from .glue_tasks import GLUE_TASKS, GlueTask
 from .text_checks import RowPlaces, check_text, text_problem
 from .textfiles import read_utf8
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    """Where a GLUE task keeps its texts and labels, in the tsv files and on the Hub."""
+
+    name: str
+    folder: str  # folder name in glue_data/, also the stem of the leaderboard's prediction file
+    tsv_text_columns: tuple[str, ...]  # header names of the text columns in the tsv files
+    tsv_label_column: str | None  # header name of the gold label in train/dev tsv files
+    hub_text_columns: tuple[str, ...]  # column names on the Hub and in csv/json files
+    label_names: tuple[str, ...] | None  # labels as written in the tsv files, by class id; None for regression
+    eval_splits: tuple[str, ...] = ("validation",)
+    test_splits: tuple[str, ...] = ("test",)
+    tsv_index_column: str = "index"  # header name of the row index in test tsv files
+    headerless_train_dev: bool = False  # CoLA's train/dev files have no header: source, label, orig. label, sentence
+    score_range: tuple[float, float] | None = None  # regression only: the scale of the gold scores (STS-B: 0 to 5)
+
+    @property
+    def is_regression(self) -> bool:
+        return self.label_names is None
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.label_names is None else len(self.label_names)
+
+
+_BINARY = ("0", "1")
+_ENTAILMENT = ("entailment", "not_entailment")
+# The Hub's class order for MNLI (its integer labels index this tuple), so tsv and Hub labels share ids.
+_MNLI = ("entailment", "neutral", "contradiction")
+_PAIR = ("sentence1", "sentence2")
+
+GLUE_TASKS: dict[str, GlueTask] = {
+    task.name: task
+    for task in (
+        GlueTask("cola", "CoLA", ("sentence",), None, ("sentence",), _BINARY, headerless_train_dev=True),
+        GlueTask("sst2", "SST-2", ("sentence",), "label", ("sentence",), _BINARY),
+        GlueTask("mrpc", "MRPC", ("#1 String", "#2 String"), "Quality", _PAIR, _BINARY),
+        GlueTask("stsb", "STS-B", _PAIR, "score", _PAIR, None, score_range=(0.0, 5.0)),
+        GlueTask(
+            "qqp",
+            "QQP",
+            ("question1", "question2"),
+            "is_duplicate",
+            ("question1", "question2"),
+            _BINARY,
+            tsv_index_column="id",
+        ),
+        GlueTask(
+            "mnli",
+            "MNLI",
+            _PAIR,
+            "gold_label",
+            ("premise", "hypothesis"),
+            _MNLI,
+            eval_splits=("validation_matched", "validation_mismatched"),
+            test_splits=("test_matched", "test_mismatched"),
+        ),
+        GlueTask("qnli", "QNLI", ("question", "sentence"), "label", ("question", "sentence"), _ENTAILMENT),
+        GlueTask("rte", "RTE", _PAIR, "label", _PAIR, _ENTAILMENT),
+        GlueTask("wnli", "WNLI", _PAIR, "label", _PAIR, _BINARY),
+        # The diagnostic set: unlabelled pairs, predicted with the MNLI model and its labels.
+        GlueTask("ax", "AX", _PAIR, None, ("premise", "hypothesis"), _MNLI, eval_splits=(), test_splits=("ax",)),
+    )
+}
 
 
 # Split name -> file stem in glue_data/<TASK>/ ("dev" where the Hub says "validation").
@@ -272,50 +337,7 @@ def _label_id(task: GlueTask, label: int | float | str | None, place: str) -> in
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# tokenization and leaderboard files
-
-
-def tokenize_glue(
-    dataset: Dataset, tokenizer, max_seq_length: int, pad_to_max_length: bool = False
-) -> tuple[Dataset, int]:
-    """Tokenize `[CLS] sentence1 [SEP] (sentence2 [SEP])`; returns the dataset and how many inputs were truncated.
-
-    By default inputs are not padded here: the collator pads each batch to its longest input (dynamic padding).
-    """
-    text_columns = [name for name in ("sentence1", "sentence2") if name in dataset.column_names]
-
-    def encode(batch: dict[str, list]) -> dict[str, list]:
-        texts = [batch[name] for name in text_columns]
-        encoded = tokenizer(
-            *texts,
-            truncation=True,
-            max_length=max_seq_length,
-            padding="max_length" if pad_to_max_length else False,
-            return_token_type_ids=True,
-        )
-        encoded["truncated"] = find_truncated(tokenizer, texts, encoded["attention_mask"], max_seq_length)
-        return encoded
-
-    fingerprint = map_fingerprint(dataset, encode, tokenizer, max_seq_length=max_seq_length, pad=pad_to_max_length)
-    encoded = dataset.map(encode, batched=True, remove_columns=text_columns, new_fingerprint=fingerprint)
-    num_truncated = int(np.sum(encoded["truncated"])) if len(encoded) else 0
-    return encoded.remove_columns("truncated"), num_truncated
-
-
-def find_truncated(
-    tokenizer, texts: list[list[str]], attention_masks: list[list[int]], max_seq_length: int
-) -> list[bool]:
-    """Which inputs lost tokens to max_seq_length, so truncation is counted, never hidden.
-
-    Only inputs that fill max_seq_length can have been cut; just those are tokenized again without truncation.
-    """
-    truncated = [False] * len(attention_masks)
-    full = [i for i, mask in enumerate(attention_masks) if sum(mask) >= max_seq_length]
-    if full:
-        lengths = [len(ids) for ids in tokenizer(*[[column[i] for i in full] for column in texts])["input_ids"]]
-        for i, length in zip(full, lengths):
-            truncated[i] = length > max_seq_length
-    return truncated
+# leaderboard files
 
 
 def submission_filename(task: GlueTask, split: str) -> str:
