@@ -18,10 +18,17 @@ from .arguments import ModelArguments
 from .configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
 from .errors import OptionError, UserError
 from .options import (
+    COMMAND_LINE,
     CONFIG_OPTION,
+    DEFAULT,
+    DERIVED,
     NOT_TYPED,
+    SOURCES_ATTRIBUTE,
+    OptionValues,
+    check_combinations,
     check_ranges,
     closest,
+    declared_splits,
     job_parser,
     own_fields,
     unknown_options,
@@ -247,23 +254,47 @@ def parse_args(
     recipe_values = {name: value for name, value in recipe_values.items() if name in names}
     values = {**defaults, **recipe_values, **from_file, **typed}
     kept = _kept_values(values, recipe_values, given, source)
+    # The layer of each value, for the messages of the checks between options.
+    layers = ((recipe_values, f"from {source}"), (from_file, f"from {CONFIG_OPTION} {config}"), (typed, COMMAND_LINE))
+    sources = dict.fromkeys(names, DEFAULT)
+    for layer, name in layers:
+        sources.update(dict.fromkeys(layer, name))
     # --config_overrides of each layer merged key by key, each over the one before it.
-    layers = (recipe_values, from_file, typed)
-    overrides = [layer["config_overrides"] for layer in layers if layer.get("config_overrides") is not None]
+    overrides = [
+        (layer["config_overrides"], name) for layer, name in layers if layer.get("config_overrides") is not None
+    ]
     if overrides:
-        values["config_overrides"] = functools.reduce(lambda base, top: merge_config_overrides(base, top)[0], overrides)
+        values["config_overrides"] = functools.reduce(merge_config_overrides_text, [text for text, _ in overrides])
+        sources["config_overrides"] = " and ".join(name for _, name in overrides)
+    before = dict(values)
     if trainer_type is not None:
         derive_training_values(values, given, set(recipe_values), kept)
     if derive is not None:
         derive(values, given, kept)
+    sources.update({name: DERIVED for name in names if values.get(name) != before.get(name)})
     check_ranges((dataclass_type, values) for dataclass_type in dataclass_types)
+    # The combinations every job refuses, and the data splits it declares (`albert_hf.options`), before any work.
+    check_combinations(OptionValues(values, sources), declared_splits(dataclass_types))
     parsed = tuple(_build(dataclass_type, values) for dataclass_type in dataclass_types)
     for arguments in parsed:
         setattr(arguments, GIVEN_FIELDS_ATTRIBUTE, given)
         setattr(arguments, KEPT_VALUES_ATTRIBUTE, kept)
-        if isinstance(arguments, ModelArguments):
-            check_model_arguments(arguments)
+        setattr(arguments, SOURCES_ATTRIBUTE, sources)
+    model_args = next((arguments for arguments in parsed if isinstance(arguments, ModelArguments)), None)
+    if model_args is not None:
+        config_fields = {
+            name: value
+            for arguments in parsed
+            if hasattr(arguments, "config_fields")
+            for name, value in arguments.config_fields().items()
+        }
+        check_model_arguments(model_args, values.get("max_seq_length"), config_fields)
     return parsed
+
+
+def merge_config_overrides_text(base: str | None, top: str | None) -> str:
+    """`base` with the keys of `top` on top, as one --config_overrides value (`merge_config_overrides`)."""
+    return merge_config_overrides(base, top)[0]
 
 
 def _options_file(path: str, dataclass_types: tuple, option: str) -> dict[str, Any]:
@@ -353,10 +384,15 @@ def _build(dataclass_type: type, values: dict[str, Any]):
         raise OptionError(f"{error}") from error
 
 
-def check_model_arguments(model_args: ModelArguments) -> None:
+def check_model_arguments(
+    model_args: ModelArguments, max_seq_length: int | None = None, config_fields: dict[str, Any] | None = None
+) -> None:
     """Refuse model options the job could not use, before any work: --config_overrides keys and values (read as
-    AlbertConfig's fields), an unknown --config_preset, a config they would build that AlbertConfig refuses, and a
-    --config_preset given with --model_name_or_path (whose own config the job uses)."""
+    AlbertConfig's fields), an unknown --config_preset, a --config_preset given with --model_name_or_path (whose own
+    config the job uses); then the config they make, as soon as it is known (the preset with the overrides, or a
+    local checkpoint's config.json with them), with the job's own `config_fields` (its options that set config fields:
+    adaptive depth): a shape AlbertConfig refuses (hidden size not divisible by the heads, groups against layers,
+    sizes), and a `max_seq_length` beyond its position embeddings. A Hub id's config is read when the model is."""
     overrides = parse_config_overrides(model_args.config_overrides)
     if model_args.model_name_or_path:
         if is_given(model_args, "config_preset"):
@@ -365,17 +401,62 @@ def check_model_arguments(model_args: ModelArguments) -> None:
                 f"{model_args.model_name_or_path}: the job uses the checkpoint's config. Leave one of them out."
             )
         check_checkpoint_shapes(model_args.model_name_or_path, overrides)
-        return
+    else:
+        try:
+            AlbertConfig.preset(model_args.config_preset)
+        except ValueError as error:
+            guess = closest(model_args.config_preset, _preset_names())
+            hint = f"did you mean {guess!r}? " if guess else ""
+            raise OptionError(f"--config_preset {model_args.config_preset!r}: {hint}{error}") from error
+    config = known_config(
+        model_args, overrides, _options_named(model_args, {"config_overrides": model_args.config_overrides})
+    )
+    if config is not None and config_fields:
+        config = known_config(model_args, {**overrides, **config_fields}, _options_named(model_args, config_fields))
+    if config is not None and max_seq_length is not None:
+        from .tokenizer_fit import check_sequence_length
+
+        check_sequence_length(max_seq_length, config, config_source(model_args))
+
+
+def _options_named(arguments, values: dict[str, Any]) -> str:
+    """The options of `values` (name -> value) that are set, each with the layer `parse_args` recorded on
+    `arguments` ("--config_overrides 'a=1' (on the command line)"); "" when none is."""
+    options = OptionValues(values, getattr(arguments, SOURCES_ATTRIBUTE, {}))
+    return ", ".join(options.named(name) for name in values if options.is_set(name))
+
+
+def known_config(model_args: ModelArguments, fields: dict[str, Any], named: str) -> AlbertConfig | None:
+    """The config the job's model will have, when it can be known before any work: the preset with `fields`, or the
+    config.json of a local --model_name_or_path with them; None for a Hub id, or a file the model's loader will name
+    as unreadable. A config AlbertConfig refuses (its shape against itself) is an `OptionError` naming `named` (the
+    options that set `fields`, with their layers) on the preset and its overrides, or on the checkpoint's
+    config.json."""
+    source = model_args.model_name_or_path
+    if not source:
+        try:
+            return AlbertConfig.preset(model_args.config_preset, **fields)
+        except ValueError as error:
+            overrides = model_args.config_overrides
+            on = f"--config_preset {model_args.config_preset}"
+            if overrides and not named.startswith("--config_overrides"):
+                on += f" with --config_overrides {overrides!r}"
+            raise OptionError(f"{named} on {on}: {error}" if named else f"{on}: {error}") from error
+    folder = os.path.expanduser(source)
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        return None
     try:
-        AlbertConfig.preset(model_args.config_preset)
+        config, unused = AlbertConfig.from_pretrained(folder, return_unused_kwargs=True, **fields)
     except ValueError as error:
-        guess = closest(model_args.config_preset, _preset_names())
-        hint = f"did you mean {guess!r}? " if guess else ""
-        raise OptionError(f"--config_preset {model_args.config_preset!r}: {hint}{error}") from error
-    try:
-        AlbertConfig.preset(model_args.config_preset, **overrides)
-    except ValueError as error:
-        raise OptionError(f"--config_overrides {model_args.config_overrides!r}: {error}") from error
+        if not str(error).startswith("AlbertConfig."):
+            return None  # not the config's own check: the model's loader names what is wrong with the file
+        on = f"the config of --model_name_or_path {source} ({os.path.join(source, 'config.json')})"
+        raise OptionError(f"{named} on {on}: {error}" if named else f"{on}: {error}") from error
+    except OSError:
+        return None
+    for name, value in unused.items():
+        setattr(config, name, value)
+    return config
 
 
 def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) -> None:
@@ -399,6 +480,14 @@ def check_checkpoint_shapes(model_name_or_path: str, overrides: dict[str, Any]) 
             f"--config_overrides {', '.join(clashes)}: the weights of --model_name_or_path {model_name_or_path} "
             "have the checkpoint's shapes; leave these fields out of --config_overrides."
         )
+
+
+def config_source(model_args: ModelArguments) -> str:
+    """Where a job's config comes from, as messages name it: the checkpoint, or the preset (and its overrides)."""
+    if model_args.model_name_or_path:
+        return f"the config of {model_args.model_name_or_path}"
+    overrides = f" with --config_overrides {model_args.config_overrides!r}" if model_args.config_overrides else ""
+    return f"the {model_args.config_preset} config{overrides}"
 
 
 def _preset_names() -> list[str]:

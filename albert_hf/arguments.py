@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .errors import OptionError, UserError
-from .options import COUNT, RANGE, Range, check_arguments
+from .options import COUNT, RANGE, DataSplits, Range, check_arguments
 
 # The values of the data options that choose, declared here where `albert-hf <job> --help` reads them without loading
 # `datasets`: the modules that act on them hold the same (tests/test_job_arguments.py holds them equal).
 GLUE_TASK_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")  # `data.glue_files.GLUE_TASKS`
 LABEL_KINDS = ("classification", "regression")  # `data.labels.CLASSIFICATION`, `REGRESSION`
 ALIGNMENTS = ("auto", "running_text", "words")  # `data.ner.ALIGNMENTS`
+# Each split's file option (`FineTuningArguments`).
+SPLIT_FILES = {"train": "train_file", "validation": "validation_file", "test": "test_file"}
 
 # The defaults of `TrainingArguments` the fine-tuning jobs change. No `logging_nan_inf_filter`: a non-finite loss stops
 # the run before its optimizer step (the reliability plugin's `StopOnNonFiniteLoss`), so Trainer's filter, which
@@ -196,10 +198,22 @@ class EarlyExitArguments:
         names = ("early_exit", "early_exit_shared_classifier", "early_exit_patience", "num_layers_at_inference")
         return {name: getattr(self, name) for name in names if getattr(self, name) not in (None, False)}
 
+    def config_fields(self) -> dict:
+        """The AlbertConfig fields these options set: checked with the model's config before any work
+        (`albert_hf.argument_parsing.check_model_arguments`)."""
+        return self.early_exit_config()
+
 
 @dataclass
 class GlueArguments(EarlyExitArguments):
     option_group: ClassVar[str] = "GLUE"
+    # Each split from its file or the GLUE folder of --data_dir (which is read instead of the files); the Hub's GLUE
+    # when neither is given (`load_glue_splits` of albert_hf/scripts/glue.py).
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={split: (option, "data_dir") for split, option in SPLIT_FILES.items()},
+        fallback=("dataset_name",),
+        exclusive=tuple(("data_dir", option) for option in SPLIT_FILES.values()),
+    )
 
     task_name: str = field(metadata={"help": f"GLUE task: {', '.join(GLUE_TASK_NAMES)}."})
     dataset_name: str = field(
@@ -220,6 +234,11 @@ class ClassifyArguments(EarlyExitArguments):
     """Where the table's texts and labels are."""
 
     option_group: ClassVar[str] = "table"
+    # Each split from its file, or every split from --dataset_name when no file is given (files and a dataset are
+    # refused together by the job).
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={split: (option,) for split, option in SPLIT_FILES.items()}, fallback=("dataset_name",)
+    )
 
     dataset_name: str | None = field(
         default=None,
@@ -253,6 +272,10 @@ class ClassifyArguments(EarlyExitArguments):
 @dataclass
 class NerArguments:
     option_group: ClassVar[str] = "NER"
+    # Each split from its file, else from --data_dir's CoNLL files, else from --dataset_name.
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={split: (option, "data_dir", "dataset_name") for split, option in SPLIT_FILES.items()}
+    )
 
     label_all_tokens: bool = field(
         default=False,
@@ -307,6 +330,10 @@ class SquadArguments(FineTuningArguments):
     window length and preset rows, and its own options."""
 
     option_group: ClassVar[str] = "SQuAD"
+    # Training and evaluation questions from their file, else from --dataset_name; no test split.
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={split: (SPLIT_FILES[split], "dataset_name") for split in ("train", "validation")}
+    )
 
     train_file: str | None = field(
         default=None, metadata={"help": "Training file: official SQuAD json, or the flattened layout (json/jsonl)."}
@@ -379,6 +406,10 @@ class SquadArguments(FineTuningArguments):
 @dataclass
 class MultipleChoiceArguments(EarlyExitArguments):
     option_group: ClassVar[str] = "multiple choice"
+    # Each split from its file, else from --dataset_name; no GLUE-like folder.
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={split: (option, "dataset_name") for split, option in SPLIT_FILES.items()}, unread=("data_dir",)
+    )
 
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub dataset (e.g. allenai/swag) used for splits without a local file."}

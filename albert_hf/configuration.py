@@ -152,6 +152,11 @@ class AlbertConfig(PretrainedConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}.")
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads}): each head gets hidden_size / num_attention_heads dimensions."
+            )
         if self.num_hidden_groups > self.num_hidden_layers:
             raise ValueError(
                 f"AlbertConfig.num_hidden_groups ({self.num_hidden_groups}) cannot exceed num_hidden_layers "

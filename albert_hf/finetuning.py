@@ -15,10 +15,10 @@ from typing import Any
 from datasets import Dataset
 from transformers import Trainer, TrainingArguments
 
-from .argument_parsing import check_model_arguments, is_given, parse_args, read_options_file, recipe_file
+from .argument_parsing import check_model_arguments, config_source, is_given, parse_args, read_options_file, recipe_file
 from .arguments import TRAINER_DEFAULTS, FineTuningArguments, ModelArguments
 from .errors import OptionError, UserError
-from .job_setup import TASK_MODEL_ATTRIBUTE, build_config, config_source
+from .job_setup import TASK_MODEL_ATTRIBUTE, build_config
 from .metrics import task_metric
 from .tokenizer_fit import check_sequence_length, check_tokenizer_fits_vocabulary
 from .training.callbacks import resume_training, save_final_model
@@ -230,7 +230,8 @@ def start_from_task_model(model_args: ModelArguments, data_args: FineTuningArgum
     check_task_model(path)
     model_args.model_name_or_path = path
     setattr(model_args, TASK_MODEL_ATTRIBUTE, path)
-    check_model_arguments(model_args)  # --config_preset and --config_overrides, against that model's config now
+    # --config_preset, --config_overrides and --max_seq_length, against that model's config now
+    check_model_arguments(model_args, data_args.max_seq_length)
 
 
 def check_task_model(path: str) -> None:

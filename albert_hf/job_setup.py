@@ -48,14 +48,6 @@ def build_config(model_args: ModelArguments, **task_fields: Any) -> AlbertConfig
     return AlbertConfig.preset(model_args.config_preset, **overrides)
 
 
-def config_source(model_args: ModelArguments) -> str:
-    """Where a job's config comes from, as messages name it: the checkpoint, or the preset (and its overrides)."""
-    if model_args.model_name_or_path:
-        return f"the config of {model_args.model_name_or_path}"
-    overrides = f" with --config_overrides {model_args.config_overrides!r}" if model_args.config_overrides else ""
-    return f"the {model_args.config_preset} config{overrides}"
-
-
 def build_model(model_class, model_args: ModelArguments, config: AlbertConfig):
     """Load the checkpoint into `model_class`, or build it from `config` with fresh weights. A fine-tuned model given
     as the start of another task (`--init_from_task_model`, which `start_from_task_model` made the job's
@@ -153,8 +145,10 @@ def start_job(
     (`albert_hf.distributed.init_distributed`: it refuses a launch where every process would silently train alone on
     all the data, and starts DeepSpeed on gloo under --use_cpu), set up logging (without an accelerator: the advice for
     a busy machine), then check the model and tokenizer sources and lock and check --output_dir
-    (`albert_hf.training.run_folder.open_run_folder`)."""
+    (`albert_hf.training.run_folder.open_run_folder`), and what can be checked of a resume before any data or model
+    work (`albert_hf.training.callbacks.check_resume_before_work`)."""
     from .distributed import accelerator_available, init_distributed
+    from .training.callbacks import check_resume_before_work
     from .training.job_logs import warn_if_busy
     from .training.run_folder import open_run_folder
 
@@ -167,6 +161,7 @@ def start_job(
     if model_args is not None:  # before the output folder is made: a run that cannot start leaves none behind
         check_hub_reachable(model_args, dataset_name)
     open_run_folder(training_args, model_args)
+    check_resume_before_work(training_args)  # the checkpoint to resume from, and the options it was trained with
 
 
 def check_hub_reachable(model_args: ModelArguments, dataset_name: str | None = None, timeout: float = 5.0) -> None:

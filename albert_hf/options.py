@@ -24,6 +24,7 @@ import dataclasses
 import difflib
 import enum
 import math
+import shlex
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -520,3 +521,342 @@ def export_parser() -> argparse.ArgumentParser:
         help="sentence-transformers: where inputs are truncated (default: the model's max_position_embeddings)",
     )
     return parser
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Checks between options: asked once the layers of a command line are merged, before any work
+# --------------------------------------------------------------------------------------------------------------------
+#
+# A job's options come from several layers (`albert_hf.argument_parsing.parse_args`): the defaults, a recipe or preset, a
+# --config file and the command line. A value that conflicts with another is named with its layer, so that a user
+# who typed one of the two and took the other from a recipe sees where each came from:
+#
+#     --warmup_steps 30 (from --recipe tiny) is more than --max_steps 6 (on the command line): ...
+#
+# [`check_combinations`] asks every rule of [`COMBINATION_RULES`] (each a function of the merged values, applying
+# where the job has the options it reads) and the data splits the job declares ([`DataSplits`]); every problem is
+# named in one `OptionError`. The rules read plain values, so a job's own later code can ask them too.
+
+# The layers a value comes from, as messages name them.
+COMMAND_LINE = "on the command line"
+DEFAULT = "the default"
+DERIVED = "derived from the other options"
+# Where `parse_args` records, on each parsed dataclass, the layer of every value (field name -> one of the above, or
+# "from --recipe tiny", "from --preset rte", "from --config run.yaml").
+SOURCES_ATTRIBUTE = "_albert_hf_option_sources"
+# Values of --resume_from_checkpoint that mean "the newest complete checkpoint of --output_dir, if any".
+RESUME_LATEST_VALUES = ("latest", "last", "true", "auto")
+
+
+@dataclass(frozen=True)
+class OptionValues:
+    """A job's option values (field name -> value, every layer merged) and the layer each came from."""
+
+    values: Mapping[str, Any]
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, *arguments: Any) -> OptionValues:
+        """The values of built argument dataclasses, with the layers `parse_args` recorded on them (else none)."""
+        values, sources = {}, {}
+        for each in arguments:
+            values.update({item.name: getattr(each, item.name) for item in dataclasses.fields(each)})
+            sources.update(getattr(each, SOURCES_ATTRIBUTE, {}))
+        return cls(values, sources)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    def is_set(self, name: str) -> bool:
+        """Whether option `name` holds a value: not absent, None, False, 0, an empty text or list."""
+        value = self.values.get(name)
+        return value is not None and value is not False and value != 0 and value != "" and value != []
+
+    def named(self, name: str) -> str:
+        """`--name value (layer)`, as a message names a value."""
+        source = self.sources.get(name)
+        if self.values.get(name) is True:  # a switch is typed without its value
+            return f"--{name}" + (f" ({source})" if source else "")
+        value = shown(self.values.get(name))
+        if not value or any(character.isspace() for character in value):
+            value = shlex.quote(value)
+        return f"--{name} {value}" + (f" ({source})" if source else "")
+
+
+def _plain_word(value: Any) -> str:
+    """An option's value as the word it is typed as (an enum by its value), lower case."""
+    return str(getattr(value, "value", value)).lower()
+
+
+def _listed(names: Iterable[str], last: str = "or") -> str:
+    """'--a', '--a or --b', '--a, --b or --c'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
+@dataclass(frozen=True)
+class DataSplits:
+    """Which options give a job each data split ("train", "validation", "test"), declared beside the options (the
+    `data_splits` of one of the job's argument dataclasses), so that a run that asks for a split it has no data for is
+    refused before any data is read, rather than after the training data was loaded and tokenized (or, for the
+    evaluation data of pretraining, by Trainer's traceback).
+
+    `given_by[split]`: the options that give the split, any one of them set (a tuple: all of them set, e.g. a dataset
+    and the name of its held-out split). `fallback`: options that give every split, read only when no option of
+    `given_by` is set (GLUE's Hub dataset, read when no file or folder is given). `exclusive`: pairs of options that
+    cannot both be given, one of them being read instead of the other. `unread`: options the job's dataclasses hold
+    but the job does not read (a shared dataclass's). `asks_steps`: the job's run is made of --do_train, --do_eval and
+    --do_predict (a fine-tuning job, which does nothing without them; pretraining always trains). A job whose
+    dataclasses declare several (the quickstart's on top of pretraining's) has their union.
+    """
+
+    given_by: Mapping[str, tuple[str | tuple[str, ...], ...]]
+    fallback: tuple[str, ...] = ()
+    exclusive: tuple[tuple[str, str], ...] = ()
+    unread: tuple[str, ...] = ()
+    asks_steps: bool = True
+
+    @staticmethod
+    def union(declared: Iterable[DataSplits]) -> DataSplits | None:
+        declared = list(declared)
+        if not declared:
+            return None
+        given_by: dict[str, tuple] = {}
+        for each in declared:
+            for split, alternatives in each.given_by.items():
+                given_by[split] = given_by.get(split, ()) + tuple(alternatives)
+        return DataSplits(
+            given_by,
+            fallback=tuple(name for each in declared for name in each.fallback),
+            exclusive=tuple(pair for each in declared for pair in each.exclusive),
+            unread=tuple(name for each in declared for name in each.unread),
+            asks_steps=all(each.asks_steps for each in declared),
+        )
+
+    def has(self, split: str, options: OptionValues) -> bool:
+        """Whether the options give `split` data."""
+
+        def holds(alternative) -> bool:
+            names = (alternative,) if isinstance(alternative, str) else alternative
+            return all(options.is_set(name) for name in names)
+
+        if any(holds(alternative) for alternative in self.given_by.get(split, ())):
+            return True
+        all_alternatives = [alternative for each in self.given_by.values() for alternative in each]
+        return any(options.is_set(name) for name in self.fallback) and not any(map(holds, all_alternatives))
+
+    def hint(self, split: str) -> str:
+        """The options that would give `split`, as a message offers them."""
+        offered = [
+            f"--{item}" if isinstance(item, str) else " with ".join(f"--{name}" for name in item)
+            for item in self.given_by.get(split, ())
+        ]
+        if self.fallback:
+            offered.append(f"no file at all, to read {_listed([f'--{name}' for name in self.fallback])}")
+        return _listed(offered)
+
+
+# Which option asks a run for each split, and what it says it does.
+def _asked_splits(options: OptionValues, splits: DataSplits) -> dict[str, list[str]]:
+    """split -> the options (named) that ask the run for it."""
+    asked: dict[str, list[str]] = {"train": [], "validation": [], "test": []}
+    if options.is_set("do_train") and splits.asks_steps:
+        asked["train"].append(options.named("do_train"))
+    if options.is_set("do_eval"):
+        asked["validation"].append(options.named("do_eval"))
+    if _plain_word(options.get("eval_strategy", "no")) != "no":
+        asked["validation"].append(f"{options.named('eval_strategy')}, which evaluates during training,")
+    if options.is_set("load_best_model_at_end"):
+        asked["validation"].append(f"{options.named('load_best_model_at_end')}, which selects by evaluation,")
+    if options.is_set("do_predict") and "test" in splits.given_by:
+        asked["test"].append(options.named("do_predict"))
+    return asked
+
+
+SPLIT_WORDS = {"train": "training data", "validation": "evaluation data", "test": "test data"}
+
+
+def data_split_problems(options: OptionValues, splits: DataSplits | None) -> list[str]:
+    """What the declared splits of a job refuse: a split asked for (--do_train, --do_eval, --eval_strategy,
+    --load_best_model_at_end, --do_predict) without data, a run asking for none, both options of an exclusive pair,
+    an option the job does not read."""
+    if splits is None:
+        return []
+    problems = []
+    asked = _asked_splits(options, splits)
+    for split, askers in asked.items():
+        if askers and not splits.has(split, options):
+            what = SPLIT_WORDS[split]
+            problems.append(f"{_listed(askers, 'and')} asks for {what}, but none is given: pass {splits.hint(split)}")
+    if splits.asks_steps and not any(asked.values()):
+        steps = ["do_train", "do_eval", *(["do_predict"] if "test" in splits.given_by else [])]
+        problems.append(f"nothing to do: pass {_listed([f'--{name}' for name in steps], 'and/or')}")
+    for first, second in splits.exclusive:
+        if options.is_set(first) and options.is_set(second):
+            problems.append(
+                f"{options.named(first)} and {options.named(second)} both give data, and the job would read one "
+                "of them only: pass one"
+            )
+    for name in splits.unread:
+        if options.is_set(name):
+            problems.append(f"{options.named(name)} is not read by this job: leave it out")
+    return problems
+
+
+def warmup_problem(options: OptionValues, steps: int | None = None, steps_named: str | None = None) -> str | None:
+    """A warm-up longer than the run: the learning rate would never reach --learning_rate (transformers' schedules
+    then end inside their warm-up, ALBERT's refuses). `steps`: the optimizer steps of the run, when known only once
+    the data is (--num_train_epochs), named by `steps_named`; else --max_steps. A warm-up of exactly the run's steps
+    is accepted (its rate reaches the peak at the last step), as the schedules accept it; below 1, --warmup_steps is a
+    share of the steps, which always fits."""
+    warmup = options.get("warmup_steps")
+    if warmup is None or warmup < 1:
+        return None
+    if steps is None:
+        steps, steps_named = options.get("max_steps"), options.named("max_steps")
+        if steps is None or steps <= 0:  # counted from --num_train_epochs once the data is known
+            return None
+    if int(warmup) <= steps:
+        return None
+    return (
+        f"{options.named('warmup_steps')} is more than {steps_named}: the run would end during its warm-up, before "
+        "the learning rate reaches --learning_rate. Pass a --warmup_steps of at most the run's steps (below 1: a "
+        "share of them), or more steps"
+    )
+
+
+def check_warmup(options: OptionValues, steps: int, steps_named: str) -> None:
+    """[`warmup_problem`] once the run's optimizer steps are known (the Trainer's schedule is made), as an
+    `OptionError`."""
+    problem = warmup_problem(options, steps, steps_named)
+    if problem:
+        raise OptionError(problem + ".")
+
+
+def _warmup_rule(options: OptionValues) -> str | None:
+    return warmup_problem(options) if "warmup_steps" in options else None
+
+
+def _resume_rules(options: OptionValues) -> str | None:
+    """--resume_from_checkpoint naming a folder that is not there (refused after all the data work otherwise), or
+    given with --overwrite_output_dir (which removes the run it would continue)."""
+    value = options.get("resume_from_checkpoint")
+    if value in (None, False, ""):
+        return None
+    latest = value is True or str(value).lower() in RESUME_LATEST_VALUES
+    if options.is_set("overwrite_output_dir"):
+        return (
+            f"{options.named('overwrite_output_dir')} removes the run that {options.named('resume_from_checkpoint')} "
+            "would continue: pass one of them"
+        )
+    if not latest:
+        import os
+
+        path = os.path.expanduser(str(value))
+        if not os.path.isdir(path):
+            kind = "a file, not a checkpoint folder" if os.path.exists(path) else "no such folder"
+            return (
+                f"{options.named('resume_from_checkpoint')}: {kind}; pass a checkpoint-N folder, or latest for the "
+                "newest complete checkpoint of --output_dir"
+            )
+    return None
+
+
+def hub_id_problem(value: str) -> str | None:
+    """Why `value` is no Hub repository id ('name' or 'namespace/name'), or None."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError as error:
+        return " ".join(str(error).split())
+    return None
+
+
+def _hub_rules(options: OptionValues) -> str | None:
+    """--hub_model_id, or with --push_to_hub and none the name of --output_dir Trainer takes in its place, must be a
+    Hub repository id: Trainer finds out when it creates the repository, after all the data work, with a traceback."""
+    import os
+
+    if options.is_set("hub_model_id"):
+        problem = hub_id_problem(str(options.get("hub_model_id")))
+        if problem:
+            return f"{options.named('hub_model_id')} is no Hub repository id ('name' or 'namespace/name'): {problem}"
+    elif options.is_set("push_to_hub") and options.is_set("output_dir"):
+        name = os.path.basename(os.path.abspath(os.path.expanduser(str(options.get("output_dir")))))
+        problem = hub_id_problem(name)
+        if problem:
+            return (
+                f"{options.named('push_to_hub')} without --hub_model_id names the repository after --output_dir, "
+                f"and {name!r} is no Hub repository name ({problem}): pass --hub_model_id"
+            )
+    return None
+
+
+def _jit_checkpoint_rule(options: OptionValues) -> str | None:
+    if options.is_set("enable_jit_checkpoint"):
+        return (
+            f"{options.named('enable_jit_checkpoint')} handles SIGTERM too, then saves the final model and exits 0: "
+            "drop it; the job writes the checkpoint itself on SIGTERM and stops with exit status 143"
+        )
+    return None
+
+
+def _streaming_rules(options: OptionValues) -> str | None:
+    """A pretraining stream has no length (it needs --max_steps) and holds no documents out (it needs
+    --validation_files)."""
+    if not options.is_set("streaming"):
+        return None
+    if (options.get("max_steps") or -1) <= 0:
+        return f"{options.named('streaming')} needs --max_steps (a stream has no length to count epochs in)"
+    if options.is_set("validation_documents"):
+        return (
+            f"{options.named('streaming')} cannot hold out documents of a stream "
+            f"({options.named('validation_documents')}): pass --validation_files"
+        )
+    return None
+
+
+def _validation_split_rule(options: OptionValues) -> str | None:
+    if options.is_set("validation_split_name") and not options.is_set("dataset_name") and "dataset_name" in options:
+        return (
+            f"{options.named('validation_split_name')} names a split of --dataset_name, and none is given: pass "
+            "--validation_files instead"
+        )
+    return None
+
+
+# The rules every job asks (`check_combinations`), each a function of the merged values giving a problem (a phrase
+# without its final period) or None, and applying only where the job has the options it reads.
+COMBINATION_RULES = (
+    _warmup_rule,
+    _resume_rules,
+    _hub_rules,
+    _jit_checkpoint_rule,
+    _streaming_rules,
+    _validation_split_rule,
+)
+
+
+def combination_problems(options: OptionValues, splits: DataSplits | None = None) -> list[str]:
+    """Every problem of [`COMBINATION_RULES`] and of the job's declared data splits."""
+    problems = [problem for rule in COMBINATION_RULES if (problem := rule(options))]
+    return problems + data_split_problems(options, splits)
+
+
+def check_combinations(options: OptionValues, splits: DataSplits | None = None) -> None:
+    """Refuse, in one `OptionError`, every combination of options [`combination_problems`] finds."""
+    problems = combination_problems(options, splits)
+    if problems:
+        raise OptionError("; ".join(problem.rstrip(".") for problem in problems) + ".")
+
+
+def declared_splits(dataclass_types: Iterable[type]) -> DataSplits | None:
+    """The union of the `data_splits` the job's dataclasses declare, or None."""
+    return DataSplits.union(
+        declared for kind in dataclass_types if (declared := getattr(kind, "data_splits", None)) is not None
+    )

@@ -129,11 +129,16 @@ def logged_losses(run: Path, after_step: int) -> list[tuple[int, float]]:
 @pytest.mark.parametrize(
     "options, differences",
     [
-        (["--learning_rate", "2e-2"], ["optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"]),
-        (["--per_device_train_batch_size", "8"], ["global_batch_size: 4 in the checkpoint, 8 now"]),
+        (["--learning_rate", "2e-2"], ["--learning_rate: 0.01 in the checkpoint, 0.02 now"]),
+        (
+            ["--per_device_train_batch_size", "8"],
+            [
+                "the global batch (--per_device_train_batch_size x --gradient_accumulation_steps x processes): 4 in the checkpoint, 8 now"
+            ],
+        ),
         (
             ["--learning_rate", "2e-2", "--data_version", "2"],
-            ["job.data: '1' in the checkpoint, '2' now", "optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"],
+            ["--data: '1' in the checkpoint, '2' now", "--learning_rate: 0.01 in the checkpoint, 0.02 now"],
         ),
     ],
 )
@@ -152,7 +157,7 @@ def test_a_changed_run_given_a_path_straight_to_train_stops_before_a_step(refere
     assert plain_trainer_job.main(["--output_dir", str(output_dir)]) == 0
     before = (output_dir / "checkpoint-6" / "model.safetensors").read_bytes()
     trainer, _ = plain_trainer_job.build(["--output_dir", str(output_dir), "--learning_rate", "2e-2"])
-    with pytest.raises(CheckpointError, match=re.escape("optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now")):
+    with pytest.raises(CheckpointError, match=re.escape("--learning_rate: 0.01 in the checkpoint, 0.02 now")):
         trainer.train(resume_from_checkpoint=str(output_dir / "checkpoint-4"))
     assert trainer.state.global_step == 4  # resumed state loaded, no step trained
     assert (output_dir / "checkpoint-6" / "model.safetensors").read_bytes() == before
@@ -247,11 +252,11 @@ def test_the_plugin_attaches_what_every_job_needs_and_the_pieces_a_job_passes_in
         return [kind.__name__ for kind in own if kind.__module__.startswith(("albert_hf.", "transformers.trainer_c"))]
 
     core = ["CompleteCheckpoints", "UploadCompleteCheckpoints", "StopOnNonFiniteLoss", "CheckpointOnSignal"]
-    core += ["RefuseNonFiniteCheckpoints"]
+    core += ["RefuseUnknownSelectionMetric", "RefuseNonFiniteCheckpoints"]
     trainer = Trainer(model=tiny_classifier(), args=tiny_arguments(tmp_path), train_dataset=RandomSequences())
     assert plugin_callbacks(trainer)[0] == "DefaultFlowCallback"
     attach_reliability(trainer)
-    assert plugin_callbacks(trainer)[-5:] == core
+    assert plugin_callbacks(trainer)[-len(core) :] == core
     assert not any(isinstance(c, (ResumableStream, RollbackDivergedSteps)) for c in trainer.callback_handler.callbacks)
     for kind in (CompleteCheckpoints, UploadCompleteCheckpoints, StopOnNonFiniteLoss, CheckpointOnSignal):
         assert sum(isinstance(c, kind) for c in trainer.callback_handler.callbacks) == 1

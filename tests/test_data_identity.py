@@ -104,7 +104,8 @@ def test_cli_resume_after_the_data_changed_at_the_same_path_is_refused_naming_th
         resumed,
         "pretrain",
         f"Cannot resume from {output_dir / 'checkpoint-1'}",
-        f"{key}: {saved[key]!r} in the checkpoint, 'sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()}' now",
+        f"the content of {corpus}: {saved[key]!r} in the checkpoint, "
+        f"'sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()}' now",
     )
     assert not (output_dir / "checkpoint-2").exists()
 
@@ -116,7 +117,7 @@ def test_fine_tuning_jobs_fingerprint_the_files_of_their_training_data(tmp_path,
     trainers = []
     monkeypatch.setattr(glue, "train_and_evaluate", lambda trainer, *args: trainers.append(trainer))
     data_dir = FIXTURES / "glue" / "RTE"
-    argv = ["--task_name", "rte", "--data_dir", str(data_dir), "--output_dir", str(tmp_path)]
+    argv = ["--task_name", "rte", "--data_dir", str(data_dir), "--output_dir", str(tmp_path), "--do_train"]
     argv += ["--tokenizer_name_or_path", str(spiece_model), "--config_overrides", TINY_TWO_LAYER_OVERRIDES]
     argv += ["--max_seq_length", "64"]
     assert glue.main([*argv, "--report_to", "none", "--use_cpu", "true"]) == 0

@@ -39,9 +39,9 @@ def test_what_was_typed_is_read_as_argparse_reads_the_command_line(tmp_path):
 
 def test_recipe_and_preset_fill_only_what_was_not_given(tmp_path):
     _, data_args, _, args = parse_pretraining_args(
-        ["--recipe", "paper", "--output_dir", str(tmp_path), "--max_step", "10", "--learning_rate", "5e-5"]
+        ["--recipe", "paper", "--output_dir", str(tmp_path), "--max_step", "5000", "--learning_rate", "5e-5"]
     )
-    assert (args.max_steps, args.learning_rate) == (10, 5e-5)  # abbreviated or not, given flags win
+    assert (args.max_steps, args.learning_rate) == (5000, 5e-5)  # abbreviated or not, given flags win
     # Lan et al. (2020), section 4.1: 3,125 warm-up steps at length 512, batch 4096 (32 x 128 accumulation on one).
     assert (args.warmup_steps, data_args.max_seq_length, args.gradient_accumulation_steps) == (3125, 512, 128)
 
@@ -79,6 +79,9 @@ def test_every_preset_file_is_its_row_of_table_14(preset, tmp_path):
     squad = preset.startswith("squad")
     types = (ModelArguments, SquadArguments, TrainingArguments) if squad else FINE_TUNING
     argv = ["--preset", preset.upper(), "--output_dir", str(tmp_path), "--use_cpu"]
+    argv += (
+        ["--do_train", "--train_file", "train.json"] if squad else []
+    )  # SQuAD's job refuses a run with nothing to do
     model_args, data_args, training_args = parse_finetuning_args(types, argv, presets="squad" if squad else "finetune")
     lr, batch, albert_dropout, classifier_dropout, steps, warmup, length = TABLE_14[preset]
     assert (training_args.learning_rate, training_args.per_device_train_batch_size) == (lr, batch)
@@ -95,10 +98,10 @@ def test_every_preset_file_is_its_row_of_table_14(preset, tmp_path):
 def test_a_config_file_sets_defaults_the_command_line_overrides(tmp_path):
     """--config: the user's YAML file over the preset, the command line over both; --config_overrides merge by key."""
     config = tmp_path / "mine.yaml"
-    config.write_text("preset: rte\nlearning_rate: 1.0e-4\nmax_steps: 7\nconfig_overrides: hidden_dropout_prob=0.2\n")
-    argv = ["--config", str(config), "--max_steps", "9", "--output_dir", str(tmp_path), "--use_cpu"]
+    config.write_text("preset: rte\nlearning_rate: 1.0e-4\nmax_steps: 700\nconfig_overrides: hidden_dropout_prob=0.2\n")
+    argv = ["--config", str(config), "--max_steps", "900", "--output_dir", str(tmp_path), "--use_cpu"]
     model_args, data_args, training_args = parse_finetuning_args(FINE_TUNING, argv)
-    assert (training_args.learning_rate, training_args.max_steps) == (1e-4, 9)  # file over preset, line over file
+    assert (training_args.learning_rate, training_args.max_steps) == (1e-4, 900)  # file over preset, line over file
     assert training_args.warmup_steps == 200  # RTE's, from the preset the file names
     assert parse_config_overrides(model_args.config_overrides) == {
         "hidden_dropout_prob": 0.2,  # the file's key over the preset's

@@ -175,10 +175,10 @@ def test_a_recipe_and_the_given_overrides_merge_key_by_key(tmp_path, caplog):
 def test_a_given_value_the_recipe_would_set_otherwise_is_logged_at_the_start(tmp_path, caplog):
     from albert_hf.job_setup import start_job
 
-    job = parse_pretraining_args(pretrain(tmp_path, "--recipe", "tiny", "--max_steps", "7"))
+    job = parse_pretraining_args(pretrain(tmp_path, "--recipe", "tiny", "--max_steps", "70"))
     with caplog.at_level(logging.INFO, logger="albert_hf"):
         start_job(job.training, model_args=job.model)
-    assert "--max_steps 7 (given) instead of 300 of --recipe tiny" in caplog.text
+    assert "--max_steps 70 (given) instead of 300 of --recipe tiny" in caplog.text
 
 
 def test_an_override_the_job_would_replace_is_refused():
@@ -189,7 +189,8 @@ def test_an_override_the_job_would_replace_is_refused():
 
 
 def test_an_override_of_a_checkpoint_weights_shape_is_refused(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "hidden_size": 32, "sharing": "all"}))
+    saved = {"model_type": "albert", "hidden_size": 32, "num_attention_heads": 4, "sharing": "all"}
+    (tmp_path / "config.json").write_text(json.dumps(saved))
     argv = ["--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(tmp_path)]
     with pytest.raises(OptionError, match=r"hidden_size=64 \(the checkpoint has 32\)"):
         parse_args((ModelArguments, TrainingArguments), [*argv, "--config_overrides", "hidden_size=64"])

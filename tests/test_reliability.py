@@ -745,11 +745,14 @@ def test_checkpoints_carry_the_fingerprint_of_their_run(two_checkpoints):
 @pytest.mark.parametrize(
     "overrides, difference",
     [
-        ({"learning_rate": 2e-2}, "optimizer.learning_rate: 0.01 in the checkpoint, 0.02 now"),
+        ({"learning_rate": 2e-2}, "--learning_rate: 0.01 in the checkpoint, 0.02 now"),
         ({"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}, None),  # same global batch: allowed
-        ({"per_device_train_batch_size": 8}, "global_batch_size: 4 in the checkpoint, 8 now"),
-        ({"adam_beta2": 0.98}, "optimizer.adam_beta2: 0.999 in the checkpoint, 0.98 now"),
-        ({"fingerprint_extra": {"train_files": ["b.txt"]}}, "job.train_files: absent in the checkpoint"),
+        (
+            {"per_device_train_batch_size": 8},
+            "the global batch (--per_device_train_batch_size x --gradient_accumulation_steps x processes): 4 in the checkpoint, 8 now",
+        ),
+        ({"adam_beta2": 0.98}, "--adam_beta2: 0.999 in the checkpoint, 0.98 now"),
+        ({"fingerprint_extra": {"train_files": ["b.txt"]}}, "--train_files: absent in the checkpoint"),
     ],
 )
 def test_a_resume_that_changes_the_run_is_refused_naming_each_option(two_checkpoints, tmp_path, overrides, difference):
@@ -773,8 +776,11 @@ def test_a_changed_job_option_is_refused_with_both_values(tmp_path):
         )
     message = str(caught.value)
     assert "would change 2 of the options" in message
-    assert "job.train_files: ['a.txt'] in the checkpoint, ['b.txt'] now" in message
-    assert "job.tokenizer: 'spiece.model' in the checkpoint, 'other.model' now" in message
+    assert "--train_files: ['a.txt'] in the checkpoint, ['b.txt'] now" in message
+    assert (
+        "the tokenizer (--tokenizer_name_or_path, else --model_name_or_path): 'spiece.model' in the checkpoint, 'other.model' now"
+        in message
+    )
 
 
 def test_a_checkpoint_without_fingerprint_resumes_with_a_warning(two_checkpoints, tmp_path, caplog):

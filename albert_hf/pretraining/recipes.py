@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ..options import COUNT, FRACTION, NON_NEGATIVE, POSITIVE, PROBABILITY, RANGE, SHARE, Range
+from ..options import COUNT, FRACTION, NON_NEGATIVE, POSITIVE, PROBABILITY, RANGE, SHARE, DataSplits, Range
 
 # The sources of the quickstart's embedded corpus (`albert_hf.data.embedded_corpus.EMBEDDED_SOURCES`, which this light
 # module, read by `--help`, does not import; tests/test_job_arguments.py holds the two equal), and its default ones.
@@ -46,6 +46,17 @@ ARCHITECTURE_FIELDS = frozenset({"config_preset", "config_overrides"})
 @dataclass
 class PretrainingDataArguments:
     option_group: ClassVar[str] = "pretraining data"
+    # The training text from files or a dataset (not both: the job names what it misses when it reads them);
+    # held-out text from files, from documents held out of the training text, or from a split of the dataset. The job
+    # always trains, whatever --do_train says.
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={
+            "train": ("train_files", "dataset_name"),
+            "validation": ("validation_files", "validation_documents", ("dataset_name", "validation_split_name")),
+        },
+        exclusive=(("train_files", "dataset_name"),),
+        asks_steps=False,
+    )
 
     train_files: list[str] | None = field(
         default=None,
@@ -199,6 +210,10 @@ class QuickstartArguments:
     and a schedule in proportion to --max_steps."""
 
     option_group: ClassVar[str] = "quickstart"
+    # Its corpus (--corpus, else the embedded one), a share of whose documents is held out.
+    data_splits: ClassVar[DataSplits] = DataSplits(
+        given_by={"train": ("corpus", "embedded"), "validation": ("held_out_fraction",)}, asks_steps=False
+    )
 
     corpus: str | None = field(
         default=None,

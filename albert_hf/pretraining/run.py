@@ -18,6 +18,7 @@ import torch
 from datasets import Dataset
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from ..argument_parsing import config_source
 from ..arguments import ModelArguments
 from ..data.collator import DataCollatorForSOP
 from ..data.instance_stream import stream_position_obstacle
@@ -26,7 +27,7 @@ from ..data.sentences import cjk_character_share
 from ..distributed import check_lamb_engine
 from ..errors import UserError
 from ..hub import CardInfo
-from ..job_setup import build_config, build_model, config_source, start_job
+from ..job_setup import build_config, build_model, start_job
 from ..modeling import AlbertForPreTraining
 from ..tokenizer_fit import (
     PretrainingSetupError,
@@ -66,17 +67,31 @@ FINGERPRINTED_DATA_OPTIONS = (
     "masked_lm_prob",
     "max_predictions_per_seq",
     "max_ngram",
+    "pad_to_multiple_of",  # the collator draws its masks from the seed and the batch as padded
+    "validation_documents",  # held out of the training text
     "streaming",
 )
+# The quickstart's options that decide its training documents.
+FINGERPRINTED_QUICKSTART_OPTIONS = ("corpus", "embedded", "max_documents", "held_out_fraction")
 
 
 def run_fingerprint(job: PretrainingJob) -> dict[str, Any]:
-    """What `--resume_from_checkpoint` refuses to change (the plugin's `fingerprint_extra`): the text, how it
-    becomes instances and is masked, and the tokenizer; each local data file by its content
+    """What `--resume_from_checkpoint` refuses to change (the plugin's `fingerprint_extra`, beside the seed, the
+    optimizer, the model and the tokenizer's content that the plugin adds): the text, how it becomes instances (and
+    in which order, for a stream) and how they are masked; each local data file by its content
     (`data_files_fingerprint`), so that other data at the same path is refused too."""
-    fingerprint = {name: getattr(job.data, name) for name in FINGERPRINTED_DATA_OPTIONS}
+    data = job.data
+    fingerprint = {name: getattr(data, name) for name in FINGERPRINTED_DATA_OPTIONS}
+    # NSP draws the random B segments of a batch of documents from that batch (SOP's instances depend on each
+    # document alone); a stream is shuffled by windows of --shuffle_buffer_size instances.
+    fingerprint["documents_per_batch"] = data.documents_per_batch if data.objective == "nsp" else None
+    fingerprint["shuffle_buffer_size"] = data.shuffle_buffer_size if data.streaming else None
     fingerprint["tokenizer"] = job.model.tokenizer_name_or_path or job.model.model_name_or_path
-    fingerprint.update(data_files_fingerprint([*(job.data.train_files or []), job.data.dataset_name]))
+    files = [*(data.train_files or []), data.dataset_name]
+    if job.quickstart is not None:
+        fingerprint.update({name: getattr(job.quickstart, name) for name in FINGERPRINTED_QUICKSTART_OPTIONS})
+        files.append(job.quickstart.corpus)
+    fingerprint.update(data_files_fingerprint(files))
     return fingerprint
 
 

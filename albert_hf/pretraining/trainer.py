@@ -35,7 +35,7 @@ from ..training.divergence import DivergenceGuardConfig, RollbackDivergedSteps
 from ..training.lamb import Lamb, lamb_parameter_groups
 from ..training.schedules import get_albert_polynomial_decay_schedule
 from ..training.stream_resume import ResumableStream
-from ..training.trainer import AlbertTrainer
+from ..training.trainer import AlbertTrainer, check_warmup_fits
 from .recipes import TRAINER_DEFAULTS, PretrainingOptions
 
 logger = logging.getLogger(__name__)
@@ -143,6 +143,7 @@ class AlbertPretrainingTrainer(AlbertTrainer):
     ) -> torch.optim.lr_scheduler.LRScheduler:
         """ALBERT's polynomial decay with warmup when `args.lr_schedule == "albert"`, else `--lr_scheduler_type`."""
         if self.lr_scheduler is None and getattr(self.args, "lr_schedule", "trainer") == "albert":
+            check_warmup_fits(self.args, num_training_steps)
             self.lr_scheduler = get_albert_polynomial_decay_schedule(
                 self.optimizer if optimizer is None else optimizer,
                 num_warmup_steps=self.args.get_warmup_steps(num_training_steps),

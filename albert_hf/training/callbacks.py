@@ -70,8 +70,10 @@ from accelerate import PartialState
 from transformers import PreTrainedTokenizerBase, TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, HubStrategy, TrainOutput
 
+from ..errors import OptionError
 from ..formats import save_format_line
 from ..modeling import AlbertPreTrainedModel
+from ..options import OptionValues
 from ..output_files import claim_files, folder_state, naming_the_destination
 from .non_finite import RefuseNonFiniteCheckpoints, StopOnNonFiniteLoss
 from .preemption import CheckpointOnSignal
@@ -79,11 +81,14 @@ from .reliability import (
     FINGERPRINT_NAME,
     MODEL_STAGING_DIR_NAME,
     RESUME_LATEST_VALUES,
+    TOKENIZER_KEY,
     TRAINER_STATE_NAME,
     CheckpointError,
     check_checkpoint_matches_model,
     check_fingerprint,
+    checkpoint_consistency_problem,
     checkpoint_problem,
+    checkpoint_record,
     checkpoint_step,
     fingerprint_of,
     fsync_path,
@@ -171,33 +176,44 @@ class CompleteCheckpoints(TrainerCallback):
         # Checkpoint folders another callback still reads (a running upload): rotation keeps them until a later save.
         self.in_use: set[str] = set()
 
-    def fingerprint(self, args, model: torch.nn.Module | None) -> dict[str, Any]:
-        return fingerprint_of(args, _unwrapped(model), self.fingerprint_extra)
+    def fingerprint(self, args, model: torch.nn.Module | None, tokenizer: Any = None) -> dict[str, Any]:
+        if tokenizer is not None and self._tokenizer_key[0] is not tokenizer:  # hashed once: it does not change
+            self._tokenizer_key = (tokenizer, fingerprint_of(args, None, tokenizer=tokenizer)[TOKENIZER_KEY])
+        fingerprint = fingerprint_of(args, _unwrapped(model), self.fingerprint_extra)
+        if tokenizer is not None:
+            fingerprint[TOKENIZER_KEY] = self._tokenizer_key[1]
+        return fingerprint
+
+    _tokenizer_key: tuple[Any, str | None] = (None, None)
 
     @staticmethod
     def of(trainer) -> CompleteCheckpoints | None:
         """The trainer's `CompleteCheckpoints` callback, if it has one."""
         return next((c for c in trainer.callback_handler.callbacks if isinstance(c, CompleteCheckpoints)), None)
 
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         if not self._limit_taken:
             self.save_total_limit, args.save_total_limit = args.save_total_limit, None
             self._limit_taken = True
         if state.global_step > 0:  # a resume: Trainer has loaded the checkpoint's state, no step is trained yet
             checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
             if os.path.isfile(os.path.join(checkpoint, FINGERPRINT_NAME)):
-                check_fingerprint(checkpoint, self.fingerprint(args, model))
+                check_fingerprint(checkpoint, self.fingerprint(args, model, processing_class))
         if args.should_save:
             unmark_checkpoints_after(args.output_dir, state.global_step)
         PartialState().wait_for_everyone()  # no process saves before the stale markers are gone
 
-    def on_save(self, args, state, control, model=None, **kwargs):
+    def on_save(self, args, state, control, model=None, processing_class=None, **kwargs):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         PartialState().wait_for_everyone()  # every process has written its part (RNG state, shards)
         if args.should_save and not os.path.isdir(folder):
             logger.warning("No %s to mark complete (a hyperparameter-search trial's run folder?).", folder)
         elif args.should_save:
-            if mark_checkpoint(folder, self.fingerprint(args, model), world_size=args.world_size):
+            # The run's options, and what the checkpoint's other files must agree with (its step, the steps of the
+            # schedule and the optimizer).
+            record = checkpoint_record(state, kwargs.get("optimizer"), kwargs.get("lr_scheduler"))
+            fingerprint = {**self.fingerprint(args, model, processing_class), **record}
+            if mark_checkpoint(folder, fingerprint, world_size=args.world_size):
                 rotate_checkpoints(
                     args.output_dir, self.save_total_limit, state.best_model_checkpoint, marked=True, keep=self.in_use
                 )
@@ -213,6 +229,7 @@ def find_resume_checkpoint(
     resume_from_checkpoint: str | bool | os.PathLike | None,
     output_dir: str | os.PathLike,
     world_size: int | None = None,
+    quiet: bool = False,
 ) -> str | None:
     """The checkpoint a `--resume_from_checkpoint` value names: the one place that reads it.
 
@@ -221,15 +238,22 @@ def find_resume_checkpoint(
     that one command starts a job and restarts it. A path: that checkpoint, which must be complete
     (`checkpoint_problem`) and marked, except in a folder where no checkpoint is marked (a plain Trainer's or an older
     albert_hf's run, whose options cannot be checked: a warning says so). Beside a marked checkpoint an unmarked one
-    is a save killed before its end, or one a resume from an earlier checkpoint abandoned: refused. Each refusal is a
-    [`CheckpointError`] naming the file.
+    is a save killed before its end, or one a resume from an earlier checkpoint abandoned: refused. The checkpoint's
+    files must agree about its step (`checkpoint_consistency_problem`: an edited `trainer_state.json`, a file copied
+    from another checkpoint): refused, naming them, "latest" included. Each refusal is a [`CheckpointError`] naming
+    the file. `quiet`: no log lines (a check before the job's work, which resumption repeats).
     """
     if resume_from_checkpoint is None or resume_from_checkpoint is False:
         return None
     if resume_from_checkpoint is True or str(resume_from_checkpoint).lower() in RESUME_LATEST_VALUES:
-        checkpoint = latest_checkpoint(output_dir, marked=True)
+        checkpoint = latest_checkpoint(output_dir, marked=True, warn=not quiet)
         if checkpoint is None:
-            logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
+            if not quiet:
+                logger.info("No complete checkpoint in %s yet: training starts from the beginning.", output_dir)
+            return None
+        problem = checkpoint_consistency_problem(checkpoint)
+        if problem is not None:
+            raise CheckpointError(f"Cannot resume from {checkpoint} (the newest complete checkpoint): {problem}.")
         return checkpoint
     checkpoint = os.fspath(resume_from_checkpoint)
     if not os.path.isdir(checkpoint):
@@ -239,9 +263,23 @@ def find_resume_checkpoint(
         run_dir = os.path.dirname(os.path.abspath(checkpoint))
         if any(marker_problem(os.path.join(run_dir, name)) is None for name in checkpoints_of(run_dir)):
             problem = marker_problem(checkpoint)  # this run marks its checkpoints: a killed save
+    if problem is None:
+        problem = checkpoint_consistency_problem(checkpoint)
     if problem is not None:
         raise CheckpointError(f"Cannot resume from {checkpoint}: {problem}.")
     return checkpoint
+
+
+def check_resume_before_work(training_args) -> None:
+    """What can be known of a resume before any data or model work, as the one reader of `--resume_from_checkpoint`
+    ([`find_resume_checkpoint`]) finds it: the checkpoint it names is there, complete, marked and consistent, and the
+    options of the training arguments alone (optimizer, schedule, seed and data order, global batch) are those it was
+    trained with. The model, tokenizer and data are checked when `resume_checkpoint` is asked, once they are made."""
+    checkpoint = find_resume_checkpoint(
+        training_args.resume_from_checkpoint, training_args.output_dir, training_args.world_size, quiet=True
+    )
+    if checkpoint is not None:
+        check_fingerprint(checkpoint, fingerprint_of(training_args, None), only_current_keys=True)
 
 
 def checkpoints_of(run_dir: str) -> list[str]:
@@ -260,9 +298,8 @@ def resume_checkpoint(trainer, resume_from_checkpoint: str | bool | os.PathLike 
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not (trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled):  # those load (and check) their own shards
         check_checkpoint_matches_model(checkpoint, model)
-    callback = CompleteCheckpoints.of(trainer)
-    extra = callback.fingerprint_extra if callback is not None else {}
-    check_fingerprint(checkpoint, fingerprint_of(trainer.args, model, extra))
+    callback = CompleteCheckpoints.of(trainer) or CompleteCheckpoints()
+    check_fingerprint(checkpoint, callback.fingerprint(trainer.args, model, trainer.processing_class))
     step = TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME)).global_step
     logger.info("Resuming from %s (step %d).", checkpoint, step)
     return checkpoint
@@ -364,6 +401,39 @@ class UploadCompleteCheckpoints(TrainerCallback):
         )
 
 
+class RefuseUnknownSelectionMetric(TrainerCallback):
+    """`--metric_for_best_model` naming a figure the evaluation does not report stops the run at its first evaluation
+    with an `OptionError` naming the option, where the value came from and the figures there are; Trainer raises a
+    `KeyError` there, after the first checkpoint of the evaluation is written (the figures a job's evaluation
+    reports are known only once it has run)."""
+
+    def __init__(self):
+        self.training = False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.training = True
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.training = False
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        metric = args.metric_for_best_model
+        if not self.training or not metric or not metrics or "eval_loss" not in metrics:
+            return  # an evaluation of another set (its own prefix), or outside training: nothing is selected by it
+        name = metric if metric.startswith("eval_") else f"eval_{metric}"
+        if name in metrics:
+            return
+        reported = sorted(
+            key.removeprefix("eval_")
+            for key in metrics
+            if key.startswith("eval_") and not key.endswith(("_runtime", "_per_second"))
+        )
+        raise OptionError(
+            f"{OptionValues.of(args).named('metric_for_best_model')}: the evaluation reports no {metric!r}; it "
+            f"reports {', '.join(reported)}."
+        )
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The plugin: attach, resume, save
 # --------------------------------------------------------------------------------------------------------------------
@@ -396,6 +466,7 @@ def attach_reliability(
         trainer.add_callback(UploadCompleteCheckpoints(trainer))
         trainer.add_callback(StopOnNonFiniteLoss(trainer))
         trainer.add_callback(CheckpointOnSignal())
+        trainer.add_callback(RefuseUnknownSelectionMetric())
         # Last: it sees every other callback's decision to save a step (a signal's, a rollback's).
         trainer.add_callback(RefuseNonFiniteCheckpoints(trainer))
     complete.fingerprint_extra = dict(fingerprint_extra or complete.fingerprint_extra)

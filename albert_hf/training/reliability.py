@@ -42,6 +42,7 @@ from torch.distributed.tensor import DTensor
 from transformers import Trainer
 
 from ..errors import UserError
+from ..options import RESUME_LATEST_VALUES  # noqa: F401  (read from here by the callbacks and the run folder)
 from ..output_files import publish_folder
 from .checkpoints import (
     ADAPTER_FILE_NAMES,
@@ -66,8 +67,6 @@ FSDP_OPTIMIZER_PREFIX = "optimizer_"  # folders of sharded FSDP optimizer states
 DEEPSPEED_STEP_PREFIX = "global_step"  # DeepSpeed's own checkpoint folder: model and optimizer shards
 # Where the final model is written before its files are moved into the output folder (`save_model`).
 MODEL_STAGING_DIR_NAME = ".model-staging"
-# Values of --resume_from_checkpoint that mean "the newest complete checkpoint of --output_dir, if any".
-RESUME_LATEST_VALUES = ("latest", "last", "true", "auto")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -230,7 +229,7 @@ def find_weights(folder: str) -> str | None:
     return None
 
 
-def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False) -> str | None:
+def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False, warn: bool = True) -> str | None:
     """The newest complete `checkpoint-N` folder of `output_dir`, or None if there is none.
 
     Unlike transformers' `get_last_checkpoint`, folders a crash left incomplete (no `trainer_state.json`, unreadable
@@ -248,7 +247,8 @@ def latest_checkpoint(output_dir: str | os.PathLike, marked: bool = False) -> st
         problem = checkpoint_problem(folder, marked=marked)
         if problem is None:
             return folder
-        logger.warning("Skipping incomplete checkpoint %s: %s.", folder, problem)
+        if warn:
+            logger.warning("Skipping incomplete checkpoint %s: %s.", folder, problem)
     return None
 
 
@@ -445,27 +445,85 @@ OPTIMIZER_OPTIONS = (
 )
 
 
+# Training options that decide which examples each later step trains on, and in which order: the seed (Trainer's
+# sampler draws each epoch's order from it, or from --data_seed; a pretraining collator draws its masks from it), the
+# sampling strategy and whether the last partial batch is dropped.
+DATA_ORDER_OPTIONS = ("seed", "data_seed", "train_sampling_strategy", "dataloader_drop_last")
+# The key of the tokenizer's content (`albert_hf.data.caching.tokenizer_fingerprint`: its vocabulary, SentencePiece
+# model and settings): the same path may hold another tokenizer when a run resumes, which trains other ids.
+TOKENIZER_KEY = "tokenizer.content"
+# Keys of a checkpoint's fingerprint that describe the checkpoint itself, not the run, written when it is marked
+# complete (`checkpoint_record`): never compared with a resumed run's options, but with the checkpoint's other files
+# (`checkpoint_consistency_problem`). A fingerprint without the version key was written before the data order, the
+# tokenizer's content and these were recorded.
+CHECKPOINT_KEY_PREFIX = "checkpoint."
+FINGERPRINT_VERSION_KEY = "checkpoint.fingerprint_version"
+FINGERPRINT_VERSION = 2
+STEP_KEY = "checkpoint.global_step"
+SCHEDULER_STEPS_KEY = "checkpoint.scheduler_steps"
+OPTIMIZER_STEPS_KEY = "checkpoint.optimizer_steps"
+
+
 def _plain(value: Any) -> Any:
     """`value` as JSON would give it back (enums and other objects as strings, tuples as lists)."""
     return json.loads(json.dumps(value, default=str))
 
 
-def fingerprint_of(args, model: torch.nn.Module | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The options a resume must keep, flat ("model.hidden_size", "optimizer.learning_rate", "global_batch_size",
-    "job.<key>"): the model's config, the optimizer and its schedule, the global batch (per device x accumulation x
-    processes) and the job's own options `extra` (data files, tokenizer, objective: the `fingerprint_extra` of the
-    plugin's `CompleteCheckpoints`)."""
+def fingerprint_of(
+    args, model: torch.nn.Module | None, extra: dict[str, Any] | None = None, tokenizer: Any = None
+) -> dict[str, Any]:
+    """The options a resume must keep, flat ("model.hidden_size", "optimizer.learning_rate", "training.seed",
+    "global_batch_size", "tokenizer.content", "job.<key>"): the model's config, the optimizer and its schedule, what
+    decides the order of the data (`DATA_ORDER_OPTIONS`), the global batch (per device x accumulation x processes),
+    the tokenizer's content, and the job's own options `extra` (data files, how text becomes examples and is masked:
+    the `fingerprint_extra` of the plugin's `CompleteCheckpoints`). Without a model, tokenizer or `extra`, the keys of
+    the training arguments alone (what a resume can check before any data or model work)."""
     config = getattr(model, "config", None)
     config_dict = config.to_dict() if config is not None else {}
     fingerprint: dict[str, Any] = {
         f"model.{key}": value for key, value in config_dict.items() if key not in CONFIG_FIELDS_NOT_FINGERPRINTED
     }
     fingerprint.update({f"optimizer.{name}": getattr(args, name) for name in OPTIMIZER_OPTIONS if hasattr(args, name)})
+    fingerprint.update({f"training.{name}": getattr(args, name) for name in DATA_ORDER_OPTIONS if hasattr(args, name)})
     fingerprint["global_batch_size"] = (
         args.per_device_train_batch_size * args.gradient_accumulation_steps * max(args.world_size, 1)
     )
+    if tokenizer is not None:
+        from ..data.caching import tokenizer_fingerprint
+
+        fingerprint[TOKENIZER_KEY] = tokenizer_fingerprint(tokenizer)
     fingerprint.update({f"job.{key}": value for key, value in (extra or {}).items()})
     return _plain(fingerprint)
+
+
+def checkpoint_record(state, optimizer=None, lr_scheduler=None) -> dict[str, Any]:
+    """What a checkpoint's marker records about the checkpoint itself (`CHECKPOINT_KEY_PREFIX`), beside the run's
+    options: the global step, the steps the schedule and the optimizer had taken (where they count them), so that a
+    resume can tell when one of its files was edited or copied from another checkpoint."""
+    record: dict[str, Any] = {FINGERPRINT_VERSION_KEY: FINGERPRINT_VERSION, STEP_KEY: state.global_step}
+    scheduler_steps = getattr(lr_scheduler, "last_epoch", None)
+    if isinstance(scheduler_steps, int):
+        record[SCHEDULER_STEPS_KEY] = scheduler_steps
+    optimizer_steps = _optimizer_steps(getattr(optimizer, "state", None))
+    if optimizer_steps is not None:
+        record[OPTIMIZER_STEPS_KEY] = optimizer_steps
+    return record
+
+
+def _optimizer_steps(state: Any) -> int | None:
+    """The most steps any parameter's optimizer state counts ("step": AdamW, LAMB, ...), or None where the state
+    counts none (or is an engine's, partitioned elsewhere). One transfer to the host for all of them."""
+    if not isinstance(state, dict):
+        return None
+    steps = [each["step"] for each in state.values() if isinstance(each, dict) and "step" in each]
+    if not steps:
+        return None
+    try:
+        if all(isinstance(step, torch.Tensor) for step in steps):
+            return int(torch.stack([step.detach().float().reshape(()).cpu() for step in steps]).max().item())
+        return int(max(float(step) for step in steps))
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 # How a data file is identified in the fingerprint: by its content, not its path (the same path may hold other data
@@ -514,39 +572,89 @@ def data_files_fingerprint(paths: Iterable[str | os.PathLike | None]) -> dict[st
     return {f"{DATA_FILE_KEY}{os.path.abspath(file)}": data_file_identity(file) for file in files}
 
 
+def fingerprint_label(key: str) -> str:
+    """How a message names a fingerprint key: the option it holds (`--learning_rate`), a field of the model's config,
+    the content of a data file or of the tokenizer."""
+    if key.startswith(f"job.{DATA_FILE_KEY}"):
+        return f"the content of {key.removeprefix(f'job.{DATA_FILE_KEY}')}"
+    if key == TOKENIZER_KEY:
+        return "the tokenizer's content (vocabulary, pieces and settings)"
+    if key == "global_batch_size":
+        return "the global batch (--per_device_train_batch_size x --gradient_accumulation_steps x processes)"
+    if key.startswith("model."):
+        return f"the model config's {key.removeprefix('model.')}"
+    if key == "job.tokenizer":
+        return "the tokenizer (--tokenizer_name_or_path, else --model_name_or_path)"
+    if key in ("job.task", "job.train_data"):  # the fine-tuning jobs' task, and the options naming its data
+        return "the task" if key == "job.task" else "the training data"
+    for prefix in ("optimizer.", "training.", "job."):
+        if key.startswith(prefix):
+            return f"--{key.removeprefix(prefix)}"
+    return key
+
+
 def fingerprint_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """One line per key whose value differs ("key: <saved> in the checkpoint, <current> now")."""
+    """One line per key whose value differs ("--seed: 42 in the checkpoint, 7 now"), the checkpoint's own record
+    (`CHECKPOINT_KEY_PREFIX`) left out."""
     missing = object()
+    keys = {key for key in set(saved) | set(current) if not key.startswith(CHECKPOINT_KEY_PREFIX)}
     return [
-        f"{key}: {saved.get(key, missing)!r} in the checkpoint, {current.get(key, missing)!r} now".replace(
+        f"{fingerprint_label(key)}: {saved.get(key, missing)!r} in the checkpoint, {current.get(key, missing)!r} now".replace(
             repr(missing), "absent"
         )
-        for key in sorted(set(saved) | set(current))
+        for key in sorted(keys)
         if saved.get(key, missing) != current.get(key, missing)
     ]
 
 
-def check_fingerprint(checkpoint: str, current: dict[str, Any]) -> None:
-    """Raise [`CheckpointError`] naming each option (both values) that `current` (a [`fingerprint_of`]) changes from
-    the one saved in `checkpoint`; a checkpoint without a fingerprint (an older albert_hf's, a plain Trainer's) is
-    let through with a warning."""
+def read_fingerprint(checkpoint: str) -> dict[str, Any] | None:
+    """The fingerprint saved in `checkpoint` (`run_fingerprint.json`), or None when it has none; an unreadable one is
+    a [`CheckpointError`]."""
     path = os.path.join(checkpoint, FINGERPRINT_NAME)
     if not os.path.isfile(path):
-        logger.warning(
-            "%s has no %s (written by an older albert_hf or a plain Trainer): the options of the run it "
-            "continues (model, optimizer, batch size, data) cannot be checked.",
-            checkpoint,
-            FINGERPRINT_NAME,
-        )
-        return
+        return None
     try:
         with open(path, encoding="utf-8") as handle:
             saved = json.load(handle)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"{path} is unreadable: {error}") from None
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"{path} is not a fingerprint (a JSON object of the run's options).")
+    return saved
+
+
+def check_fingerprint(checkpoint: str, current: dict[str, Any], only_current_keys: bool = False) -> None:
+    """Raise [`CheckpointError`] naming each option (both values) that `current` (a [`fingerprint_of`]) changes from
+    the one saved in `checkpoint`; a checkpoint without a fingerprint (an older albert_hf's, a plain Trainer's) is
+    let through with a warning, and the keys an older fingerprint did not record yet are not compared (a warning
+    names them). `only_current_keys`: compare the keys of `current` only (the training arguments' keys, checked
+    before the data and model that make the others exist)."""
+    path = os.path.join(checkpoint, FINGERPRINT_NAME)
+    saved = read_fingerprint(checkpoint)
+    if saved is None:
+        if not only_current_keys:
+            logger.warning(
+                "%s has no %s (written by an older albert_hf or a plain Trainer): the options of the run it "
+                "continues (model, optimizer, batch size, data) cannot be checked.",
+                checkpoint,
+                FINGERPRINT_NAME,
+            )
+        return
     if not any(key.startswith(f"job.{DATA_FILE_KEY}") for key in saved):  # written before data was fingerprinted
         current = {key: value for key, value in current.items() if not key.startswith(f"job.{DATA_FILE_KEY}")}
-        logger.warning("%s identifies no data file by content: a change of the data cannot be checked.", path)
+        if not only_current_keys:
+            logger.warning("%s identifies no data file by content: a change of the data cannot be checked.", path)
+    if FINGERPRINT_VERSION_KEY not in saved:  # written before the data order and the tokenizer's content were
+        unrecorded = sorted(key for key in current if key not in saved and not key.startswith(f"job.{DATA_FILE_KEY}"))
+        current = {key: value for key, value in current.items() if key not in unrecorded}
+        if unrecorded and not only_current_keys:
+            logger.warning(
+                "%s was written by an earlier albert_hf, which did not record %s: a change of them cannot be checked.",
+                path,
+                ", ".join(map(fingerprint_label, unrecorded)),
+            )
+    if only_current_keys:
+        saved = {key: value for key, value in saved.items() if key in current}
     differences = fingerprint_differences(saved, current)
     if differences:
         raise CheckpointError(
@@ -554,6 +662,68 @@ def check_fingerprint(checkpoint: str, current: dict[str, Any]) -> None:
             f"trained with ({path}): " + "; ".join(differences) + ". Resume with the same options, or start a new "
             "run in another --output_dir."
         )
+
+
+def _torch_file(path: str) -> Any:
+    """A file written by `torch.save`, loaded weights-only and memory-mapped (a large optimizer state is not read
+    whole), or None when it cannot be read so (its completeness is `checkpoint_problem`'s to judge)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - a file of another layout or engine: nothing to compare
+        return None
+
+
+def checkpoint_consistency_problem(folder: str | os.PathLike) -> str | None:
+    """Why the files of a checkpoint disagree about the step it was written at, naming them, or None: the folder's
+    name (`checkpoint-N`), `trainer_state.json`'s global step, what the completion marker (`run_fingerprint.json`)
+    recorded when the checkpoint was written (`checkpoint_record`), and the steps `scheduler.pt` and `optimizer.pt`
+    count. Trainer takes `trainer_state.json` as it is: an edited global step, or a state file copied from another
+    checkpoint, would resume the schedule and the data at one step and the optimizer at another. The schedule and the
+    optimizer may count fewer steps than the global step where fp16 skipped some (then neither steps), never more;
+    a marker's record must be met exactly."""
+    folder = os.fspath(folder)
+    state_file = os.path.join(folder, TRAINER_STATE_NAME)
+    try:
+        with open(state_file, encoding="utf-8") as handle:
+            step = json.load(handle).get("global_step")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return None  # `checkpoint_problem` names a missing or unreadable state
+    if not isinstance(step, int) or isinstance(step, bool):
+        return f"{state_file} holds no global step (global_step: {step!r})"
+    said = f"{state_file} says global step {step}"
+    problems = []
+    named_step = checkpoint_step(folder)
+    if named_step is not None and named_step != step:
+        problems.append(f"the folder is named for step {named_step}")
+    try:
+        record = read_fingerprint(folder) or {}
+    except CheckpointError:
+        record = {}
+    recorded = record.get(STEP_KEY)
+    if recorded is not None and recorded != step:
+        problems.append(f"{os.path.join(folder, FINGERPRINT_NAME)} recorded step {recorded} when it was written")
+    counted = (
+        ("scheduler.pt", SCHEDULER_STEPS_KEY, "the learning-rate schedule", lambda loaded: loaded.get("last_epoch")),
+        ("optimizer.pt", OPTIMIZER_STEPS_KEY, "the optimizer", lambda loaded: _optimizer_steps(loaded.get("state"))),
+    )
+    for name, key, what, read in counted:
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        loaded = _torch_file(path)
+        steps = read(loaded) if isinstance(loaded, dict) else None
+        if not isinstance(steps, int):
+            continue
+        if key in record and steps != record[key]:
+            problems.append(f"{path} has {what} at step {steps}, where {FINGERPRINT_NAME} recorded {record[key]}")
+        elif steps > step:
+            problems.append(f"{path} has {what} at step {steps}")
+    if not problems:
+        return None
+    return (
+        f"the files of {folder} disagree about its step: {said}, but " + "; ".join(problems) + ". A file was edited "
+        "or copied from another checkpoint: put it back, or resume from another checkpoint"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------

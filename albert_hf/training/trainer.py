@@ -27,6 +27,7 @@ from transformers import PreTrainedTokenizerBase, Trainer
 from ..formats import pair_with_tokenizer
 from ..hub import CardInfo, latest_eval_metrics, training_recipe, write_model_card
 from ..modeling import AlbertPreTrainedModel
+from ..options import OptionValues, check_warmup
 from ..output_files import destination, write_file, write_json
 from .callbacks import saved_tokenizer
 from .model_selection import kept_checkpoint
@@ -57,6 +58,12 @@ class AlbertTrainer(Trainer):
 
     def create_model_card(self, **kwargs: Any) -> None:
         write_trainer_model_card(self, self.card_info, **kwargs)
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """Trainer's schedule, once the warm-up is known to fit the run (`check_warmup_fits`)."""
+        if self.lr_scheduler is None:
+            check_warmup_fits(self.args, num_training_steps)
+        return super().create_scheduler(num_training_steps, optimizer)
 
     def save_metrics(self, split: str, metrics: dict[str, float], combined: bool = True) -> None:
         """Trainer's `save_metrics` (`<split>_results.json`, and `all_results.json` updated), through albert_hf's
@@ -98,6 +105,18 @@ class AlbertTrainer(Trainer):
             yield
         finally:
             self.args.train_sampling_strategy = strategy
+
+
+def check_warmup_fits(args, num_training_steps: int) -> None:
+    """Refuse a warm-up longer than the run, as an `OptionError` naming both options and where each value came from
+    (`albert_hf.options.check_warmup`). The job's options checked it against --max_steps before any work; a run
+    counted in epochs knows its steps only once the data is loaded, when Trainer makes its schedule."""
+    options = OptionValues.of(args)
+    counted_by = (
+        options.named("max_steps") if args.max_steps > 0 else f"{options.named('num_train_epochs')} of the data"
+    )
+    steps = f"{num_training_steps} optimizer step{'s' if num_training_steps != 1 else ''}"
+    check_warmup(options, num_training_steps, f"the {steps} of the run ({counted_by})")
 
 
 # --------------------------------------------------------------------------------------------------------------------
