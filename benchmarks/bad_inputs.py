@@ -355,6 +355,8 @@ def cases() -> list[Case]:
         *writer_cases(),
         *boundary_cases(),
         *reader_cases(),
+        *combination_cases(),
+        *resume_identity_cases(),
         Case(
             "finished run relaunched with --resume_from_checkpoint latest",
             "ok",
@@ -665,6 +667,220 @@ def reader_cases() -> list[Case]:
     ]
 
 
+def combination_cases() -> list[Case]:
+    """Options that cannot hold together, or with the recipe, the data or the model: refused before any work, naming
+    both options and where each value came from (albert_hf/options.py `check_combinations`, the model's config as
+    soon as it is known)."""
+    rte = ["--task_name", "rte"]
+
+    def glue(folder: str, *options: str):
+        return lambda w: fine_tuning("glue", w / folder, *rte, "--data_dir", str(w / "rte"), *options)
+
+    def corpus_run(folder: str, *options: str):
+        return lambda w: [*pretrain(w / folder, w / "corpus.txt"), *options]
+
+    def bad_checkpoint_config(work: Path) -> None:
+        shutil.copytree(work / "pre", work / "heads_5", dirs_exist_ok=True)
+        config = json.loads((work / "pre" / "config.json").read_text(encoding="utf-8"))
+        write(work / "heads_5" / "config.json", json.dumps({**config, "num_attention_heads": 5}))
+
+    return [
+        Case(
+            "a recipe's warm-up longer than the --max_steps given",
+            "clear error",
+            corpus_run("o70", "--recipe", "tiny", "--max_steps", "6", "--config_overrides", TINY_64),
+            says="--warmup_steps 30 (from --recipe tiny) is more than --max_steps 6 (on the command line)",
+        ),
+        Case(
+            "a preset's warm-up longer than a run counted in epochs",
+            "clear error",
+            glue("o71", "--preset", "rte", "--max_steps", "-1", "--num_train_epochs", "1", "--max_seq_length", "32"),
+            says="--warmup_steps 200 (from --preset rte) is more than the",
+        ),
+        Case(
+            "pretrain --eval_strategy steps without held-out text",
+            "clear error",
+            corpus_run("o72", "--eval_strategy", "steps"),
+            says="asks for evaluation data, but none is given",
+        ),
+        Case(
+            "glue --eval_strategy steps with a train file only",
+            "clear error",
+            lambda w: (
+                fine_tuning("glue", w / "o73", *rte, "--train_file", str(w / "rte" / "train.tsv"))
+                + ["--eval_strategy", "steps"]
+            ),
+            says="asks for evaluation data, but none is given",
+        ),
+        Case(
+            "classify --do_predict without a test table",
+            "clear error",
+            lambda w: (
+                fine_tuning("classify", w / "o74", "--train_file", str(w / "rte" / "train.tsv"))
+                + ["--text_column", "sentence1", "--do_predict"]
+            ),
+            says="asks for test data, but none is given",
+        ),
+        Case(
+            "glue with nothing to do (no --do_train, --do_eval, --do_predict)",
+            "clear error",
+            lambda w: [item for item in glue("o75")(w) if item != "--do_train"],
+            says="nothing to do",
+        ),
+        Case(
+            "glue --data_dir with --train_file",
+            "clear error",
+            glue("o76", "--train_file", "mine.tsv"),
+            says="both give data",
+        ),
+        Case(
+            "multiple-choice --data_dir (not read by the job)",
+            "clear error",
+            lambda w: (
+                fine_tuning("multiple-choice", w / "o77", "--train_file", str(w / "swag.jsonl"))
+                + ["--data_dir", "swag"]
+            ),
+            says="is not read by this job",
+        ),
+        Case(
+            "hidden size not divisible by the heads",
+            "clear error",
+            corpus_run("o78", "--config_overrides", TINY_64 + ",hidden_size=30,num_attention_heads=4"),
+            says="must be divisible by num_attention_heads",
+        ),
+        Case(
+            "a checkpoint's config.json with 5 heads for hidden size 32",
+            "clear error",
+            lambda w: glue_from(w / "heads_5", w / "o79"),
+            setup=lambda w: bad_checkpoint_config(w),
+            says="heads_5/config.json): AlbertConfig.hidden_size (32) must be divisible",
+        ),
+        Case(
+            "--num_layers_at_inference beyond the layers",
+            "clear error",
+            glue("o80", "--num_layers_at_inference", "4"),
+            says="AlbertConfig.num_layers_at_inference must be",
+        ),
+        Case(
+            "--hub_model_id that is no repository id",
+            "clear error",
+            glue("o82", "--push_to_hub", "--hub_model_id", "me/my model"),
+            says="is no Hub repository id",
+        ),
+        Case(
+            "--push_to_hub into a folder whose name is no repository name",
+            "clear error",
+            lambda w: fine_tuning("glue", w / "my run", *rte, "--data_dir", str(w / "rte"), "--push_to_hub"),
+            says="is no Hub repository name",
+        ),
+        Case(
+            "--resume_from_checkpoint naming a missing folder",
+            "clear error",
+            glue("o83", "--resume_from_checkpoint", "o83/checkpoint-4"),
+            says="no such folder",
+        ),
+        Case(
+            "--resume_from_checkpoint latest with --overwrite_output_dir",
+            "clear error",
+            glue("o84", "--resume_from_checkpoint", "latest", "--overwrite_output_dir"),
+            says="removes the run that --resume_from_checkpoint latest",
+        ),
+        Case(
+            "--metric_for_best_model the evaluation does not report",
+            "clear error",
+            lambda w: fine_tuning(
+                "glue",
+                w / "o85",
+                *rte,
+                "--data_dir",
+                str(FIXTURES / "glue" / "RTE"),  # with its dev.tsv
+                *("--do_eval", "--max_steps", "2", "--eval_strategy", "steps", "--eval_steps", "1"),
+                *("--save_steps", "1", "--load_best_model_at_end", "--metric_for_best_model", "f1_score"),
+                *("--max_seq_length", "32", "--max_eval_samples", "4"),
+            ),
+            says="the evaluation reports no 'f1_score'",
+        ),
+        Case(
+            "--enable_jit_checkpoint (Trainer's own SIGTERM handling)",
+            "clear error",
+            glue("o86", "--enable_jit_checkpoint"),
+            says="--enable_jit_checkpoint (on the command line) handles SIGTERM too",
+        ),
+    ]
+
+
+def copy_finished_run(work: Path, name: str, edit: Callable[[Path], None] | None = None) -> None:
+    """A copy of the finished 2-step run (its checkpoint-2 complete) for a case that resumes it, edited by `edit`."""
+    shutil.rmtree(work / name, ignore_errors=True)
+    shutil.copytree(work / "finished", work / name)
+    if edit is not None:
+        edit(work / name / "checkpoint-2")
+
+
+def edit_global_step(checkpoint: Path) -> None:
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    write(checkpoint / "trainer_state.json", json.dumps({**state, "global_step": 1}))
+
+
+def rename_with_its_step(checkpoint: Path) -> None:
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    write(checkpoint / "trainer_state.json", json.dumps({**state, "global_step": 3}))
+    checkpoint.rename(checkpoint.parent / "checkpoint-3")
+
+
+def resume_identity_cases() -> list[Case]:
+    """A resume is the same run: what decides the next step's data is in the fingerprint, and a checkpoint whose
+    files disagree about its step is refused, naming them."""
+
+    def resumed(name: str, *options: str):
+        return lambda w: (
+            pretrain(w / name, w / "corpus.txt", "--max_steps", "4", "--resume_from_checkpoint", "latest") + [*options]
+        )
+
+    return [
+        Case(
+            "resume with another --seed",
+            "clear error",
+            resumed("seed_changed", "--seed", "7"),
+            setup=lambda w: copy_finished_run(w, "seed_changed"),
+            protected=lambda w: w / "seed_changed",
+            says="--seed: 42 in the checkpoint, 7 now",
+        ),
+        Case(
+            "resume with another --masked_lm_prob",
+            "clear error",
+            resumed("masking_changed", "--masked_lm_prob", "0.3"),
+            setup=lambda w: copy_finished_run(w, "masking_changed"),
+            protected=lambda w: w / "masking_changed",
+            says="--masked_lm_prob: 0.15 in the checkpoint, 0.3 now",
+        ),
+        Case(
+            "resume with another --max_ngram",
+            "clear error",
+            resumed("ngram_changed", "--max_ngram", "1"),
+            setup=lambda w: copy_finished_run(w, "ngram_changed"),
+            protected=lambda w: w / "ngram_changed",
+            says="--max_ngram: 3 in the checkpoint, 1 now",
+        ),
+        Case(
+            "resume from a checkpoint whose trainer_state.json step was edited",
+            "clear error",
+            resumed("step_edited"),
+            setup=lambda w: copy_finished_run(w, "step_edited", edit_global_step),
+            protected=lambda w: w / "step_edited",
+            says="trainer_state.json says global step 1, but the folder is named for step 2",
+        ),
+        Case(
+            "resume from a checkpoint renamed, its state's step edited to match",
+            "clear error",
+            resumed("renamed"),
+            setup=lambda w: copy_finished_run(w, "renamed", rename_with_its_step),
+            protected=lambda w: w / "renamed",
+            says="run_fingerprint.json recorded step 2 when it was written",
+        ),
+    ]
+
+
 def mount_small_disk(folder: Path, read_only: bool = False) -> str | None:
     """A 1 MiB tmpfs at `folder` (read-only if asked); why not, when it cannot be mounted here."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -792,7 +1008,7 @@ def finished_work_cases() -> list[Case]:
                 + ["--resume_from_checkpoint", "latest"]
             ),
             setup=lambda w: change_corpus_after_a_checkpoint(w),
-            says="job.data file",
+            says="the content of",
         ),
         Case(
             "Hub token as --hub_token=X, --hub-token X and HF_TOKEN",
