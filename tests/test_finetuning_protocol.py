@@ -291,7 +291,16 @@ def test_seeds_without_evaluation_are_refused(spiece_model, tmp_path):
     from albert_hf.scripts.ner import main
 
     with pytest.raises(UserError, match=r"--seeds 0,1 compares the seeds' trained models .* pass --do_train and"):
-        main(["--do_train", "--seeds", "0,1", *quiet(tmp_path / "out", spiece_model)])
+        main(
+            [
+                "--do_train",
+                "--train_file",
+                str(tmp_path / "train.txt"),
+                "--seeds",
+                "0,1",
+                *quiet(tmp_path / "out", spiece_model),
+            ]
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -383,7 +392,7 @@ def test_squad_presets_select_by_f1_and_a_run_that_does_not_evaluate_keeps_the_l
     from albert_hf.metrics.squad import squad_v1_scores
 
     types = (ModelArguments, SquadArguments, TrainingArguments)
-    argv = ["--preset", "squad2.0", "--do_eval", "--output_dir", str(tmp_path)]
+    argv = ["--preset", "squad2.0", "--do_eval", "--validation_file", "dev.json", "--output_dir", str(tmp_path)]
     args = parse_finetuning_args(types, argv, presets="squad")[-1]
     assert args.load_best_model_at_end and args.metric_for_best_model == "f1" == task_metric("squad")
     assert "f1" in squad_v1_scores({"q": "a"}, {"q": ["a"]})

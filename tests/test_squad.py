@@ -437,12 +437,22 @@ def test_fixed_threshold_metrics_equal_scoring_predictions_json(tmp_path, shared
 
 def test_squad_presets_fill_defaults_and_keep_explicit_flags(tmp_path):
     arguments = (ModelArguments, SquadArguments, TrainingArguments)
-    argv = ["--preset", "squad2.0", "--max_steps", "10", "--config_overrides", "hidden_dropout_prob=0.2"]
+    argv = [
+        "--preset",
+        "squad2.0",
+        "--max_steps",
+        "1000",
+        "--config_overrides",
+        "hidden_dropout_prob=0.2",
+        "--do_train",
+        "--train_file",
+        "train.json",  # parsed only: a run with nothing to train on is refused at the parse
+    ]
     model_args, squad_args, training_args = parse_finetuning_args(
         arguments, [*argv, "--output_dir", str(tmp_path)], presets="squad"
     )
-    # Table 14, SQuAD v2.0: lr 3e-5, batch 48, 8,144 steps (10 given), 814 warm-up, length 512.
-    assert (training_args.learning_rate, training_args.warmup_steps, training_args.max_steps) == (3e-5, 814, 10)
+    # Table 14, SQuAD v2.0: lr 3e-5, batch 48, 8,144 steps (1,000 given), 814 warm-up, length 512.
+    assert (training_args.learning_rate, training_args.warmup_steps, training_args.max_steps) == (3e-5, 814, 1000)
     assert training_args.per_device_train_batch_size == 48
     assert squad_args.max_seq_length == 512 and squad_args.version_2_with_negative
     assert parse_config_overrides(model_args.config_overrides) == {
@@ -451,7 +461,17 @@ def test_squad_presets_fill_defaults_and_keep_explicit_flags(tmp_path):
         "classifier_dropout_prob": 0.1,
     }
 
-    argv = ["--preset", "SQuAD-v1.1", "--max_seq_length", "256", "--output_dir", str(tmp_path)]
+    argv = [
+        "--preset",
+        "SQuAD-v1.1",
+        "--max_seq_length",
+        "256",
+        "--output_dir",
+        str(tmp_path),
+        "--do_train",
+        "--train_file",
+        "train.json",
+    ]
     _, v1_args, v1_training = parse_finetuning_args(arguments, argv, presets="squad")
     assert (v1_training.learning_rate, v1_training.max_steps, v1_training.warmup_steps) == (5e-5, 3649, 365)
     assert v1_args.max_seq_length == 256 and not v1_args.version_2_with_negative
@@ -558,6 +578,7 @@ def test_run_squad_v2_through_the_cli(shared_data, spiece_model, tmp_path):
         "--null_score_diff_threshold",
         "0.5",
         *common_args(spiece_model, output_dir),
+        *("--warmup_steps", "0"),  # the preset's 814 warm-up steps would not fit the few steps run here
     ]
     assert cli_main(argv) == 0
 
