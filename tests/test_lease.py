@@ -114,6 +114,7 @@ def test_a_stale_lease_of_another_host_is_taken_over_naming_the_old_holder(tmp_p
     assert os.listdir(tmp_path) == []  # released; no probe or moved-aside file left behind
 
 
+@pytest.mark.slow
 def test_a_renewed_lease_is_refused_on_any_host_and_expires_once_its_holder_is_killed(tmp_path, caplog):
     lease = 1.5
     path = tmp_path / LOCK_NAME
@@ -155,6 +156,7 @@ def test_a_renewed_lease_is_refused_on_any_host_and_expires_once_its_holder_is_k
     assert not path.exists()
 
 
+@pytest.mark.slow
 def test_a_holder_whose_lease_was_taken_over_stops_renewing_and_leaves_the_new_lock(tmp_path):
     """A holder stopped past its lease (SIGSTOP) is taken over; continued, it notices and leaves the file alone."""
     lease = 1.0
