@@ -28,6 +28,10 @@ TRAINER_DEFAULTS: dict[str, Any] = {"logging_nan_inf_filter": False}
 
 @dataclass
 class ModelArguments:
+    """The model and tokenizer a job starts from (a checkpoint, or a fresh config of `--config_preset` and
+    `--config_overrides`): the first dataclass of every job, read by `job_setup.build_config`, `build_model` and
+    `load_tokenizer`."""
+
     option_group: ClassVar[str] = "model and tokenizer"
 
     model_name_or_path: str | None = field(
@@ -199,6 +203,9 @@ class EarlyExitArguments:
 
 @dataclass
 class GlueArguments(EarlyExitArguments):
+    """The GLUE task and where its files are (`--data_dir` in the original tsv layout, files, or the Hub), and the
+    adaptive-depth options of a sequence classifier."""
+
     option_group: ClassVar[str] = "GLUE"
 
     task_name: str = field(metadata={"help": f"GLUE task: {', '.join(GLUE_TASK_NAMES)}."})
@@ -252,6 +259,9 @@ class ClassifyArguments(EarlyExitArguments):
 
 @dataclass
 class NerArguments:
+    """How NER's words and tags become token labels (which sub-tokens are trained on, how words join into running
+    text) and where they are read (a CoNLL file's tag column, a table's or Hub dataset's word and tag columns)."""
+
     option_group: ClassVar[str] = "NER"
 
     label_all_tokens: bool = field(
@@ -378,6 +388,9 @@ class SquadArguments(FineTuningArguments):
 
 @dataclass
 class MultipleChoiceArguments(EarlyExitArguments):
+    """Where the questions and their choices are (SWAG or RACE files, a table's columns, or the Hub), and the
+    adaptive-depth options of a multiple-choice model."""
+
     option_group: ClassVar[str] = "multiple choice"
 
     dataset_name: str | None = field(
