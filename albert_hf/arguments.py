@@ -30,6 +30,10 @@ TRAINER_DEFAULTS: dict[str, Any] = {"logging_nan_inf_filter": False}
 
 @dataclass
 class ModelArguments:
+    """The model and tokenizer a job starts from (a checkpoint, or a fresh config of `--config_preset` and
+    `--config_overrides`): the first dataclass of every job, read by `job_setup.build_config`, `build_model` and
+    `load_tokenizer`."""
+
     option_group: ClassVar[str] = "model and tokenizer"
 
     model_name_or_path: str | None = field(
@@ -206,6 +210,9 @@ class EarlyExitArguments:
 
 @dataclass
 class GlueArguments(EarlyExitArguments):
+    """The GLUE task and where its files are (`--data_dir` in the original tsv layout, files, or the Hub), and the
+    adaptive-depth options of a sequence classifier."""
+
     option_group: ClassVar[str] = "GLUE"
     # Each split from its file or the GLUE folder of --data_dir (which is read instead of the files); the Hub's GLUE
     # when neither is given (`load_glue_splits` of albert_hf/scripts/glue.py).
@@ -271,6 +278,9 @@ class ClassifyArguments(EarlyExitArguments):
 
 @dataclass
 class NerArguments:
+    """How NER's words and tags become token labels (which sub-tokens are trained on, how words join into running
+    text) and where they are read (a CoNLL file's tag column, a table's or Hub dataset's word and tag columns)."""
+
     option_group: ClassVar[str] = "NER"
     # Each split from its file, else from --data_dir's CoNLL files, else from --dataset_name.
     data_splits: ClassVar[DataSplits] = DataSplits(
@@ -405,6 +415,9 @@ class SquadArguments(FineTuningArguments):
 
 @dataclass
 class MultipleChoiceArguments(EarlyExitArguments):
+    """Where the questions and their choices are (SWAG or RACE files, a table's columns, or the Hub), and the
+    adaptive-depth options of a multiple-choice model."""
+
     option_group: ClassVar[str] = "multiple choice"
     # Each split from its file, else from --dataset_name; no GLUE-like folder.
     data_splits: ClassVar[DataSplits] = DataSplits(

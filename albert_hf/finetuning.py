@@ -34,7 +34,7 @@ def preset_key(name: str) -> str:
 
 
 def paper_preset(kind: str):
-    """The recipe reader of `common.parse_args` for `--preset`: a row of the paper's Table 14 as a YAML file of
+    """The recipe reader of `argument_parsing.parse_args` for `--preset`: a row of the paper's Table 14 as a YAML file of
     options (albert_hf/recipes/<kind>/<name>.yaml: "finetune" for GLUE and RACE, "squad" for SQuAD), in any spelling
     of its name (`preset_key`), or the path of the user's own file; its best-dev selection left out where the run
     does not select (`without_turned_off_selection`)."""
@@ -202,10 +202,10 @@ def output_path(training_args: TrainingArguments, filename: str) -> str:
 
 
 def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None, presets: str = "finetune") -> tuple:
-    """The dataclasses of a fine-tuning command line (`common.parse_args`: ModelArguments first, the data arguments
+    """The dataclasses of a fine-tuning command line (`argument_parsing.parse_args`: ModelArguments first, the data arguments
     second, TrainingArguments last), `--preset` (a row of Table 14 from albert_hf/recipes/<presets>/) read as the
     parser's defaults; --global_batch_size (a preset gives the paper's) sets the per-device batch or the accumulation
-    steps (`common.split_global_batch`); --init_from_task_model makes the model to start from
+    steps (`argument_parsing.split_global_batch`); --init_from_task_model makes the model to start from
     (`start_from_task_model`)."""
     parsed = parse_args(dataclass_types, argv, recipe=paper_preset(presets), trainer_defaults=TRAINER_DEFAULTS)
     start_from_task_model(parsed[0], parsed[1])
@@ -214,7 +214,7 @@ def parse_finetuning_args(dataclass_types: tuple, argv: list[str] | None = None,
 
 def start_from_task_model(model_args: ModelArguments, data_args: FineTuningArguments) -> None:
     """--init_from_task_model PATH: the job starts from that fine-tuned model's encoder with a fresh head
-    (`common.encoder_with_fresh_head`). PATH becomes the job's `--model_name_or_path`, so its config (with this
+    (`job_setup.encoder_with_fresh_head`). PATH becomes the job's `--model_name_or_path`, so its config (with this
     task's labels), its tokenizer (unless --tokenizer_name_or_path), the checks of the output folder and the model
     card's base model follow from it as they do for any checkpoint. Refused, in one line, before any work: with
     --model_name_or_path too, a PATH that is no model (a file, a folder without weights or config, no such folder),
@@ -289,7 +289,7 @@ def hub_dataset_name(*arguments) -> str | None:
 
 
 def checked_config(model_args: ModelArguments, max_seq_length: int, tokenizer, **task_fields: Any):
-    """The job's AlbertConfig (`common.build_config`), refused before anything is encoded or trained when inputs of
+    """The job's AlbertConfig (`job_setup.build_config`), refused before anything is encoded or trained when inputs of
     `max_seq_length` would index positions it has no embedding for, or when the tokenizer does not fit its
     vocabulary (ids past the embedding fail in the lookup, and a trained model's rows beyond the tokenizer's were
     learned for other pieces; a fresh model's spare rows are only unused)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from helpers.command_line import assert_one_line_error, run_cli
 from helpers.data import FIXTURES
 from helpers.tiny import TINY_TWO_LAYER_OVERRIDES
@@ -87,6 +88,7 @@ def pretrain_argv(corpus, output_dir, max_steps: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_cli_resume_after_the_data_changed_at_the_same_path_is_refused_naming_the_file(tmp_path):
     corpus = tmp_path / "corpus.txt"
     lines = (FIXTURES / "corpus" / "wikitext2_valid_paragraphs.txt").read_text(encoding="utf-8").splitlines()

@@ -112,6 +112,7 @@ def tokenizer_argv(folder: Path, *extra: str) -> list[str]:
     return ["train-tokenizer", str(CORPUS), "--output_dir", str(folder), "--vocab_size", "300", "--quiet", *extra]
 
 
+@pytest.mark.slow
 def test_cli_train_tokenizer_into_a_model_folder_is_refused_unless_overwrite(finished_model, tmp_path):
     folder = copy_of(finished_model, tmp_path / "model")
     before = snapshot(folder)
@@ -141,6 +142,7 @@ def test_cli_train_tokenizer_over_an_earlier_tokenizer_is_refused(tmp_path):
     assert (folder / "spiece.model").read_bytes() == SPIECE.read_bytes()
 
 
+@pytest.mark.slow
 def test_cli_export_never_writes_into_the_model_folder_nor_over_an_export(finished_model, tmp_path):
     model = copy_of(finished_model, tmp_path / "model")
     before = snapshot(model)

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import sys
 
+import pytest
 from helpers.data import REPO_ROOT
 
 
@@ -18,6 +19,7 @@ def load_benchmark():
     return module
 
 
+@pytest.mark.slow
 def test_smoke_runs_every_row_and_writes_the_figures(shared_data, tmp_path):
     benchmark = load_benchmark()
     out = tmp_path / "figures.json"

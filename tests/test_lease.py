@@ -114,6 +114,7 @@ def test_a_stale_lease_of_another_host_is_taken_over_naming_the_old_holder(tmp_p
     assert os.listdir(tmp_path) == []  # released; no probe or moved-aside file left behind
 
 
+@pytest.mark.slow
 def test_a_renewed_lease_is_refused_on_any_host_and_expires_once_its_holder_is_killed(tmp_path, caplog):
     lease = 1.5
     path = tmp_path / LOCK_NAME
@@ -155,6 +156,7 @@ def test_a_renewed_lease_is_refused_on_any_host_and_expires_once_its_holder_is_k
     assert not path.exists()
 
 
+@pytest.mark.slow
 def test_a_holder_whose_lease_was_taken_over_stops_renewing_and_leaves_the_new_lock(tmp_path):
     """A holder stopped past its lease (SIGSTOP) is taken over; continued, it notices and leaves the file alone."""
     lease = 1.0
@@ -248,3 +250,40 @@ def test_a_bad_lease_duration_is_one_clear_error(tmp_path, monkeypatch, value):
     with pytest.raises(UserError, match=rf"^ALBERT_HF_LEASE_SECONDS='{value}': expected a number of seconds"):
         acquire_lock(str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("trained", [False, True], ids=["while-training", "after-training"])
+def test_a_deleted_folder_stops_its_job_while_it_trains_and_never_a_later_job_of_the_process(
+    tmp_path, caplog, monkeypatch, trained
+):
+    """While a job trains, deleting its folder interrupts the main thread (the command then reports the loss). Once
+    its training has ended (the plugin's `on_train_end`), the same deletion is logged and the lease stops renewing,
+    but nothing is interrupted: a notebook, sweep or benchmark that runs another job next in the same process, and
+    deletes the first job's folder meanwhile, is left alone."""
+    import shutil
+    from types import SimpleNamespace
+
+    from albert_hf.training.callbacks import CompleteCheckpoints
+    from albert_hf.training.run_folder import open_output_folder
+
+    monkeypatch.setenv("ALBERT_HF_LEASE_SECONDS", "1")  # a renewal every 0.1 s
+    folder = tmp_path / "run"
+    lock = open_output_folder(str(folder))
+    try:
+        if trained:
+            CompleteCheckpoints().on_train_end(SimpleNamespace(output_dir=str(folder)), None, None)
+        interrupted = False
+        with caplog.at_level("ERROR", logger="albert_hf.training.run_folder"):
+            shutil.rmtree(folder)
+            try:
+                deadline = time.monotonic() + 5
+                while lock.lost is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.3)  # the interrupt, if any, arrives right after the loss is recorded
+            except KeyboardInterrupt:
+                interrupted = True
+    finally:
+        release_held_locks()
+    assert lock.lost is not None and lock.lost.startswith(run_folder.FOLDER_DELETED), lock.lost
+    assert f"The lock of {folder} is no longer this job's" in caplog.text
+    assert interrupted is not trained

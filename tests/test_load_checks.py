@@ -74,6 +74,7 @@ def test_cli_a_model_folder_without_weights_is_named_with_what_it_holds(tmp_path
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_cli_non_finite_weights_are_named_before_fine_tuning_and_export(tmp_path):
     poisoned = "albert.encoder.embedding_hidden_mapping_in.weight"
     model = tiny_model(tmp_path / "model", poison=poisoned)

@@ -98,6 +98,7 @@ def loaded_classes(result: processes.CompletedProcess) -> list[list[str]]:
     return [json.loads(line) for line in result.stdout.strip().splitlines() if line.startswith("[")]
 
 
+@pytest.mark.slow
 def test_with_albert_hf_imported_no_code_of_the_folder_runs(planted_folder, tmp_path):
     folder, marker = planted_folder
     models = load(folder, [True, False, None], True, tmp_path / "modules", MODEL_AUTOS)

@@ -46,6 +46,7 @@ def test_run_ends_a_worker_in_another_session_when_the_launcher_returns():
     assert gone(int(result.stdout.split()[0]))
 
 
+@pytest.mark.slow
 def test_run_ends_the_launcher_and_its_worker_on_a_timeout():
     process = processes.start([sys.executable, "-c", LAUNCHER, "300"], stdout=subprocess.PIPE, text=True)
     worker = int(process.stdout.readline())
@@ -89,6 +90,7 @@ def test_leaks():
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_leaves_a_process_alive_fails(tmp_path):
     """A pytest run with this suite's conftest.py, whose one test passes but leaves an orphan: the run names it and
     the test that started it, ends it, and exits with status 1."""

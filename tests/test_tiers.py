@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from helpers import processes
 from helpers.data import REPO_ROOT
 
@@ -45,6 +46,7 @@ def collected(tmp_path, *options: str) -> list[str]:
     return sorted(line.split("::")[1] for line in result.stdout.splitlines() if "::" in line)
 
 
+@pytest.mark.slow
 def test_the_fast_tier_leaves_out_slow_and_distributed_tests_and_full_runs_all(tmp_path):
     assert collected(tmp_path) == ["test_data", "test_unmarked"]
     assert collected(tmp_path, "--full") == sorted(

@@ -63,6 +63,7 @@ _ENTAILMENT = ("entailment", "not_entailment")
 _MNLI = ("entailment", "neutral", "contradiction")
 _PAIR = ("sentence1", "sentence2")
 
+# Every GLUE task by its lower-case name ("mrpc", "sts-b" is "stsb"): the GLUE script's table of tasks.
 GLUE_TASKS: dict[str, GlueTask] = {
     task.name: task
     for task in (
@@ -115,6 +116,8 @@ SUBMISSION_FILES = {"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.ts
 
 
 def get_glue_task(task_name: str) -> GlueTask:
+    """The task `--task_name` names, in any case and with or without its hyphen ("SST-2", "sst2"); an unknown name
+    is a `UserError` listing the tasks."""
     key = task_name.lower().replace("-", "")
     if key not in GLUE_TASKS:
         raise UserError(f"Unknown GLUE task {task_name!r}; choose one of {sorted(GLUE_TASKS)}.")

@@ -28,7 +28,7 @@ import datasets
 from ..errors import UserError
 from .text_checks import RowPlaces
 
-# What a label column holds.
+# What a label column holds: the `kind` of a `LabelSpace`, and of `infer_label_space`'s override.
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
 

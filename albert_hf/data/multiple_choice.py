@@ -216,6 +216,8 @@ def _text(record: dict, column: str, where: str) -> str:
 
 
 def load_multiple_choice(path: str) -> Dataset:
+    """A SWAG or RACE json file, or a folder of RACE's per-article files, as a Dataset of examples
+    ([`read_multiple_choice`]); a missing path is a `MissingFileError`."""
     if not os.path.exists(path):
         raise MissingFileError(f"Multiple-choice data {path} does not exist.")
     return Dataset.from_list(read_multiple_choice(path))

@@ -99,7 +99,7 @@ from .reliability import (
     move_files_in,
     rotate_checkpoints,
 )
-from .run_folder import guard_output_folder, hold_output_folder
+from .run_folder import guard_output_folder, hold_output_folder, training_ended
 from .transformers_internals import (
     load_checkpoint_weights,
     push_checkpoint,
@@ -223,6 +223,7 @@ class CompleteCheckpoints(TrainerCallback):
         if self._limit_taken:
             args.save_total_limit = self.save_total_limit
             self._limit_taken = False
+        training_ended(args.output_dir)
 
 
 def find_resume_checkpoint(

@@ -800,6 +800,18 @@ def acquire_lock(folder: str) -> FolderLock:
     raise FolderInUseError(f"--output_dir {folder}: could not create the lock file {path}; another job races.")
 
 
+def training_ended(output_dir: str) -> None:
+    """The training of the job that holds `output_dir` has ended: a loss of the folder from now on no longer
+    interrupts the main thread. What the job still writes there (its final model, results, card) goes through the
+    writer, which refuses a lost folder (`albert_hf.output_files.watch_folder`), and a command still reports the loss
+    (`lost_folder`); but a process that runs more than one job (a notebook, a sweep, a benchmark) must not get a
+    KeyboardInterrupt in a later job because an earlier job's folder was deleted. The lease itself is kept, and
+    renewed, until the process releases it."""
+    lock = _HELD.get(os.path.join(output_dir, LOCK_NAME))
+    if lock is not None:
+        lock.stops_job = False
+
+
 def held_folders() -> list[str]:
     """The output folders whose locks this process holds."""
     return [lock.folder for lock in _HELD.values()]

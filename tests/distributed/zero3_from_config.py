@@ -14,10 +14,10 @@ os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[2], RANK="0", LO
 import deepspeed  # noqa: E402
 from transformers import TrainingArguments  # noqa: E402
 
-from albert_hf.argument_parsing import build_model  # noqa: E402
 from albert_hf.arguments import ModelArguments
 from albert_hf.configuration import AlbertConfig  # noqa: E402
 from albert_hf.distributed import check_extension_build_locks  # noqa: E402
+from albert_hf.job_setup import build_model  # noqa: E402
 from albert_hf.modeling import AlbertForSequenceClassification  # noqa: E402
 
 # Persistence threshold 0: ZeRO-3 partitions even the tiny model's tensors (by default it keeps small ones whole).
