@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .arguments import ModelArguments
-from .configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig
+from .configuration import WEIGHT_SHAPE_FIELDS, AlbertConfig, check_attention_heads
 from .errors import OptionError, UserError
 from .options import (
     COMMAND_LINE,
@@ -435,7 +435,9 @@ def known_config(model_args: ModelArguments, fields: dict[str, Any], named: str)
     source = model_args.model_name_or_path
     if not source:
         try:
-            return AlbertConfig.preset(model_args.config_preset, **fields)
+            config = AlbertConfig.preset(model_args.config_preset, **fields)
+            check_attention_heads(config)
+            return config
         except ValueError as error:
             overrides = model_args.config_overrides
             on = f"--config_preset {model_args.config_preset}"
@@ -447,6 +449,7 @@ def known_config(model_args: ModelArguments, fields: dict[str, Any], named: str)
         return None
     try:
         config, unused = AlbertConfig.from_pretrained(folder, return_unused_kwargs=True, **fields)
+        check_attention_heads(config)
     except ValueError as error:
         if not str(error).startswith("AlbertConfig."):
             return None  # not the config's own check: the model's loader names what is wrong with the file

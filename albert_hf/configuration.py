@@ -152,11 +152,6 @@ class AlbertConfig(PretrainedConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}.")
-        if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
-                f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
-                f"({self.num_attention_heads}): each head gets hidden_size / num_attention_heads dimensions."
-            )
         if self.num_hidden_groups > self.num_hidden_layers:
             raise ValueError(
                 f"AlbertConfig.num_hidden_groups ({self.num_hidden_groups}) cannot exceed num_hidden_layers "
@@ -372,3 +367,15 @@ def is_transformers_tokenizer(class_name: str) -> bool:
     except (ImportError, AttributeError, ValueError):  # a module it names fails to import: not a class it has
         return False
     return found is not None and found.__module__.startswith("transformers.")
+
+
+def check_attention_heads(config) -> None:
+    """Refuse a `hidden_size` the heads do not divide (any ALBERT config: albert_hf's or transformers'). Asked when a
+    model is built (`AlbertAttention`) and by the jobs before any work (`argument_parsing.known_config`), not when the
+    config is made: as in transformers, a config takes its fields one at a time (`AlbertConfig(hidden_size=312)` with
+    the default 64 heads, then 12 heads), and only the finished config has to agree with itself."""
+    if config.hidden_size % config.num_attention_heads != 0:
+        raise ValueError(
+            f"AlbertConfig.hidden_size ({config.hidden_size}) must be divisible by num_attention_heads "
+            f"({config.num_attention_heads}): each head gets hidden_size / num_attention_heads dimensions."
+        )

@@ -43,7 +43,7 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, TransformersKwargs
 from transformers.utils.generic import can_return_tuple
 
-from .configuration import AlbertConfig
+from .configuration import AlbertConfig, check_attention_heads
 
 # --------------------------------------------------------------------------------------------------------------------
 # Input checks
@@ -215,11 +215,7 @@ class AlbertAttention(nn.Module):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        if config.hidden_size % config.num_attention_heads != 0:
-            raise ValueError(
-                f"AlbertConfig.hidden_size ({config.hidden_size}) must be divisible by num_attention_heads "
-                f"({config.num_attention_heads}): each head gets hidden_size / num_attention_heads dimensions."
-            )
+        check_attention_heads(config)
         self.num_attention_heads = config.num_attention_heads
         self.attention_head_size = config.hidden_size // config.num_attention_heads
         self.scaling = self.attention_head_size**-0.5

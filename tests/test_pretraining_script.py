@@ -218,12 +218,12 @@ def test_optimizer_and_schedule_are_chosen_from_the_arguments(instances, tokeniz
 
 def test_recipes_are_defaults_that_the_command_line_overrides(tmp_path):
     model_args, data_args, recipe_args, args = parse_pretraining_args(
-        ["--recipe", "paper", "--output_dir", str(tmp_path), "--report_to", "none", "--max_steps", "10"]
+        ["--recipe", "paper", "--output_dir", str(tmp_path), "--report_to", "none", "--max_steps", "5000"]
     )
     paper = RECIPES["paper"]
     assert (args.learning_rate, args.warmup_steps, args.optimizer) == (0.00176, 3125, "lamb")
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 4096
-    assert (data_args.max_seq_length, model_args.config_preset, args.max_steps) == (512, paper["config_preset"], 10)
+    assert (data_args.max_seq_length, model_args.config_preset, args.max_steps) == (512, paper["config_preset"], 5000)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (32, 128)
     with pytest.raises(OptionError, match=r"--global_batch_size 100 does not split over per_device_train_batch_size"):
         parse_pretraining_args(["--recipe", "paper", "--output_dir", str(tmp_path), "--global_batch_size", "100"])
