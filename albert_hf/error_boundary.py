@@ -109,6 +109,7 @@ def run_command(command: str, function, argv: list[str] | None = None, debug: bo
 
     try:
         result = function(argv)
+        _end_process_group()
         lost = lost_folder()  # a job whose folder went while it ran does not report success
         if lost is not None:
             return _say(command, f"error: {lost}", MACHINE_STATE_STATUS)
@@ -133,6 +134,19 @@ def run_command(command: str, function, argv: list[str] | None = None, debug: bo
     finally:
         release_held_locks()
     return int(result or 0)
+
+
+def _end_process_group() -> None:
+    """End the launcher's process group once the command has succeeded. Left to interpreter shutdown, a rank
+    sometimes aborts there ("terminate called without an active exception": the backend's threads destroyed while
+    still joinable), and the launcher then fails a job whose work is done. Not after a failure: the other processes
+    may still wait in a collective, and the launcher ends them."""
+    if "torch" not in sys.modules:  # a command that never loaded torch started no process group
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _say(command: str, line: str, status: int) -> int:

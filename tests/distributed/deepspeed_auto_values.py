@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+import torch
+
 from albert_hf.job_setup import start_job
 from albert_hf.pretraining.arguments import parse_pretraining_args
 
@@ -20,3 +22,7 @@ if __name__ == "__main__":
         config = training_args.hf_deepspeed_config.config
         with open(output, "w", encoding="utf-8") as handle:
             json.dump({key: config[key] for key in KEYS}, handle)
+    # Clean exit: without it a rank sometimes aborts at interpreter shutdown ("terminate called without an active
+    # exception") and torchrun fails the job (albert_hf's commands end it in `error_boundary.run_command`).
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
