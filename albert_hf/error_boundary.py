@@ -322,11 +322,7 @@ def _decode_line(error: UnicodeDecodeError) -> str:
 def file_in_use(error: BaseException) -> str | None:
     """The file the code that raised `error` was reading or writing: the innermost frame of its traceback holding the path of an
     existing file (or an open file) among its local variables."""
-    frames = []
-    traceback = error.__traceback__
-    while traceback is not None:
-        frames.append(traceback.tb_frame)
-        traceback = traceback.tb_next
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
     for frame in reversed(frames):
         for value in list(frame.f_locals.values()):
             path = value.name if isinstance(value, io.IOBase) else value
@@ -336,10 +332,8 @@ def file_in_use(error: BaseException) -> str | None:
 
 
 def _innermost_frame(error: BaseException):
-    traceback = error.__traceback__
-    while traceback is not None and traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    return None if traceback is None else traceback.tb_frame
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
+    return frames[-1] if frames else None
 
 
 def _remote_code_check(error: BaseException) -> bool:

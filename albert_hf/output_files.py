@@ -47,6 +47,7 @@ import os
 import shutil
 import stat
 import tempfile
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -307,7 +308,7 @@ def write_with(path: str | os.PathLike, writer: Callable[[Path], Any], keep_name
     staging = folder / f"{STAGING_PREFIX}{uuid.uuid4().hex}-{path.name}"
     try:
         writer(staging)
-        _fsync(staging)
+        fsync_path(staging)
         return _publish(staging, folder, path.name, keep_name)
     except BaseException as error:
         with contextlib.suppress(OSError):
@@ -390,7 +391,7 @@ def publish_folder(
         _move(staging / name, targets[name])
         _WRITTEN.append(targets[name])
     _update_manifest(folder, published=recorded)
-    _fsync(folder)
+    fsync_path(folder)
     with contextlib.suppress(OSError):
         os.rmdir(staging)
     return targets
@@ -405,7 +406,7 @@ def _publish(staging: Path, folder: Path, name: str, keep_name: bool) -> Path:
             _move(staging, target)
         except FileExistsError:
             continue
-        _fsync(folder)
+        fsync_path(folder)
         _WRITTEN.append(target)
         return target
     raise OutputFileError(f"{folder / name}: another process keeps creating this file; nothing was written.")
@@ -443,7 +444,8 @@ def _write_new_file(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
-def _fsync(path: str | os.PathLike) -> None:
+def fsync_path(path: str | os.PathLike) -> None:
+    """fsync one file or folder (a folder's fsync makes the names of its entries durable)."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
@@ -455,8 +457,8 @@ def fsync_tree(folder: str | os.PathLike) -> None:
     """fsync every file under `folder`, then every folder bottom-up, so the whole tree is on disk before a rename."""
     for root, _, files in os.walk(folder, topdown=False):
         for name in files:
-            _fsync(os.path.join(root, name))
-        _fsync(root)
+            fsync_path(os.path.join(root, name))
+        fsync_path(root)
 
 
 def remove_stale_staging(folder: str | os.PathLike) -> list[str]:
@@ -509,11 +511,7 @@ def _staged_path_in(error: BaseException, staged: dict[str, Path]) -> Path:
     the first destination when none does."""
     candidates = [getattr(error, "filename", None), getattr(error, "filename2", None)]
     folder = None  # a staging folder itself, named where no file inside one is
-    frames = []
-    traceback = error.__traceback__
-    while traceback is not None:
-        frames.append(traceback.tb_frame)
-        traceback = traceback.tb_next
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
     for frame in reversed(frames):
         candidates += list(frame.f_locals.values())
     for value in candidates:

@@ -74,7 +74,7 @@ from ..errors import OptionError
 from ..formats import save_format_line
 from ..modeling import AlbertPreTrainedModel
 from ..options import OptionValues
-from ..output_files import claim_files, folder_state, naming_the_destination
+from ..output_files import claim_files, folder_state, fsync_path, fsync_tree, naming_the_destination
 from .non_finite import RefuseNonFiniteCheckpoints, StopOnNonFiniteLoss
 from .preemption import CheckpointOnSignal
 from .reliability import (
@@ -91,8 +91,6 @@ from .reliability import (
     checkpoint_record,
     checkpoint_step,
     fingerprint_of,
-    fsync_path,
-    fsync_tree,
     hand_hub_token_to_environment,
     latest_checkpoint,
     marker_problem,

@@ -79,28 +79,6 @@ class CheckpointError(UserError):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Files: fsync and publication
-# --------------------------------------------------------------------------------------------------------------------
-
-
-def fsync_path(path: str | os.PathLike) -> None:
-    """fsync one file or folder (a folder's fsync makes the names of its entries durable)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_tree(folder: str | os.PathLike) -> None:
-    """fsync every file under `folder`, then every folder bottom-up, so the whole tree is on disk before a rename."""
-    for root, _, files in os.walk(folder, topdown=False):
-        for name in files:
-            fsync_path(os.path.join(root, name))
-        fsync_path(root)
-
-
-# --------------------------------------------------------------------------------------------------------------------
 # Finding and checking checkpoints
 # --------------------------------------------------------------------------------------------------------------------
 

@@ -99,27 +99,6 @@ RENEWALS_PER_LEASE = 10
 # `--hub_token` (`--hub_tok`, `--hub-t`).
 _SECRET_OPTION = re.compile(r"^--[\w-]*(token|password|secret)[\w-]*$", re.IGNORECASE)
 _SECRET_OPTION_NAMES = ("--hub_token",)
-# Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`): removed with the
-# run by --overwrite_output_dir, so that no file of the old run is left to be read as the new one's.
-_OTHER_RUN_FILES = frozenset(
-    {
-        ".checkpoint-staging",
-        "training_args.bin",
-        "trainer_state.json",
-        "generation_config.json",
-        "spiece.model",
-        "spiece.vocab",
-        "tokenizer.json",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-        "added_tokens.json",
-        "vocab.txt",  # a WordPiece vocabulary (the Chinese ALBERTs'), as `albert-hf import` writes it
-        # The remote code save_pretrained copies beside a model and its tokenizer (`trust_remote_code=True`).
-        "modeling.py",
-        "configuration.py",
-        "tokenization.py",
-    }
-)
 # The files of a model, which its final save writes and loaders read by name: one of them in the folder that no job
 # wrote is refused before any work (`check_job_files`), since the job's own could not go beside it. (Weights of
 # other names, shards, are recognized by their suffix.)
@@ -134,11 +113,20 @@ MODEL_FILE_NAMES = frozenset(
         "tokenizer_config.json",
         "special_tokens_map.json",
         "added_tokens.json",
+        # The remote code save_pretrained copies beside a model and its tokenizer (`trust_remote_code=True`).
         "modeling.py",
         "configuration.py",
         "tokenization.py",
     }
 )
+# Files and folders a job writes beside its model besides those that mark a run (`_marks_a_run`, config.json among
+# them): removed with the run by --overwrite_output_dir, so that no file of the old run is left to be read as the new
+# one's.
+_OTHER_RUN_FILES = (MODEL_FILE_NAMES - {"config.json"}) | {
+    ".checkpoint-staging",
+    "trainer_state.json",
+    "vocab.txt",  # a WordPiece vocabulary (the Chinese ALBERTs'), as `albert-hf import` writes it
+}
 _RESULTS_FILE = re.compile(r"^(all|train|eval|predict|test)(_\w+)?_results\.json$")
 
 
