@@ -137,15 +137,18 @@ def run_command(command: str, function, argv: list[str] | None = None, debug: bo
 
 
 def _end_process_group() -> None:
-    """End the launcher's process group once the command has succeeded. Left to interpreter shutdown, a rank
-    sometimes aborts there ("terminate called without an active exception": the backend's threads destroyed while
-    still joinable), and the launcher then fails a job whose work is done. Not after a failure: the other processes
-    may still wait in a collective, and the launcher ends them."""
+    """End the launcher's process group once the command has succeeded, every process together (a barrier: the main
+    process may still be writing its card or results). A process that leaves alone, or leaves the group to
+    interpreter shutdown, sometimes aborts there ("terminate called without an active exception": the backend's
+    threads destroyed while still joinable), and the launcher then fails a job whose work is done. Not after a
+    failure: the other processes may still wait in a collective, and the launcher ends them (as it ends one waiting
+    here for a process that failed)."""
     if "torch" not in sys.modules:  # a command that never loaded torch started no process group
         return
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -22,7 +22,8 @@ if __name__ == "__main__":
         config = training_args.hf_deepspeed_config.config
         with open(output, "w", encoding="utf-8") as handle:
             json.dump({key: config[key] for key in KEYS}, handle)
-    # Clean exit: without it a rank sometimes aborts at interpreter shutdown ("terminate called without an active
-    # exception") and torchrun fails the job (albert_hf's commands end it in `error_boundary.run_command`).
+    # Clean exit, both ranks together: a rank that leaves while the other still sets up or writes sometimes aborts at
+    # interpreter shutdown ("terminate called without an active exception") and torchrun fails the job.
     if torch.distributed.is_initialized():
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
