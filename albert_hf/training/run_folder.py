@@ -351,9 +351,13 @@ class FolderLock:
 
     def loss(self) -> str | None:
         """Why this process no longer holds the folder (`lost`, or what a look now finds), or None while it does.
-        A folder deleted is named as such, also when a renewal first saw its lock go (the deletion under way)."""
+        A folder deleted is named as such, also when a renewal first saw its lock go (the deletion under way): a lock
+        gone from a folder still there is looked at once more, after the moment `rm -r` takes to reach the folder."""
         if not self._stop.is_set():
             now = self._problem()
+            if now is not None and not now.startswith(FOLDER_DELETED) and not os.path.exists(self.path):
+                time.sleep(LOOK_AGAIN_SECONDS)
+                now = self._problem() or now
             if self.lost is None or (now is not None and now.startswith(FOLDER_DELETED)):
                 self.lost = now or self.lost
         return self.lost
@@ -420,6 +424,8 @@ class FolderLock:
 
 
 FOLDER_DELETED = "the folder was deleted or moved"
+# How long a lock found gone waits before the folder is looked at again (`FolderLock.loss`).
+LOOK_AGAIN_SECONDS = 0.5
 
 
 def _identity(folder: str) -> tuple[int, int] | None:
